@@ -1,0 +1,11 @@
+"""Worker SDK of gym_gui: wire protocol stubs and the worker-side session client."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+# Environment variables the daemon sets for every worker it spawns.
+ENV_DAEMON_ADDRESS = "GYM_GUI_DAEMON_ADDRESS"
+ENV_RUN_ID = "GYM_GUI_RUN_ID"
+ENV_RUN_TOKEN = "GYM_GUI_RUN_TOKEN"
+ENV_RUN_DIR = "GYM_GUI_RUN_DIR"

@@ -1,0 +1,123 @@
+"""Fast, compact JSON for RL values: observations, actions, infos, with numpy inside.
+
+Rules of :func:`to_jsonable` (and so of :func:`dumps`):
+
+- ``None``, ``bool``, ``int``, ``str`` and finite ``float`` stay as they are; subclasses (``IntEnum``
+  actions, numpy ``float64``) become the plain type.
+- Non-finite floats (NaN, +inf, -inf), wherever they appear, become ``null``: JSON has no token
+  for them, and ``null`` is what JavaScript's ``JSON.stringify`` writes too.
+- numpy scalars become the matching Python scalar; numpy arrays become nested lists (``tolist``).
+- tuples, lists, sets and other iterables of that kind become lists.
+- dict keys that are not ``str`` become the JSON text of the key: ``1`` → ``"1"``, ``True`` →
+  ``"true"``, ``(3, 1)`` → ``"[3,1]"`` (the first three as ``json`` itself does).
+- ``bytes``, ``bytearray`` and ``memoryview`` become a base64 (standard alphabet) string.
+- ``Enum`` members become their value.
+- anything else with a ``tolist()`` method (e.g. a tensor) is converted through it; any other
+  object becomes ``str(value)``, so a strange ``info`` entry never stops a worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+_SEPARATORS = (",", ":")
+_PLAIN = (str, int, bool, type(None))
+
+
+def _float(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return str(key)
+    return json.dumps(to_jsonable(key), separators=_SEPARATORS, allow_nan=False, ensure_ascii=False)
+
+
+def _array(value: np.ndarray) -> Any:
+    kind = value.dtype.kind
+    if kind in "biu":
+        return value.tolist()
+    if kind == "f":
+        if value.size == 0 or bool(np.isfinite(value).all()):
+            return value.tolist()
+        # Only the rare array with NaN/inf pays for the object copy.
+        copy = value.astype(object)
+        copy[~np.isfinite(value)] = None
+        return copy.tolist()
+    # Complex, bytes, str and object arrays: let the general rules handle their elements.
+    return to_jsonable(value.tolist())
+
+
+def to_jsonable(value: Any) -> Any:
+    """Return ``value`` as plain JSON-compatible Python (dict, list, str, int, float, bool, None).
+
+    See the module docstring for the rules. The result never contains NaN or infinities.
+    """
+    kind = type(value)
+    # Fast paths: the types nearly every step is made of.
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is np.ndarray:
+        return _array(value)
+    if isinstance(value, np.generic):
+        if isinstance(value, np.floating):
+            return _float(float(value))
+        if isinstance(value, (np.integer, np.bool_)):
+            return value.item()
+        return to_jsonable(value.item())
+    if kind is list or kind is tuple:
+        return [to_jsonable(item) for item in value]
+    if kind is dict:
+        return {(key if type(key) is str else _key(key)): to_jsonable(item) for key, item in value.items()}
+    # Slower, rarer cases.
+    if isinstance(value, Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _float(float(value))
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, np.ndarray):
+        return _array(np.asarray(value))
+    if isinstance(value, dict):
+        return {_key(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return to_jsonable(tolist())
+    return str(value)
+
+
+def _default(value: Any) -> Any:
+    # json's C encoder calls this only for what it cannot write itself (numpy arrays and
+    # non-float numpy scalars, bytes, odd objects).
+    return to_jsonable(value)
+
+
+def dumps(value: Any) -> str:
+    """Return compact JSON text of ``value`` (no spaces), converted by the rules of :func:`to_jsonable`.
+
+    Most values go straight through ``json``'s C encoder; only a value it refuses (a NaN, a tuple
+    dict key) is converted in full first, so the output is the same either way.
+    """
+    try:
+        return json.dumps(
+            value, separators=_SEPARATORS, allow_nan=False, ensure_ascii=False, default=_default
+        )
+    except (ValueError, TypeError):
+        return json.dumps(to_jsonable(value), separators=_SEPARATORS, allow_nan=False, ensure_ascii=False)

@@ -1,0 +1,1 @@
+"""Publish/subscribe of run events for viewers (lossy by design, with credit windows)."""

@@ -1,0 +1,166 @@
+"""RunConfig: the validated description of one run, with its published JSON schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.workers import WORKERS
+
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
+REDACTED = "***"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Budget(_Strict):
+    """How long the run goes on: a number of environment steps, of episodes, or both (first reached)."""
+
+    timesteps: int | None = Field(default=None, gt=0, description="Environment steps to run.")
+    episodes: int | None = Field(default=None, gt=0, description="Episodes to run.")
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Budget:
+        if self.timesteps is None and self.episodes is None:
+            raise ValueError("give timesteps or episodes (or both)")
+        return self
+
+
+class Tracking(_Strict):
+    """Where metrics go besides gym_gui's own storage."""
+
+    tensorboard: bool = Field(default=True, description="Write TensorBoard event files.")
+    wandb_mode: Literal["disabled", "offline", "online"] = Field(
+        default="disabled", description="Weights & Biases: disabled, offline (sync later) or online."
+    )
+    wandb_project: str | None = Field(default=None, description="W&B project name.")
+    wandb_entity: str | None = Field(default=None, description="W&B entity (user or team).")
+    wandb_run_name: str | None = Field(default=None, description="W&B run name; default: the run id.")
+
+
+class Resources(_Strict):
+    """What the run would like from the machine."""
+
+    cpus: int = Field(default=1, ge=1, description="CPU cores the run expects to use.")
+    gpu: bool = Field(default=False, description="Use a GPU when one is available.")
+    gpu_mandatory: bool = Field(default=False, description="Fail before launch when no GPU is available.")
+
+
+class TelemetryOptions(_Strict):
+    """What a telemetry-lane run streams and stores."""
+
+    render_fps: float = Field(
+        default=10.0,
+        ge=0.0,
+        le=240.0,
+        description="Encoded frames per second for pixel environments (0: none).",
+    )
+    store_steps: bool = Field(default=True, description="Store every step (needed for replay).")
+    store_render: bool = Field(default=True, description="Store render payloads with the steps.")
+    batch_steps: int = Field(default=512, ge=1, le=65536, description="Steps per batch sent to the daemon.")
+    batch_seconds: float = Field(
+        default=0.2, gt=0.0, le=10.0, description="Longest a step waits before its batch is sent."
+    )
+
+
+class RunConfig(_Strict):
+    """Everything that defines a run. Stored as ``config.json`` in the run directory, exactly as run.
+
+    Secrets (W&B API keys and the like) are never part of it: they travel only in the worker's
+    environment.
+    """
+
+    worker: str = Field(description="Worker kind: " + ", ".join(sorted(WORKERS)) + ".")
+    env_id: str = Field(
+        min_length=1, max_length=200, description="Gymnasium environment id, e.g. FrozenLake-v1."
+    )
+    seed: int | None = Field(default=0, ge=0, le=2**32 - 1, description="Seed of the first episode.")
+    budget: Budget = Field(description="How long the run goes on.")
+    mode: Literal["train", "evaluate", "play"] = Field(default="train", description="What the run does.")
+    algorithm: str | None = Field(default=None, description="Algorithm (e.g. ppo for CleanRL).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Algorithm parameters by name.")
+    env_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments for gymnasium.make."
+    )
+    tracking: Tracking = Field(default_factory=Tracking)
+    resources: Resources = Field(default_factory=Resources)
+    telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)
+    notes: str = Field(default="", max_length=10_000, description="Free text kept with the run.")
+    dry_run: bool = Field(default=False, description="Resolve and show what would run, launch nothing.")
+
+    @field_validator("worker")
+    @classmethod
+    def _known_worker(cls, value: str) -> str:
+        if value not in WORKERS:
+            raise ValueError(f"unknown worker kind; known kinds: {', '.join(sorted(WORKERS))}")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _no_secret_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if _SECRET_KEY.search(key):
+                raise ValueError(
+                    f"parameter {key!r} looks like a secret; pass secrets in the worker's environment"
+                )
+        return value
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+def _describe_error(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "config"
+    message = error["msg"]
+    if error["type"] in ("missing",):
+        return f"field '{where}': {message}"
+    value = error.get("input")
+    shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
+    if len(shown) > 80:
+        shown = shown[:77] + "…"
+    return f"field '{where}': {message} (got {shown})"
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per problem, each naming the field and the bad value."""
+    return "; ".join(_describe_error(error) for error in exc.errors())
+
+
+def parse_run_config(data: str | bytes | dict[str, Any]) -> RunConfig:
+    """Validate a RunConfig from JSON text or a mapping.
+
+    Raises:
+        ConfigError: naming every bad field and its value.
+    """
+    try:
+        if isinstance(data, dict):
+            return RunConfig.model_validate(data)
+        return RunConfig.model_validate_json(data)
+    except ValidationError as exc:
+        if any(error["type"] == "json_invalid" for error in exc.errors()):
+            raise ConfigError(f"config is not valid JSON: {exc.errors()[0]['msg']}") from None
+        raise ConfigError(f"invalid run config: {format_validation_error(exc)}") from None
+
+
+def redact(mapping: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``mapping`` (nested) with every secret-looking key's value replaced by ``***``."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if _SECRET_KEY.search(str(key)):
+            out[key] = REDACTED
+        elif isinstance(value, dict):
+            out[key] = redact(value)
+        else:
+            out[key] = value
+    return out
+
+
+def run_config_schema() -> dict[str, Any]:
+    """The published JSON schema of RunConfig."""
+    return RunConfig.model_json_schema()

@@ -1,0 +1,58 @@
+"""Run ids: CleanRL's `{env_id}__{algo_or_worker}__{seed}__{unix_time}`, made filesystem-safe and validated."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+from gym_gui.core.errors import InvalidRunId
+
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def validate_run_id(run_id: str) -> str:
+    """Return ``run_id`` unchanged if it is safe to use as a directory name, else raise.
+
+    A run id may hold only ``[A-Za-z0-9._-]``, must start with a letter or digit
+    (so ``.`` and ``..`` are refused) and is at most 200 characters long.
+
+    Raises:
+        InvalidRunId: naming the offending id.
+    """
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise InvalidRunId(
+            f"invalid run id {run_id!r}: use 1-200 characters of [A-Za-z0-9._-], "
+            "starting with a letter or digit"
+        )
+    return run_id
+
+
+def _component(text: str) -> str:
+    cleaned = _UNSAFE.sub("-", text).strip("-.")
+    return cleaned or "x"
+
+
+def make_run_id(
+    env_id: str,
+    worker_or_algo: str,
+    seed: int | None,
+    unix_time: int | None = None,
+    exists: Callable[[str], bool] = lambda _run_id: False,
+) -> str:
+    """Build a fresh run id in CleanRL's naming convention.
+
+    ``ALE/Pong-v5`` becomes ``ALE-Pong-v5``; when ``exists`` says the id is taken,
+    ``-2``, ``-3`` … is appended until it is free.
+    """
+    stamp = int(time.time()) if unix_time is None else unix_time
+    seed_part = "none" if seed is None else str(seed)
+    base = "__".join(
+        [_component(env_id)[:80], _component(worker_or_algo)[:60], _component(seed_part), str(stamp)]
+    )
+    candidate, n = base, 1
+    while exists(candidate):
+        n += 1
+        candidate = f"{base}-{n}"
+    return validate_run_id(candidate)

@@ -1,0 +1,106 @@
+"""Plain records that storage keeps and the protocol carries: runs, transitions, episodes, steps, metrics, events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gym_gui.core.states import RunState
+
+# Column order of a step row, as the writer inserts it and readers return it.
+STEP_COLUMNS: tuple[str, ...] = (
+    "episode",
+    "step",
+    "reward",
+    "terminated",
+    "truncated",
+    "action",
+    "observation",
+    "info",
+    "render",
+    "wall_time",
+)
+
+StepRow = tuple[int, int, float, bool, bool, str, str, str, bytes | None, float]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of the run registry."""
+
+    run_id: str
+    worker: str
+    env_id: str
+    lane: str
+    state: RunState
+    created_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    archived: bool = False
+    pid: int | None = None  # the worker process, while one may exist
+
+
+@dataclass(frozen=True)
+class StateTransition:
+    """One state change of a run, kept forever in the registry's history."""
+
+    run_id: str
+    from_state: RunState | None
+    to_state: RunState
+    time: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    episode: int
+    step: int
+    reward: float
+    terminated: bool
+    truncated: bool
+    action: str  # JSON
+    observation: str  # JSON
+    info: str  # JSON object
+    render: bytes | None
+    wall_time: float
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    episode: int
+    seed: int | None
+    steps: int
+    total_reward: float
+    terminated: bool
+    truncated: bool
+    started_at: float
+    ended_at: float
+    info: str = "{}"  # JSON object
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    tag: str
+    step: int
+    wall_time: float
+    value: float
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """Something that happened to a run: a lifecycle phase, a warning, a log line of note."""
+
+    time: float
+    kind: str
+    level: str
+    message: str
+    data: str = "{}"  # JSON object
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    kind: str
+    path: str  # relative to the run directory
+    step: int
+    meta: str = "{}"  # JSON object

@@ -1,0 +1,1 @@
+"""The trainer daemon: gRPC server, supervisor, executors and the run services."""

@@ -1,0 +1,60 @@
+"""`python -m gym_gui.daemon`: run the trainer daemon in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from gym_gui.daemon.server import LOOPBACK, DaemonAlreadyRunning, DaemonServer, configure_logging
+from gym_gui.daemon.supervisor import SupervisorSettings
+from gym_gui.storage.home import Home
+
+# Exit status of a daemon that found another one already serving its home.
+EXIT_ALREADY_RUNNING = 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gym_gui.daemon", description="gym_gui trainer daemon")
+    parser.add_argument(
+        "--home", type=Path, default=None, help="GYM_GUI_HOME (default: the platform's data dir)"
+    )
+    parser.add_argument("--host", default=LOOPBACK, help="address to listen on (default: loopback only)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: an ephemeral one)")
+    defaults = SupervisorSettings()
+    parser.add_argument("--max-concurrent", type=int, default=defaults.max_concurrent)
+    parser.add_argument("--heartbeat-timeout", type=float, default=defaults.heartbeat_timeout)
+    parser.add_argument("--cancel-grace", type=float, default=defaults.cancel_grace)
+    args = parser.parse_args(argv)
+    if args.max_concurrent < 1:
+        parser.error("--max-concurrent must be at least 1")
+
+    home = Home(args.home)
+    home.ensure()
+    configure_logging(home)
+    if args.host != LOOPBACK:
+        logging.getLogger(__name__).warning("listening on %s: reachable beyond this machine", args.host)
+    settings = SupervisorSettings(
+        max_concurrent=args.max_concurrent,
+        heartbeat_timeout=args.heartbeat_timeout,
+        cancel_grace=args.cancel_grace,
+    )
+    server = DaemonServer(home, host=args.host, port=args.port, settings=settings)
+    try:
+        server.start()
+    except DaemonAlreadyRunning as exc:
+        print(f"gym_gui daemon: {exc}", file=sys.stderr)
+        return EXIT_ALREADY_RUNNING
+    signal.signal(signal.SIGTERM, lambda *_: server.request_stop())
+    signal.signal(signal.SIGINT, lambda *_: server.request_stop())
+    try:
+        server.wait()
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

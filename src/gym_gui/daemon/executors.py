@@ -1,0 +1,122 @@
+"""Executors: how the supervisor starts a worker process (local subprocess today; Ray Jobs later)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one worker: an argument list (never a shell string)."""
+
+    run_id: str
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    stdout_path: Path
+    stderr_path: Path
+    secret_keys: frozenset[str] = field(default_factory=frozenset)
+
+
+class WorkerProcess(Protocol):
+    """A started worker, as the supervisor sees it."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None:
+        """The exit code, or None while it runs."""
+
+    def terminate(self) -> None:
+        """Ask the whole process group to stop (SIGTERM)."""
+
+    def kill(self) -> None:
+        """Stop the whole process group now (SIGKILL)."""
+
+
+class Executor(Protocol):
+    def launch(self, spec: LaunchSpec) -> WorkerProcess: ...
+
+
+class LocalProcess:
+    """A worker in its own session and process group, so signals reach its whole tree."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def _signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._popen.pid, sig)
+
+    def terminate(self) -> None:
+        self._signal_group(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal_group(signal.SIGKILL)
+
+
+class LocalExecutor:
+    """Starts workers as local subprocesses.
+
+    ``start_new_session`` (not ``preexec_fn``) keeps the fork safe beside gRPC's threads and
+    makes the worker the leader of its own process group.
+    """
+
+    def launch(self, spec: LaunchSpec) -> LocalProcess:
+        spec.stdout_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(spec.stdout_path, "ab") as out, open(spec.stderr_path, "ab") as err:
+            popen = subprocess.Popen(
+                spec.argv,
+                cwd=spec.cwd,
+                env=spec.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
+            )
+        log.info("run %s: started pid %d: %s", spec.run_id, popen.pid, " ".join(spec.argv))
+        return LocalProcess(popen)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (and is not a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def tail(path: Path, max_bytes: int = 2000) -> str:
+    """The last ``max_bytes`` of a log file as text (empty when missing)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            return f.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""

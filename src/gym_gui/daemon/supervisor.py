@@ -1,0 +1,628 @@
+"""The supervisor: queues runs, launches workers through an Executor, watches them and decides how they end."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import queue
+import secrets
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN
+from gym_gui_sdk import trainer_pb2 as pb
+
+from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
+from gym_gui.core.config import RunConfig, redact
+from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
+from gym_gui.core.ids import make_run_id
+from gym_gui.core.records import EventRecord, RunRecord, StateTransition
+from gym_gui.core.states import RunState
+from gym_gui.core.workers import Launch, WorkerSpec, worker_spec
+from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
+from gym_gui.daemon.manifest import Manifest
+from gym_gui.envs.check import check_env
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.telemetry import TelemetryWriter
+
+log = logging.getLogger(__name__)
+
+Command = pb.ControlMessage.Command
+Phase = pb.Lifecycle.Phase
+
+# Variables a worker inherits from the daemon's environment; everything else is set explicitly.
+_INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass
+class SupervisorSettings:
+    max_concurrent: int = os.cpu_count() or 1
+    heartbeat_timeout: float = 20.0
+    register_timeout: float = 120.0
+    cancel_grace: float = 5.0
+    tick_seconds: float = 0.1
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """What the daemon holds in memory about a run that has (or may get) a worker."""
+
+    run_id: str
+    spec: WorkerSpec
+    config: RunConfig
+    run_dir: Path
+    token: str = ""
+    token_hash: str = ""
+    session_token: str = ""
+    process: WorkerProcess | None = None
+    orphan_pid: int | None = None  # a worker started by an earlier daemon
+    writer: TelemetryWriter | None = None
+    launched_at: float = field(default_factory=time.monotonic)
+    last_seen: float = field(default_factory=time.monotonic)
+    stream_open: bool = False
+    stream_busy: bool = False
+    stream_done: threading.Event = field(default_factory=threading.Event)
+    ever_streamed: bool = False
+    started: bool = False
+    reported: int = Phase.PHASE_UNSPECIFIED
+    reported_message: str = ""
+    violation: str = ""
+    heartbeat_lost: bool = False
+    cancel_requested_at: float | None = None
+    killed: bool = False
+    exited_at: float | None = None
+    exit_code: int | None = None
+    render_fps: float = 0.0
+    secret_env: dict[str, str] = field(default_factory=dict)
+    controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
+    manifest: Manifest | None = None
+    finalized: bool = False
+
+    def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
+        self.controls.put(pb.ControlMessage(command=command, render_fps=render_fps, reason=reason))
+
+
+class Supervisor:
+    """Owns the live runs. Thread-safe: gRPC handlers and the supervision loop call into it."""
+
+    def __init__(
+        self,
+        home: Home,
+        registry: RunRegistry,
+        bus: RunBus,
+        executor: Executor,
+        address: str,
+        settings: SupervisorSettings | None = None,
+    ) -> None:
+        self.home = home
+        self.registry = registry
+        self.bus = bus
+        self.executor = executor
+        self.address = address
+        self.settings = settings or SupervisorSettings()
+        self._lock = threading.RLock()
+        self._live: dict[str, LiveRun] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle of the loop
+
+    def start_loop(self) -> None:
+        """Start the supervision loop (call :meth:`reconcile` first)."""
+        self._thread = threading.Thread(target=self._loop, name="gym-gui-supervisor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        with self._lock:
+            for run in self._live.values():
+                if run.writer is not None:
+                    run.writer.close()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.settings.tick_seconds):
+            try:
+                self.tick()
+            except Exception:  # the loop must outlive any one run's trouble
+                log.exception("supervisor tick failed")
+
+    # ------------------------------------------------------------ submitting
+
+    def submit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> tuple[RunRecord, str]:
+        """Validate and register a run; returns its record and, for client-driven runs, its token.
+
+        Raises:
+            ConfigError / UnknownEnv: before anything is stored or started.
+        """
+        spec = worker_spec(config.worker)
+        if not spec.available:
+            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
+        check_env(config.env_id)
+        label = config.algorithm or config.worker
+        now = time.time()
+        with self._lock:
+            run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
+            run_dir = self.home.run_dir(run_id)
+            (run_dir / "logs").mkdir(parents=True)
+            _write_json(run_dir / "config.json", json.loads(config.model_dump_json()))
+            record = RunRecord(
+                run_id=run_id,
+                worker=config.worker,
+                env_id=config.env_id,
+                lane=spec.lane.value,
+                state=RunState.QUEUED,
+                created_at=now,
+            )
+            token = secrets.token_urlsafe(32)
+            run = LiveRun(
+                run_id=run_id,
+                spec=spec,
+                config=config,
+                run_dir=run_dir,
+                token=token,
+                token_hash=token_digest(token),
+                render_fps=config.telemetry.render_fps,
+                secret_env=dict(secret_env or {}),
+            )
+            run.manifest = Manifest.create(run_dir, spec.bundle)
+            self.registry.create(record)
+            self.registry.set_token_hash(run_id, run.token_hash)
+            self._live[run_id] = run
+        self._publish_row(run_id)
+        if config.dry_run:
+            self._dry_run(run)
+            return self.registry.get(run_id), ""
+        if spec.launch is Launch.CLIENT:
+            self._open_writer(run)
+            self._transition(run, RunState.STARTING, "client drives the run")
+            return self.registry.get(run_id), token
+        self.tick()
+        return self.registry.get(run_id), ""
+
+    def _taken(self, run_id: str) -> bool:
+        return run_id in self._live or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
+
+    def _dry_run(self, run: LiveRun) -> None:
+        argv = self._argv(run)
+        env = {k: ("***" if k in run.secret_env else v) for k, v in self._worker_env(run).items()}
+        assert run.manifest is not None
+        run.manifest.update(command=argv, cwd=str(run.run_dir))
+        self._transition(run, RunState.STARTING, "dry-run")
+        self._open_writer(run)
+        assert run.writer is not None
+        run.writer.put_event(
+            EventRecord(
+                time=time.time(),
+                kind="dry-run",
+                level="INFO",
+                message="dry run: nothing launched",
+                data=json.dumps({"argv": argv, "cwd": str(run.run_dir), "env": redact(env)}),
+            )
+        )
+        self._finish(run, RunState.COMPLETED, "dry-run")
+
+    # ------------------------------------------------------------ control
+
+    def cancel(self, run_id: str) -> RunRecord:
+        record = self.registry.get(run_id)
+        if record.state.terminal:
+            raise RunBusy(f"run {run_id} already ended ({record.state.value})")
+        with self._lock:
+            run = self._live.get(run_id)
+            if record.state is RunState.QUEUED:
+                self._transition_id(run_id, RunState.CANCELLED, "cancelled by user before it started")
+                if run is not None:
+                    self._live.pop(run_id, None)
+                self._publish_row(run_id)
+                return self.registry.get(run_id)
+            if run is None:
+                raise RunBusy(f"run {run_id} has no worker this daemon can reach")
+            if run.cancel_requested_at is None:
+                run.cancel_requested_at = time.monotonic()
+                run.send(Command.STOP, reason="cancelled by user")
+                if run.process is not None:
+                    run.process.terminate()
+                elif run.orphan_pid is not None:
+                    _signal_pid(run.orphan_pid, 15)
+        self.tick()
+        return self.registry.get(run_id)
+
+    def control(self, run_id: str, command: Command, render_fps: float = 0.0) -> RunRecord:
+        record = self.registry.get(run_id)
+        with self._lock:
+            run = self._live.get(run_id)
+            if run is None or record.state.terminal:
+                raise RunBusy(f"run {run_id} is not active ({record.state.value})")
+            if command in (Command.PAUSE, Command.RESUME) and not run.spec.capabilities.pause:
+                raise RunBusy(f"worker {run.spec.display_name} cannot pause")
+            if command == Command.CHECKPOINT_NOW and not run.spec.capabilities.checkpoint:
+                raise RunBusy(f"worker {run.spec.display_name} cannot checkpoint on demand")
+            if command == Command.SET_RENDER_RATE:
+                run.render_fps = render_fps
+            run.send(command, render_fps=render_fps)
+        return record
+
+    def delete(self, run_id: str) -> None:
+        record = self.registry.get(run_id)
+        if not record.state.terminal and record.state is not RunState.QUEUED:
+            raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
+        with self._lock:
+            self._live.pop(run_id, None)
+            run_dir = self.home.run_dir(run_id)
+            # The directory is moved aside first so a half-deleted run never looks like a run.
+            if run_dir.exists():
+                trash = run_dir.with_name(f".deleting-{run_id}-{secrets.token_hex(4)}")
+                run_dir.rename(trash)
+                _remove_tree(trash)
+            self.registry.delete(run_id)
+        self.bus.publish(RUNS_TOPIC, "removed", run_id)
+        self.bus.close_run(run_id)
+
+    def live(self, run_id: str) -> LiveRun | None:
+        with self._lock:
+            return self._live.get(run_id)
+
+    # ------------------------------------------------------------ workers
+
+    def register(self, run_id: str, token: str, pid: int) -> LiveRun:
+        """Authenticate a worker for ``run_id`` and give it a session token.
+
+        Raises:
+            PermissionError: when the token is not that run's.
+        """
+        with self._lock:
+            run = self._live.get(run_id)
+            if run is None or not secrets.compare_digest(run.token_hash, token_digest(token)):
+                raise PermissionError(f"no active run {run_id} with that token")
+            if run.stream_open:
+                raise RunBusy(f"run {run_id} already has a connected worker")
+            run.session_token = secrets.token_urlsafe(32)
+            run.last_seen = time.monotonic()
+            if run.process is None and run.orphan_pid is None and run.spec.launch is Launch.DAEMON:
+                run.orphan_pid = pid
+            return run
+
+    def session(self, run_id: str, session_token: str) -> LiveRun | None:
+        with self._lock:
+            run = self._live.get(run_id)
+        if run is None or not run.session_token:
+            return None
+        if not secrets.compare_digest(run.session_token, session_token):
+            return None
+        return run
+
+    def is_worker_token(self, token: str) -> bool:
+        digest = token_digest(token)
+        with self._lock:
+            return any(
+                secrets.compare_digest(run.token_hash, digest)
+                or (run.session_token and secrets.compare_digest(run.session_token, token))
+                for run in self._live.values()
+            )
+
+    def on_started(self, run: LiveRun, render_kind: str, spaces: str) -> None:
+        run.started = True
+        if run.writer is not None:
+            run.writer.set_meta("render_kind", render_kind or "none")
+            run.writer.set_meta("spaces", spaces or "{}")
+        if self.registry.get(run.run_id).state is RunState.STARTING:
+            self._transition(run, RunState.RUNNING, "worker started")
+
+    def on_paused(self, run: LiveRun, paused: bool) -> None:
+        state = self.registry.get(run.run_id).state
+        if paused and state is RunState.RUNNING:
+            self._transition(run, RunState.PAUSED, "paused")
+        elif not paused and state is RunState.PAUSED:
+            self._transition(run, RunState.RUNNING, "resumed")
+
+    def on_stream_end(self, run: LiveRun) -> None:
+        run.stream_open = False
+        run.stream_done.set()
+        self.tick()
+
+    # ------------------------------------------------------------ supervision
+
+    def tick(self) -> None:
+        """One pass: finalize ended runs, enforce heartbeats and cancel grace, start queued runs."""
+        with self._lock:
+            now = time.monotonic()
+            for run in list(self._live.values()):
+                if run.finalized:
+                    continue
+                self._check(run, now)
+            self._start_queued()
+
+    def _check(self, run: LiveRun, now: float) -> None:
+        settings = self.settings
+        if run.process is not None and run.exit_code is None:
+            code = run.process.poll()
+            if code is not None:
+                run.exit_code = code
+                run.exited_at = now
+        elif run.orphan_pid is not None and run.exited_at is None and not process_alive(run.orphan_pid):
+            run.exited_at = now
+
+        if run.violation and not run.killed:
+            self._kill(run)
+        if (
+            run.cancel_requested_at is not None
+            and not run.killed
+            and now - run.cancel_requested_at > settings.cancel_grace
+        ):
+            self._kill(run)
+
+        if (
+            run.stream_open
+            and not run.stream_busy
+            and not run.heartbeat_lost
+            and now - run.last_seen > settings.heartbeat_timeout
+        ):
+            run.heartbeat_lost = True
+            log.warning("run %s: no heartbeat for %.0fs", run.run_id, now - run.last_seen)
+            self._kill(run)
+
+        client_driven = run.spec.launch is Launch.CLIENT
+        if (
+            not run.ever_streamed
+            and not run.heartbeat_lost
+            and now - run.launched_at > settings.register_timeout
+        ):
+            run.heartbeat_lost = True
+            run.violation = run.violation or f"worker did not connect within {settings.register_timeout:.0f}s"
+            self._kill(run)
+
+        if client_driven:
+            ended = (
+                (run.ever_streamed and run.stream_done.is_set()) or run.heartbeat_lost or bool(run.violation)
+            )
+        else:
+            process_gone = run.exited_at is not None
+            # Give the stream a moment to drain into storage after the process is gone.
+            stream_settled = not run.stream_open or (run.exited_at is not None and now - run.exited_at > 10.0)
+            ended = process_gone and stream_settled
+        if ended:
+            state, reason = self._verdict(run)
+            self._finish(run, state, reason)
+
+    def _verdict(self, run: LiveRun) -> tuple[RunState, str]:
+        code = run.exit_code
+        if run.violation:
+            return RunState.FAILED, run.violation
+        if run.cancel_requested_at is not None:
+            return RunState.CANCELLED, "cancelled by user"
+        if run.heartbeat_lost:
+            return RunState.FAILED, f"heartbeat lost: no message for {self.settings.heartbeat_timeout:.0f}s"
+        if code is not None and code != 0:
+            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            stderr = tail(run.run_dir / "logs" / "worker.stderr.log", 1500)
+            return RunState.FAILED, f"{how}: {stderr}" if stderr else how
+        if run.reported == Phase.COMPLETED:
+            return RunState.COMPLETED, run.reported_message or "completed"
+        if run.reported == Phase.CANCELLED:
+            return RunState.CANCELLED, run.reported_message or "stopped by the worker"
+        if run.reported == Phase.FAILED:
+            return RunState.FAILED, run.reported_message or "the worker reported a failure"
+        if run.orphan_pid is not None and code is None:
+            return (
+                RunState.FAILED,
+                "worker ended without reporting completion (exit code unknown: started by an earlier daemon)",
+            )
+        return RunState.FAILED, "worker exited without reporting completion"
+
+    def _finish(self, run: LiveRun, state: RunState, reason: str) -> None:
+        run.finalized = True
+        writer = run.writer
+        if writer is not None:
+            with contextlib.suppress(StorageError):
+                writer.flush(timeout=60)
+            if writer.error is not None and state is RunState.COMPLETED:
+                state, reason = RunState.FAILED, f"storage failed: {writer.error}"
+        self._transition(run, state, reason, exit_code=run.exit_code)
+        if writer is not None:
+            writer.close()
+            run.writer = None
+        if run.manifest is not None:
+            run.manifest.update(ended_at=time.time(), final_state=state.value)
+        with self._lock:
+            self._live.pop(run.run_id, None)
+        self.bus.close_run(run.run_id)
+        log.info("run %s: %s (%s)", run.run_id, state.value, reason)
+
+    def _kill(self, run: LiveRun) -> None:
+        run.killed = True
+        run.send(Command.STOP, reason=run.violation or "stopping")
+        if run.process is not None:
+            run.process.kill()
+        elif run.orphan_pid is not None:
+            _signal_pid(run.orphan_pid, 9)
+
+    def _start_queued(self) -> None:
+        active = sum(
+            1
+            for run in self._live.values()
+            if run.spec.launch is Launch.DAEMON and not run.finalized and (run.process or run.orphan_pid)
+        )
+        for record in self.registry.in_states(RunState.QUEUED):
+            if active >= self.settings.max_concurrent:
+                return
+            run = self._live.get(record.run_id)
+            if run is None or run.config.dry_run:
+                continue
+            self._launch(run)
+            active += 1
+
+    def _argv(self, run: LiveRun) -> list[str]:
+        return [sys.executable, "-m", run.spec.module]
+
+    def _worker_env(self, run: LiveRun) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+        env.update(
+            {
+                ENV_DAEMON_ADDRESS: self.address,
+                ENV_RUN_ID: run.run_id,
+                ENV_RUN_TOKEN: run.token,
+                ENV_RUN_DIR: str(run.run_dir),
+                "GYM_GUI_HOME": str(self.home.root),
+                "PYTHONUNBUFFERED": "1",
+                "SDL_VIDEODRIVER": "dummy",
+                "SDL_AUDIODRIVER": "dummy",
+            }
+        )
+        env.update(run.secret_env)
+        return env
+
+    def _launch(self, run: LiveRun) -> None:
+        self._open_writer(run)
+        self._transition(run, RunState.STARTING, "launching worker")
+        argv = self._argv(run)
+        assert run.manifest is not None
+        run.manifest.update(command=argv, cwd=str(run.run_dir))
+        spec = LaunchSpec(
+            run_id=run.run_id,
+            argv=argv,
+            cwd=run.run_dir,
+            env=self._worker_env(run),
+            stdout_path=run.run_dir / "logs" / "worker.stdout.log",
+            stderr_path=run.run_dir / "logs" / "worker.stderr.log",
+            secret_keys=frozenset(run.secret_env),
+        )
+        run.secret_env = {}
+        run.launched_at = time.monotonic()
+        try:
+            run.process = self.executor.launch(spec)
+        except OSError as exc:
+            self._finish(run, RunState.FAILED, f"could not start the worker: {exc}")
+            return
+        self.registry.set_process(run.run_id, run.process.pid)
+
+    def _open_writer(self, run: LiveRun) -> None:
+        if run.writer is None:
+            run.writer = TelemetryWriter(self.home.telemetry_path(run.run_id))
+            run.writer.start()
+
+    # ------------------------------------------------------------ state changes
+
+    def _transition(self, run: LiveRun, state: RunState, reason: str, exit_code: int | None = None) -> None:
+        transition = self._transition_id(run.run_id, state, reason, exit_code)
+        if run.writer is not None and run.writer.error is None:
+            run.writer.put_event(
+                EventRecord(
+                    time=transition.time, kind="state", level="INFO", message=f"{state.value}: {reason}"
+                )
+            )
+
+    def _transition_id(
+        self, run_id: str, state: RunState, reason: str, exit_code: int | None = None
+    ) -> StateTransition:
+        transition = self.registry.transition(run_id, state, reason, exit_code=exit_code)
+        self.bus.publish(run_id, "state", transition)
+        self._publish_row(run_id, transition)
+        return transition
+
+    def _publish_row(self, run_id: str, transition: StateTransition | None = None) -> None:
+        if transition is not None:
+            self.bus.publish(RUNS_TOPIC, "change", transition)
+        self.bus.publish(RUNS_TOPIC, "updated", self.registry.get(run_id))
+
+    def publish_row(self, run_id: str) -> None:
+        self._publish_row(run_id)
+
+    # ------------------------------------------------------------ restart
+
+    def reconcile(self) -> None:
+        """Settle the runs an earlier daemon left active.
+
+        A run whose worker process is gone becomes LOST; one whose process still lives is
+        kept, waiting for its worker to reconnect with its run token.
+        """
+        for record in self.registry.in_states(RunState.STARTING, RunState.RUNNING, RunState.PAUSED):
+            spec = worker_spec(record.worker)
+            if record.pid is not None and process_alive(record.pid):
+                try:
+                    config = RunConfig.model_validate_json(
+                        (self.home.run_dir(record.run_id) / "config.json").read_text()
+                    )
+                except (OSError, ValueError) as exc:
+                    self._transition_id(
+                        record.run_id,
+                        RunState.LOST,
+                        f"daemon restarted and the run's config is unreadable: {exc}",
+                    )
+                    continue
+                token_hash = self.registry.token_hash(record.run_id) or ""
+                run = LiveRun(
+                    run_id=record.run_id,
+                    spec=spec,
+                    config=config,
+                    run_dir=self.home.run_dir(record.run_id),
+                    token_hash=token_hash,
+                    orphan_pid=record.pid,
+                    started=record.state is not RunState.STARTING,
+                )
+                run.manifest = Manifest.load(run.run_dir)
+                self._open_writer(run)
+                self._live[record.run_id] = run
+                log.info(
+                    "run %s: worker pid %d still alive, waiting for it to reconnect",
+                    record.run_id,
+                    record.pid,
+                )
+            else:
+                self._transition_id(
+                    record.run_id, RunState.LOST, "the worker process vanished while no daemon watched it"
+                )
+        for record in self.registry.in_states(RunState.QUEUED):
+            try:
+                config = RunConfig.model_validate_json(
+                    (self.home.run_dir(record.run_id) / "config.json").read_text()
+                )
+            except (OSError, ValueError, GymGuiError) as exc:
+                self._transition_id(
+                    record.run_id, RunState.FAILED, f"queued run's config is unreadable: {exc}"
+                )
+                continue
+            run = LiveRun(
+                run_id=record.run_id,
+                spec=worker_spec(record.worker),
+                config=config,
+                run_dir=self.home.run_dir(record.run_id),
+            )
+            run.token = secrets.token_urlsafe(32)
+            run.token_hash = token_digest(run.token)
+            self.registry.set_token_hash(run.run_id, run.token_hash)
+            run.manifest = Manifest.load(run.run_dir)
+            self._live[record.run_id] = run
+
+
+def _signal_pid(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _write_json(path: Path, data: object) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

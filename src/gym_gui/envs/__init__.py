@@ -1,0 +1,1 @@
+"""The gymnasium adapter: resolves catalog ids against what is installed and makes environments."""

@@ -1,0 +1,150 @@
+"""Resolving an env id against gymnasium's registry and the installed families, and making the env."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+
+from gym_gui.core.envs import ENV_CATALOG, EnvEntry, Family, env_entry, family_info, family_of
+from gym_gui.core.errors import UnknownEnv
+
+# Where a registered spec's entry point lives tells its family for ids outside the catalog.
+_ENTRY_POINT_FAMILIES: tuple[tuple[str, Family], ...] = (
+    ("gymnasium.envs.toy_text", Family.TOY_TEXT),
+    ("gymnasium.envs.classic_control", Family.CLASSIC_CONTROL),
+    ("gymnasium.envs.box2d", Family.BOX2D),
+    ("gymnasium.envs.mujoco", Family.MUJOCO),
+    ("minigrid", Family.MINIGRID),
+    ("ale_py", Family.ATARI),
+    ("procgen", Family.PROCGEN),
+)
+
+
+@dataclass(frozen=True)
+class EnvStatus:
+    """Whether an env id can be made here.
+
+    Attributes:
+        env_id: the id asked about.
+        family: its family, from the catalog, its prefix or its registered entry point; None if unknown.
+        installed: True when the family's module imports and the id is registered in gymnasium.
+        entry: its catalog entry, or None for ids outside the catalog.
+        problem: empty when installed; otherwise the message a user should see (with the install
+            hint, or close matches for an id nobody registered).
+    """
+
+    env_id: str
+    family: Family | None
+    installed: bool
+    entry: EnvEntry | None
+    problem: str = ""
+
+
+@functools.cache
+def _import_failure(family: Family) -> str:
+    """Import the family's module once (MiniGrid and ALE register their ids on import).
+
+    Returns the import error text, or "" when the module imported. Cached because a failed
+    import is slow to repeat and its answer does not change while the process runs.
+    """
+    try:
+        importlib.import_module(family_info(family).import_module)
+    except Exception as exc:  # an ImportError, or a broken install failing in its own import code
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def family_installed(family: Family) -> bool:
+    """Return True when the module that provides ``family`` imports in this interpreter."""
+    return not _import_failure(family)
+
+
+def _registered(env_id: str) -> bool:
+    return env_id in gymnasium.registry
+
+
+def _family_from_registry(env_id: str) -> Family | None:
+    spec = gymnasium.registry.get(env_id)
+    entry_point = getattr(spec, "entry_point", None)
+    if not isinstance(entry_point, str):
+        return None
+    for prefix, family in _ENTRY_POINT_FAMILIES:
+        if entry_point.startswith(prefix):
+            return family
+    return None
+
+
+def close_matches(env_id: str, limit: int = 3) -> list[str]:
+    """Return up to ``limit`` catalog or registered ids that look like ``env_id`` (case-insensitive).
+
+    Imports every installed family first so their ids are candidates too.
+    """
+    for family in Family:
+        _import_failure(family)
+    candidates: dict[str, str] = {}
+    # Registry first, catalog last, so a catalog id wins when both spell the same lowercase id.
+    for known in [*gymnasium.registry, *ENV_CATALOG]:
+        candidates[known.lower()] = known
+    found = difflib.get_close_matches(env_id.lower(), list(candidates), n=limit, cutoff=0.6)
+    return [candidates[match] for match in found]
+
+
+def env_status(env_id: str) -> EnvStatus:
+    """Report whether ``env_id`` can be made here, without raising.
+
+    The id's family module is imported first (cached), since some families register their ids
+    with gymnasium only on import.
+    """
+    entry = env_entry(env_id)
+    family = family_of(env_id)
+    if family is not None:
+        failure = _import_failure(family)
+        if failure:
+            info = family_info(family)
+            problem = (
+                f"environment {env_id!r} needs the {info.title} family, which is not installed here "
+                f"({failure}). Install it with: {info.install_hint}"
+            )
+            return EnvStatus(env_id, family, False, entry, problem)
+    if _registered(env_id):
+        return EnvStatus(env_id, family or _family_from_registry(env_id), True, entry)
+    problem = f"environment {env_id!r} is not registered in gymnasium {gymnasium.__version__}"
+    if family is not None:
+        info = family_info(family)
+        problem += f", although the {info.title} family is installed"
+    matches = close_matches(env_id)
+    problem += f"; did you mean {', '.join(matches)}?" if matches else "."
+    return EnvStatus(env_id, family, False, entry, problem)
+
+
+def check_env(env_id: str) -> EnvStatus:
+    """Return the status of ``env_id`` when it can be made here.
+
+    Raises:
+        UnknownEnv: when its family is not installed (the message names the id and gives the
+            family's install hint) or when it is not registered (the message suggests close ids).
+    """
+    status = env_status(env_id)
+    if not status.installed:
+        raise UnknownEnv(status.problem)
+    return status
+
+
+def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> gymnasium.Env[Any, Any]:
+    """Check ``env_id`` and return ``gymnasium.make(env_id, render_mode=render_mode, **kwargs)``.
+
+    Raises:
+        UnknownEnv: as :func:`check_env`, and when gymnasium reports a missing dependency while
+            making it (e.g. pygame for a render mode).
+    """
+    status = check_env(env_id)
+    try:
+        return gymnasium.make(env_id, render_mode=render_mode, **kwargs)
+    except gymnasium.error.DependencyNotInstalled as exc:
+        hint = f" Install it with: {family_info(status.family).install_hint}" if status.family else ""
+        raise UnknownEnv(f"environment {env_id!r} cannot be made: {exc}.{hint}") from exc

@@ -1,0 +1,1 @@
+"""gRPC client of the trainer daemon and conversions between protocol messages and core records."""

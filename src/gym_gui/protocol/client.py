@@ -1,0 +1,257 @@
+"""DaemonClient: the one way the GUI and CLI talk to the daemon, starting it when none answers."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
+from gym_gui_sdk.worker import channel_options
+
+from gym_gui.core.config import RunConfig
+from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
+from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import RunRecord
+from gym_gui.protocol import convert
+from gym_gui.protocol.errors import DaemonError, error_from_rpc
+
+# Exit status of a daemon that found another one already serving its home (gym_gui.daemon.__main__).
+_EXIT_ALREADY_RUNNING = 3
+Command = pb.ControlMessage.Command
+
+
+class TelemetryStream:
+    """A viewer subscription: iterate for events, :meth:`grant` credits as they are consumed."""
+
+    def __init__(
+        self, stub: pb_grpc.TrainerServiceStub, metadata: list[tuple[str, str]], run_id: str, credits: int
+    ) -> None:
+        self._requests: queue.Queue[pb.SubscribeRequest | None] = queue.Queue()
+        self._requests.put(pb.SubscribeRequest(run_id=run_id, credits=credits))
+        self._call = stub.Subscribe(self._iter_requests(), metadata=metadata)
+
+    def _iter_requests(self) -> Iterator[pb.SubscribeRequest]:
+        while True:
+            item = self._requests.get()
+            if item is None:
+                return
+            yield item
+
+    def grant(self, credits: int) -> None:
+        self._requests.put(pb.SubscribeRequest(credits=credits))
+
+    def __iter__(self) -> Iterator[pb.TelemetryEvent]:
+        try:
+            yield from self._call
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                raise error_from_rpc(exc) from None
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._call.cancel()
+
+
+class DaemonClient:
+    """A connection to the daemon of one GYM_GUI_HOME.
+
+    Every method raises a :class:`GymGuiError` subclass carrying the daemon's message.
+    """
+
+    def __init__(self, info: DaemonFile) -> None:
+        self.info = info
+        self._channel = grpc.insecure_channel(info.address, options=channel_options())
+        self._stub = pb_grpc.TrainerServiceStub(self._channel)
+        self._metadata = [("authorization", f"Bearer {info.token}")]
+
+    # ------------------------------------------------------------ connecting
+
+    @classmethod
+    def connect(
+        cls,
+        home: Path,
+        *,
+        autostart: bool = True,
+        timeout: float = 30.0,
+        daemon_args: list[str] | None = None,
+    ) -> DaemonClient:
+        """Connect to the daemon of ``home``; start one first when none answers and ``autostart``.
+
+        Raises:
+            DaemonError: when no daemon answers (and none could be started in ``timeout``).
+        """
+        client = cls._try(home)
+        if client is not None:
+            return client
+        if not autostart:
+            raise DaemonError(
+                f"no gym_gui daemon is running for {home}; start one with `gym-gui daemon start`"
+            )
+        return cls._start(home, timeout, daemon_args or [])
+
+    @classmethod
+    def _try(cls, home: Path) -> DaemonClient | None:
+        info = read_daemon_file(home / "daemon.json")
+        if info is None:
+            return None
+        client = cls(info)
+        try:
+            client.health(timeout=3)
+        except GymGuiError:
+            client.close()
+            return None
+        return client
+
+    @classmethod
+    def _start(cls, home: Path, timeout: float, daemon_args: list[str]) -> DaemonClient:
+        home.mkdir(parents=True, exist_ok=True)
+        stderr_path = home / "daemon.stderr.log"
+        with open(stderr_path, "ab") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gym_gui.daemon", "--home", str(home), *daemon_args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+                env={**os.environ, "GYM_GUI_HOME": str(home)},
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            client = cls._try(home)
+            if client is not None:
+                return client
+            code = process.poll()
+            if code is not None and code != _EXIT_ALREADY_RUNNING:
+                detail = stderr_path.read_text(errors="replace").strip().splitlines()[-5:]
+                raise DaemonError(
+                    f"the gym_gui daemon failed to start (exit code {code}): " + " | ".join(detail)
+                )
+            time.sleep(0.05)
+        raise DaemonError(
+            f"the gym_gui daemon did not answer within {timeout:.0f}s; see {home / 'daemon.log'}"
+        )
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ calls
+
+    def _call(self, method: str, request: Any, timeout: float | None = 30.0) -> Any:
+        try:
+            return getattr(self._stub, method)(request, metadata=self._metadata, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+
+    def health(self, timeout: float = 10.0) -> pb.Health:
+        return self._call("GetHealth", pb.HealthRequest(), timeout)
+
+    def submit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> tuple[RunRecord, str]:
+        """Submit a run; returns its record and the run token (for client-driven runs only)."""
+        reply = self._call(
+            "SubmitRun",
+            pb.SubmitRunRequest(config_json=config.model_dump_json(), secret_env=secret_env or {}),
+            120,
+        )
+        return convert.run_record(reply.info), reply.run_token
+
+    def submit_json(
+        self, config_json: str, secret_env: dict[str, str] | None = None
+    ) -> tuple[RunRecord, str]:
+        """Submit a config as JSON text, validated by the daemon."""
+        reply = self._call(
+            "SubmitRun", pb.SubmitRunRequest(config_json=config_json, secret_env=secret_env or {}), 120
+        )
+        return convert.run_record(reply.info), reply.run_token
+
+    def list_runs(self, include_archived: bool = False) -> list[pb.RunInfo]:
+        return list(self._call("ListRuns", pb.ListRunsRequest(include_archived=include_archived)).runs)
+
+    def get_run(self, run_id: str) -> pb.RunDetail:
+        return self._call("GetRun", pb.RunRef(run_id=run_id))
+
+    def cancel(self, run_id: str) -> pb.RunInfo:
+        return self._call("CancelRun", pb.RunRef(run_id=run_id))
+
+    def archive(self, run_id: str, archived: bool = True) -> pb.RunInfo:
+        return self._call("ArchiveRun", pb.ArchiveRunRequest(run_id=run_id, archived=archived))
+
+    def delete(self, run_id: str) -> None:
+        self._call("DeleteRun", pb.RunRef(run_id=run_id))
+
+    def control(self, run_id: str, command: Command, render_fps: float = 0.0) -> pb.RunInfo:
+        return self._call(
+            "ControlRun", pb.ControlRunRequest(run_id=run_id, command=command, render_fps=render_fps)
+        )
+
+    def shutdown(self) -> None:
+        self._call("Shutdown", pb.ShutdownRequest())
+
+    def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[pb.RunEvent]:
+        """Snapshots of the matching runs, then every change, until the caller stops iterating."""
+        call = self._stub.WatchRuns(
+            pb.WatchRunsRequest(run_id=run_id, include_archived=include_archived), metadata=self._metadata
+        )
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+    def subscribe(self, run_id: str, credits: int = 32) -> TelemetryStream:
+        return TelemetryStream(self._stub, self._metadata, run_id, credits)
+
+    def wait_for_end(self, run_id: str, timeout: float) -> RunRecord:
+        """Block until ``run_id`` reaches a final state; returns its record.
+
+        Raises:
+            DaemonError: when ``timeout`` passes first.
+        """
+        done = threading.Event()
+        result: list[RunRecord] = []
+
+        def watch() -> None:
+            try:
+                for event in self.watch_runs(run_id=run_id, include_archived=True):
+                    info = (
+                        event.snapshot
+                        if event.HasField("snapshot")
+                        else event.updated
+                        if event.HasField("updated")
+                        else None
+                    )
+                    if info is not None and info.run_id == run_id:
+                        record = convert.run_record(info)
+                        if record.state.terminal:
+                            result.append(record)
+                            done.set()
+                            return
+                    if done.is_set():
+                        return
+            except GymGuiError:
+                done.set()
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        if not done.wait(timeout):
+            done.set()
+            raise DaemonError(f"run {run_id} did not end within {timeout:.0f}s")
+        if not result:
+            raise DaemonError(f"lost the daemon while waiting for run {run_id}")
+        return result[0]

@@ -1,0 +1,1 @@
+"""Storage: the home directory layout, the run registry and per-run telemetry databases (SQLite)."""

@@ -1,0 +1,113 @@
+"""The gym_gui home directory ($GYM_GUI_HOME): where every run, the registry and the daemon's files live."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import platformdirs
+
+from gym_gui.core.errors import InvalidRunId
+from gym_gui.core.ids import validate_run_id
+
+logger = logging.getLogger(__name__)
+
+HOME_ENV_VAR = "GYM_GUI_HOME"
+
+
+class Home:
+    """Paths inside one gym_gui home directory.
+
+    Nothing is created on construction; call :meth:`ensure` before writing. The
+    layout is the one of DESIGN.md §3::
+
+        <root>/runs/<run_id>/telemetry.sqlite
+        <root>/registry.sqlite
+        <root>/daemon.json  daemon.log  daemon.lock
+        <root>/bundles/<name>/
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        """Use ``root``, else ``$GYM_GUI_HOME``, else the platform's user data directory.
+
+        The root is made absolute once here so that a later ``chdir`` does not move it.
+        """
+        if root is None:
+            from_env = os.environ.get(HOME_ENV_VAR)
+            root = Path(from_env) if from_env else Path(platformdirs.user_data_dir("gym_gui"))
+        self._root = Path(root).expanduser().resolve()
+
+    def __repr__(self) -> str:
+        return f"Home({str(self._root)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Home) and other._root == self._root
+
+    def __hash__(self) -> int:
+        return hash(self._root)
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    @property
+    def runs_dir(self) -> Path:
+        return self._root / "runs"
+
+    @property
+    def registry_path(self) -> Path:
+        return self._root / "registry.sqlite"
+
+    @property
+    def daemon_json(self) -> Path:
+        return self._root / "daemon.json"
+
+    @property
+    def daemon_log(self) -> Path:
+        return self._root / "daemon.log"
+
+    @property
+    def daemon_lock(self) -> Path:
+        return self._root / "daemon.lock"
+
+    @property
+    def bundles_dir(self) -> Path:
+        return self._root / "bundles"
+
+    def ensure(self) -> Home:
+        """Create the root (mode 0700), ``runs/`` and ``bundles/`` if missing; return ``self``.
+
+        The root is private because ``daemon.json`` holds the daemon's token. The mode
+        of an existing root is left alone: it may be a directory the user chose and manages.
+        """
+        if not self._root.exists():
+            self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # mkdir's mode is filtered by the umask; make the intent hold regardless.
+            os.chmod(self._root, 0o700)
+            logger.info("created gym_gui home %s", self._root)
+        self.runs_dir.mkdir(exist_ok=True)
+        self.bundles_dir.mkdir(exist_ok=True)
+        return self
+
+    def run_dir(self, run_id: str) -> Path:
+        """The directory of run ``run_id`` (not created).
+
+        Raises:
+            InvalidRunId: when ``run_id`` is not a safe directory name, or when the
+                directory would resolve outside ``runs/`` (e.g. through a symlink).
+        """
+        validate_run_id(run_id)
+        path = self.runs_dir / run_id
+        runs = self.runs_dir.resolve()
+        resolved = path.resolve()
+        if resolved == runs or not resolved.is_relative_to(runs):
+            raise InvalidRunId(
+                f"run id {run_id!r} resolves to {resolved}, outside the runs directory {runs}; "
+                "remove the stray link or pick another id"
+            )
+        return path
+
+    def telemetry_path(self, run_id: str) -> Path:
+        """The telemetry database of run ``run_id`` (``runs/<run_id>/telemetry.sqlite``)."""
+        return self.run_dir(run_id) / "telemetry.sqlite"

@@ -1,0 +1,485 @@
+"""The run registry (registry.sqlite): one row per run, its state history, and SQLite schema migrations."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gym_gui.core.errors import RunNotFound, StorageError
+from gym_gui.core.ids import validate_run_id
+from gym_gui.core.records import RunRecord, StateTransition
+from gym_gui.core.states import RunState, check_transition
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+# A migration moves a database from version i to i + 1 (its index in the list). It runs inside
+# the caller's transaction, so it must not commit (no executescript, which commits first).
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def sql_migration(*statements: str) -> Migration:
+    """A migration that runs ``statements`` in order."""
+
+    def run(conn: sqlite3.Connection) -> None:
+        for statement in statements:
+            conn.execute(statement)
+
+    return run
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The ``PRAGMA user_version`` of the database behind ``conn``."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def refuse_newer(conn: sqlite3.Connection, path: Path, known: int, what: str) -> int:
+    """Return the file's schema version; raise if this code is too old to understand it.
+
+    Call this before anything that could write (even ``journal_mode=WAL`` changes the file).
+
+    Raises:
+        StorageError: naming the file, its version and the newest version this code knows.
+    """
+    found = schema_version(conn)
+    if found > known:
+        raise StorageError(
+            f"{what} {path} has schema version {found}, but this gym_gui knows versions up to {known}; "
+            "upgrade gym_gui to open it (the file was not changed)"
+        )
+    return found
+
+
+def apply_migrations(
+    conn: sqlite3.Connection, migrations: Sequence[Migration], path: Path, what: str
+) -> None:
+    """Bring the database behind ``conn`` up to ``len(migrations)``, all in one transaction.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). Another process migrating
+    the same file at the same moment is harmless: the version is read again under the write lock.
+
+    Raises:
+        StorageError: when the file is newer than ``migrations``, or a migration fails
+            (then nothing was changed).
+    """
+    target = len(migrations)
+    if refuse_newer(conn, path, target, what) == target:
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise StorageError(f"{what} {path}: could not lock it to upgrade its schema: {exc}") from exc
+    try:
+        current = refuse_newer(conn, path, target, what)
+        for version in range(current, target):
+            migrations[version](conn)
+            logger.info("%s %s: migrated schema %d -> %d", what, path, version, version + 1)
+        # PRAGMA does not take parameters; target is an int we computed.
+        conn.execute(f"PRAGMA user_version = {int(target)}")
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        conn.execute("ROLLBACK")
+        if isinstance(exc, StorageError | KeyboardInterrupt | SystemExit):
+            raise
+        raise StorageError(f"{what} {path}: schema migration failed, nothing was changed: {exc}") from exc
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    """Per-connection settings every gym_gui database connection uses."""
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # With WAL, NORMAL is crash-safe for the database (a power cut may lose the last commits,
+    # never corrupt); FULL would fsync on every commit.
+    conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def enable_wal(conn: sqlite3.Connection, path: Path, what: str) -> None:
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StorageError(
+            f"{what} {path}: could not switch to WAL journaling (got {mode!r}); "
+            "put GYM_GUI_HOME on a local filesystem"
+        )
+
+
+MIGRATIONS: list[Migration] = [
+    sql_migration(
+        """
+        CREATE TABLE runs (
+            run_id      TEXT PRIMARY KEY NOT NULL,
+            worker      TEXT NOT NULL,
+            env_id      TEXT NOT NULL,
+            lane        TEXT NOT NULL,
+            state       TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            started_at  REAL,
+            ended_at    REAL,
+            exit_code   INTEGER,
+            reason      TEXT NOT NULL DEFAULT '',
+            archived    INTEGER NOT NULL DEFAULT 0,
+            pid         INTEGER,
+            token_hash  TEXT
+        )
+        """,
+        """
+        CREATE TABLE state_history (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id      TEXT NOT NULL,
+            from_state  TEXT,
+            to_state    TEXT NOT NULL,
+            time        REAL NOT NULL,
+            reason      TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        "CREATE INDEX state_history_run_id ON state_history (run_id, id)",
+        "CREATE INDEX runs_state ON runs (state)",
+    ),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_RUN_COLUMNS = (
+    "run_id, worker, env_id, lane, state, created_at, started_at, ended_at, exit_code, reason, archived, pid"
+)
+
+
+def _record(row: tuple[Any, ...]) -> RunRecord:
+    (
+        run_id,
+        worker,
+        env_id,
+        lane,
+        state,
+        created_at,
+        started_at,
+        ended_at,
+        exit_code,
+        reason,
+        archived,
+        pid,
+    ) = row
+    return RunRecord(
+        run_id=run_id,
+        worker=worker,
+        env_id=env_id,
+        lane=lane,
+        state=RunState(state),
+        created_at=created_at,
+        started_at=started_at,
+        ended_at=ended_at,
+        exit_code=exit_code,
+        reason=reason,
+        archived=bool(archived),
+        pid=pid,
+    )
+
+
+class RunRegistry:
+    """The registry of runs in ``registry.sqlite``: their current row and every state change.
+
+    Safe to share between threads: each thread gets its own SQLite connection (a connection
+    is never used from two threads), and every read-modify-write runs under ``BEGIN
+    IMMEDIATE`` so concurrent transitions of one run serialize instead of overwriting each
+    other. Several processes may open the same file (WAL mode, busy timeout).
+    """
+
+    def __init__(self, path: Path) -> None:
+        """Open (creating and migrating if needed) the registry at ``path``.
+
+        Raises:
+            StorageError: when the file cannot be opened or has a newer schema than this code.
+        """
+        self._path = Path(path)
+        self._local = threading.local()
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self._open(migrate=True)
+        self._local.conn = conn
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _open(self, *, migrate: bool) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self._path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise StorageError(f"run registry {self._path}: cannot open it: {exc}") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if migrate:
+                refuse_newer(conn, self._path, len(MIGRATIONS), "run registry")
+                enable_wal(conn, self._path, "run registry")
+            configure(conn)
+            if migrate:
+                apply_migrations(conn, MIGRATIONS, self._path, "run registry")
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"run registry {self._path}: cannot open it: {exc}") from exc
+            raise
+        return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open(migrate=False)
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction that holds the write lock from its first statement."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StorageError(f"run registry {self._path}: could not lock it for writing: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StorageError(f"run registry {self._path}: could not commit: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"run registry {self._path}: read failed: {exc}") from exc
+
+    @staticmethod
+    def _not_found(run_id: str) -> RunNotFound:
+        return RunNotFound(f"no run with id {run_id!r}; `gym-gui runs --all` lists the known runs")
+
+    def create(self, record: RunRecord, reason: str = "submitted") -> None:
+        """Insert a new run and its first history entry (no previous state → ``record.state``).
+
+        Raises:
+            InvalidRunId: when ``record.run_id`` is not a safe run id.
+            StorageError: when a run with that id already exists (nothing is changed).
+        """
+        validate_run_id(record.run_id)
+        state = RunState(record.state)
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.run_id,
+                        record.worker,
+                        record.env_id,
+                        record.lane,
+                        state.value,
+                        record.created_at,
+                        record.started_at,
+                        record.ended_at,
+                        record.exit_code,
+                        record.reason or reason,
+                        int(record.archived),
+                        record.pid,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StorageError(
+                    f"run registry {self._path}: a run with id {record.run_id!r} already exists"
+                ) from exc
+            conn.execute(
+                "INSERT INTO state_history (run_id, from_state, to_state, time, reason) VALUES (?, NULL, ?, ?, ?)",
+                (record.run_id, state.value, record.created_at, reason),
+            )
+
+    def get(self, run_id: str) -> RunRecord:
+        """The current row of ``run_id``.
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise self._not_found(run_id)
+        return _record(rows[0])
+
+    def exists(self, run_id: str) -> bool:
+        """Whether a run with this id is registered (archived runs included)."""
+        return bool(self._read("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
+
+    def list(self, include_archived: bool = False) -> builtins.list[RunRecord]:
+        """All runs, oldest first (by ``created_at``, then ``run_id``); archived ones only if asked."""
+        where = "" if include_archived else "WHERE archived = 0"
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at, run_id")
+        return [_record(row) for row in rows]
+
+    def transition(
+        self,
+        run_id: str,
+        to_state: RunState,
+        reason: str = "",
+        *,
+        exit_code: int | None = None,
+        at: float | None = None,
+    ) -> StateTransition:
+        """Move ``run_id`` to ``to_state`` atomically and record the change in its history.
+
+        The current state is read and checked against the run model under the write lock,
+        so two threads racing to end the same run cannot both succeed. ``reason`` replaces
+        the run's reason; ``exit_code``, when given, is stored (an earlier one is kept
+        otherwise). ``started_at`` is set the first time the run enters RUNNING; entering a
+        terminal state sets ``ended_at`` and clears ``pid``.
+
+        Args:
+            at: the time of the change (default: now), e.g. when reconciling after the fact.
+
+        Raises:
+            RunNotFound: naming the id.
+            IllegalTransition: when the run model does not allow the change (nothing is written).
+        """
+        target = RunState(to_state)
+        now = time.time() if at is None else at
+        with self._write() as conn:
+            row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise self._not_found(run_id)
+            current = RunState(row[0])
+            check_transition(current, target)
+            conn.execute(
+                """
+                UPDATE runs SET
+                    state = ?,
+                    reason = ?,
+                    exit_code = COALESCE(?, exit_code),
+                    started_at = CASE WHEN ? AND started_at IS NULL THEN ? ELSE started_at END,
+                    ended_at = CASE WHEN ? THEN ? ELSE ended_at END,
+                    pid = CASE WHEN ? THEN NULL ELSE pid END
+                WHERE run_id = ?
+                """,
+                (
+                    target.value,
+                    reason,
+                    exit_code,
+                    target is RunState.RUNNING,
+                    now,
+                    target.terminal,
+                    now,
+                    target.terminal,
+                    run_id,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO state_history (run_id, from_state, to_state, time, reason) VALUES (?, ?, ?, ?, ?)",
+                (run_id, current.value, target.value, now, reason),
+            )
+        logger.debug("run %s: %s -> %s (%s)", run_id, current.value, target.value, reason)
+        return StateTransition(run_id=run_id, from_state=current, to_state=target, time=now, reason=reason)
+
+    def history(self, run_id: str) -> builtins.list[StateTransition]:
+        """Every state change of ``run_id``, first (its creation) to last.
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        rows = self._read(
+            "SELECT from_state, to_state, time, reason FROM state_history WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        if not rows and not self.exists(run_id):
+            raise self._not_found(run_id)
+        return [
+            StateTransition(
+                run_id=run_id,
+                from_state=None if from_state is None else RunState(from_state),
+                to_state=RunState(to_state),
+                time=at,
+                reason=reason,
+            )
+            for from_state, to_state, at, reason in rows
+        ]
+
+    def _update(self, run_id: str, sql: str, params: Sequence[object]) -> None:
+        with self._write() as conn:
+            if conn.execute(sql, (*params, run_id)).rowcount == 0:
+                raise self._not_found(run_id)
+
+    def set_archived(self, run_id: str, archived: bool) -> RunRecord:
+        """Set the archive flag (archived runs are left out of :meth:`list` by default).
+
+        Returns:
+            The updated row.
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        self._update(run_id, "UPDATE runs SET archived = ? WHERE run_id = ?", (int(archived),))
+        return self.get(run_id)
+
+    def set_process(self, run_id: str, pid: int | None) -> None:
+        """Record the worker's process id (``None`` once no process exists).
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        self._update(run_id, "UPDATE runs SET pid = ? WHERE run_id = ?", (pid,))
+
+    def set_token_hash(self, run_id: str, token_hash: str) -> None:
+        """Store the hash of the run's worker token (the token itself is never stored).
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        self._update(run_id, "UPDATE runs SET token_hash = ? WHERE run_id = ?", (token_hash,))
+
+    def token_hash(self, run_id: str) -> str | None:
+        """The stored token hash of ``run_id``, or ``None`` when none was set.
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        rows = self._read("SELECT token_hash FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise self._not_found(run_id)
+        value: str | None = rows[0][0]
+        return value
+
+    def delete(self, run_id: str) -> None:
+        """Remove the run's row and its history. Whether the run may be deleted is the caller's call.
+
+        Raises:
+            RunNotFound: naming the id.
+        """
+        with self._write() as conn:
+            if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
+                raise self._not_found(run_id)
+            conn.execute("DELETE FROM state_history WHERE run_id = ?", (run_id,))
+
+    def in_states(self, *states: RunState) -> builtins.list[RunRecord]:
+        """Runs (archived included) whose state is one of ``states``, oldest first."""
+        if not states:
+            return []
+        values = [RunState(state).value for state in states]
+        marks = ", ".join("?" * len(values))
+        rows = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE state IN ({marks}) ORDER BY created_at, run_id", values
+        )
+        return [_record(row) for row in rows]
+
+    def counts_by_state(self, include_archived: bool = True) -> dict[str, int]:
+        """Number of runs per state value (e.g. ``{"RUNNING": 2}``); states with no run are absent."""
+        where = "" if include_archived else "WHERE archived = 0"
+        rows = self._read(f"SELECT state, COUNT(*) FROM runs {where} GROUP BY state ORDER BY state")
+        return {state: count for state, count in rows}
+
+    def close(self) -> None:
+        """Close the calling thread's connection (another call reopens one)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            conn.close()

@@ -1,0 +1,710 @@
+"""Per-run telemetry (runs/<run_id>/telemetry.sqlite): its schema, the one batching writer thread, and readers."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from gym_gui.core.errors import StorageError
+from gym_gui.core.records import (
+    STEP_COLUMNS,
+    ArtifactRecord,
+    EpisodeRecord,
+    EventRecord,
+    MetricPoint,
+    StepRecord,
+    StepRow,
+)
+from gym_gui.storage.registry import (
+    BUSY_TIMEOUT_MS,
+    Migration,
+    apply_migrations,
+    configure,
+    enable_wal,
+    refuse_newer,
+    sql_migration,
+)
+
+logger = logging.getLogger(__name__)
+
+_WHAT = "telemetry database"
+
+MIGRATIONS: list[Migration] = [
+    sql_migration(
+        # Keyed by (episode, step) without a rowid: the table *is* the primary-key B-tree, so
+        # seeking to any step of a huge episode is one index descent and rows are stored in order.
+        """
+        CREATE TABLE steps (
+            episode     INTEGER NOT NULL,
+            step        INTEGER NOT NULL,
+            reward      REAL NOT NULL,
+            terminated  INTEGER NOT NULL,
+            truncated   INTEGER NOT NULL,
+            action      TEXT NOT NULL,
+            observation TEXT NOT NULL,
+            info        TEXT NOT NULL,
+            render      BLOB,
+            wall_time   REAL NOT NULL,
+            PRIMARY KEY (episode, step)
+        ) WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE episodes (
+            episode      INTEGER PRIMARY KEY,
+            seed         INTEGER,
+            steps        INTEGER NOT NULL,
+            total_reward REAL NOT NULL,
+            terminated   INTEGER NOT NULL,
+            truncated    INTEGER NOT NULL,
+            started_at   REAL NOT NULL,
+            ended_at     REAL NOT NULL,
+            info         TEXT NOT NULL DEFAULT '{}'
+        )
+        """,
+        """
+        CREATE TABLE metrics (
+            tag       TEXT NOT NULL,
+            step      INTEGER NOT NULL,
+            wall_time REAL NOT NULL,
+            value     REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX metrics_tag_step ON metrics (tag, step)",
+        """
+        CREATE TABLE events (
+            id      INTEGER PRIMARY KEY AUTOINCREMENT,
+            time    REAL NOT NULL,
+            kind    TEXT NOT NULL,
+            level   TEXT NOT NULL,
+            message TEXT NOT NULL,
+            data    TEXT NOT NULL DEFAULT '{}'
+        )
+        """,
+        """
+        CREATE TABLE artifacts (
+            id   INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            path TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}'
+        )
+        """,
+        "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
+    ),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_INSERT_STEPS = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
+_INSERT_EPISODE = (
+    "INSERT INTO episodes (episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_METRIC = "INSERT INTO metrics (tag, step, wall_time, value) VALUES (?, ?, ?, ?)"
+_INSERT_EVENT = "INSERT INTO events (time, kind, level, message, data) VALUES (?, ?, ?, ?, ?)"
+_INSERT_ARTIFACT = "INSERT INTO artifacts (kind, path, step, meta) VALUES (?, ?, ?, ?)"
+_UPSERT_META = (
+    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+_STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps"
+_EPISODE_SELECT = "SELECT episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info FROM episodes"
+
+
+def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open a run's telemetry database in autocommit mode (``isolation_level=None``).
+
+    Read-write: creates the file if missing, switches it to WAL and runs any pending
+    migrations. Read-only (``mode=ro``): never creates or migrates anything.
+
+    Raises:
+        StorageError: the file has a newer schema than this code (it is not changed); or,
+            read-only, the file is missing or not yet at :data:`SCHEMA_VERSION`.
+    """
+    path = Path(path)
+    target = len(MIGRATIONS)
+    try:
+        if readonly:
+            if not path.is_file():
+                raise StorageError(f"{_WHAT} {path} does not exist: the run has stored no telemetry yet")
+            conn = sqlite3.connect(
+                path.resolve().as_uri() + "?mode=ro",
+                uri=True,
+                isolation_level=None,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise StorageError(f"{_WHAT} {path}: cannot open it: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        found = refuse_newer(conn, path, target, _WHAT)
+        if readonly:
+            if found < target:
+                raise StorageError(
+                    f"{_WHAT} {path} has schema version {found}, older than {target}; it is not "
+                    "initialised yet, or open it once for writing (the daemon does) to upgrade it"
+                )
+        else:
+            enable_wal(conn, path, _WHAT)
+            configure(conn)
+            apply_migrations(conn, MIGRATIONS, path, _WHAT)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StorageError(f"{_WHAT} {path}: cannot open it: {exc}") from exc
+        raise
+    return conn
+
+
+# Kinds of queued items. The payload is already in the shape executemany wants, so the writer
+# thread does no per-row work.
+_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(7)
+
+
+class TelemetryWriter:
+    """The single writer of one run's telemetry database, running on its own thread.
+
+    Every ``put_*`` enqueues into a bounded queue and **blocks while it is full**: that is how
+    a slow disk slows the producer (and through gRPC flow control, the worker) instead of
+    dropping data. The thread takes everything queued, writes it in one transaction
+    (``executemany`` per table), commits, and counts it done.
+
+    A write that fails (e.g. a repeated ``(episode, step)``, which is a protocol error) rolls
+    back its whole transaction; rows committed earlier stay intact. The failure is kept in
+    :attr:`error` and every later ``put_*`` and :meth:`flush` raises it: the writer never
+    fails silently and never half-writes.
+
+    Rows passed to ``put_*`` are kept by reference until written: do not mutate them.
+    """
+
+    def __init__(self, path: Path, max_pending: int = 64) -> None:
+        """Prepare a writer for ``path``; nothing is opened until :meth:`start`.
+
+        Args:
+            max_pending: how many ``put_*`` calls may wait in the queue before the next blocks.
+        """
+        if max_pending < 1:
+            raise ValueError(f"max_pending must be at least 1, got {max_pending}")
+        self._path = Path(path)
+        self._max_pending = max_pending
+        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=max_pending)
+        self._cv = threading.Condition()
+        self._enqueued = 0  # put_* calls admitted (guarded by _cv)
+        self._done = 0  # of those, committed or discarded after a failure (guarded by _cv)
+        self._error: StorageError | None = None
+        self._closing = False
+        self._stopped = False
+        self._stop_sent = False
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._steps_written = 0
+        self._episodes_written = 0
+        self._metrics_written = 0
+
+    def __enter__(self) -> TelemetryWriter:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def error(self) -> StorageError | None:
+        """Why the writer stopped accepting data, or ``None`` while it is healthy."""
+        return self._error
+
+    @property
+    def steps_written(self) -> int:
+        """Steps committed to disk so far."""
+        return self._steps_written
+
+    @property
+    def episodes_written(self) -> int:
+        """Episodes committed to disk so far."""
+        return self._episodes_written
+
+    @property
+    def metrics_written(self) -> int:
+        """Metric points committed to disk so far."""
+        return self._metrics_written
+
+    def start(self) -> None:
+        """Start the writer thread, which opens (creates, migrates) the database.
+
+        Calling it again while running does nothing.
+
+        Raises:
+            StorageError: when the database cannot be opened (then the writer is failed),
+                or the writer was closed.
+        """
+        with self._cv:
+            if self._closing:
+                raise StorageError(f"telemetry writer for {self._path} is closed; create a new one")
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name=f"telemetry-writer:{self._path.parent.name}", daemon=True
+            )
+            self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise StorageError(str(self._error)) from self._error
+
+    def put_steps(self, rows: Sequence[StepRow]) -> None:
+        """Queue step rows (tuples in :data:`~gym_gui.core.records.STEP_COLUMNS` order).
+
+        Blocks while the queue is full.
+
+        Raises:
+            StorageError: when the writer has failed or is closed.
+        """
+        if rows:
+            self._put(_STEPS, rows)
+
+    def put_episode(self, episode: EpisodeRecord) -> None:
+        """Queue an episode summary. Blocks while the queue is full.
+
+        Raises:
+            StorageError: when the writer has failed or is closed.
+        """
+        e = episode
+        self._put(
+            _EPISODE,
+            (
+                e.episode,
+                e.seed,
+                e.steps,
+                e.total_reward,
+                int(e.terminated),
+                int(e.truncated),
+                e.started_at,
+                e.ended_at,
+                e.info,
+            ),
+        )
+
+    def put_metrics(self, points: Sequence[MetricPoint]) -> None:
+        """Queue scalar metric points. Blocks while the queue is full.
+
+        Raises:
+            StorageError: when the writer has failed or is closed.
+        """
+        if points:
+            self._put(_METRICS, [(p.tag, p.step, p.wall_time, p.value) for p in points])
+
+    def put_event(self, event: EventRecord) -> None:
+        """Queue an event. Blocks while the queue is full.
+
+        Raises:
+            StorageError: when the writer has failed or is closed.
+        """
+        self._put(_EVENT, (event.time, event.kind, event.level, event.message, event.data))
+
+    def put_artifact(self, artifact: ArtifactRecord) -> None:
+        """Queue an artifact registration. Blocks while the queue is full.
+
+        Raises:
+            StorageError: when the writer has failed or is closed.
+        """
+        self._put(_ARTIFACT, (artifact.kind, artifact.path, artifact.step, artifact.meta))
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Queue setting ``meta[key] = value`` (replacing an earlier value). Blocks while the queue is full.
+
+        Raises:
+            StorageError: when the writer has failed or is closed.
+        """
+        self._put(_META, (key, value))
+
+    def _put(self, kind: int, payload: Any) -> None:
+        with self._cv:
+            self._raise_if_unusable()
+            # Counted before it is queued: flush() relies on every queued item being counted.
+            self._enqueued += 1
+        self._queue.put((kind, payload))
+        with self._cv:
+            if self._error is not None or self._stopped:
+                self._raise_if_unusable()
+
+    def _raise_if_unusable(self) -> None:
+        if self._error is not None:
+            raise StorageError(str(self._error)) from self._error
+        if self._closing or self._stopped:
+            raise StorageError(f"telemetry writer for {self._path} is closed; nothing more can be stored")
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything put so far is committed.
+
+        Returns:
+            True when it is; False when ``timeout`` (seconds) passed first or the writer
+            thread has stopped with items left.
+
+        Raises:
+            StorageError: when the writer has failed (what was put since was not stored),
+                or it was never started but holds queued items.
+        """
+        with self._cv:
+            target = self._enqueued
+            if self._thread is None and self._done < target:
+                raise StorageError(
+                    f"telemetry writer for {self._path} holds unwritten data but was never started; call start()"
+                )
+            self._cv.wait_for(lambda: self._done >= target or self._stopped, timeout)
+            flushed = self._done >= target
+        if self._error is not None:
+            raise StorageError(str(self._error)) from self._error
+        return flushed
+
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Flush, then stop the writer thread and close its connection. Safe to call again.
+
+        Never raises for a failed writer: check :attr:`error`.
+
+        Returns:
+            True when everything put was committed and the thread stopped within ``timeout``.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        with self._cv:
+            self._closing = True
+            thread = self._thread
+        if thread is None:
+            dropped = self._discard_queued()
+            with self._cv:
+                self._stopped = True
+                self._cv.notify_all()
+            if dropped:
+                logger.warning(
+                    "telemetry writer for %s closed before start: %d items dropped", self._path, dropped
+                )
+            return dropped == 0
+        try:
+            flushed = self.flush(remaining())
+        except StorageError:
+            flushed = False
+        if not self._stop_sent:
+            try:
+                self._queue.put((_STOP, None), timeout=remaining())
+                self._stop_sent = True
+            except queue.Full:
+                logger.warning("telemetry writer for %s did not stop within %ss", self._path, timeout)
+                return False
+        thread.join(remaining())
+        if thread.is_alive():
+            logger.warning("telemetry writer for %s did not stop within %ss", self._path, timeout)
+            return False
+        return flushed and self._error is None
+
+    def _discard_queued(self) -> int:
+        dropped = 0
+        while True:
+            try:
+                kind, _ = self._queue.get_nowait()
+            except queue.Empty:
+                return dropped
+            if kind != _STOP:
+                dropped += 1
+
+    def _fail(self, error: StorageError) -> None:
+        logger.error("%s", error)
+        with self._cv:
+            if self._error is None:
+                self._error = error
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = open_telemetry_db(self._path)
+        except StorageError as exc:
+            self._fail(exc)
+        except Exception as exc:
+            self._fail(StorageError(f"{_WHAT} {self._path}: cannot open it: {exc}"))
+        finally:
+            self._ready.set()
+        try:
+            self._loop(conn)
+        except BaseException as exc:  # the thread must never die without saying why
+            self._fail(StorageError(f"telemetry writer for {self._path} stopped unexpectedly: {exc!r}"))
+            raise
+        finally:
+            if conn is not None:
+                conn.close()
+            with self._cv:
+                self._stopped = True
+                self._cv.notify_all()
+
+    def _loop(self, conn: sqlite3.Connection | None) -> None:
+        get, get_nowait = self._queue.get, self._queue.get_nowait
+        # Bound one transaction so a producer that keeps pace with the drain cannot grow it forever.
+        most = 2 * self._max_pending
+        stopping = False
+        while True:
+            items = [get()]
+            try:
+                while len(items) < most:
+                    items.append(get_nowait())
+            except queue.Empty:
+                pass
+            count = len(items)
+            for kind, _ in items:
+                if kind == _STOP:
+                    stopping = True
+                    count -= 1
+            if conn is not None and self._error is None:
+                self._write(conn, items)
+            # After a failure items are discarded but still counted, so no put or flush waits forever.
+            with self._cv:
+                self._done += count
+                self._cv.notify_all()
+            if stopping and self._queue.empty():
+                return
+
+    def _write(self, conn: sqlite3.Connection, items: list[tuple[int, Any]]) -> None:
+        steps: list[Sequence[StepRow]] = []
+        episodes: list[tuple[Any, ...]] = []
+        metrics: list[list[tuple[Any, ...]]] = []
+        events: list[tuple[Any, ...]] = []
+        artifacts: list[tuple[Any, ...]] = []
+        meta: list[tuple[str, str]] = []
+        for kind, payload in items:
+            if kind == _STEPS:
+                steps.append(payload)
+            elif kind == _EPISODE:
+                episodes.append(payload)
+            elif kind == _METRICS:
+                metrics.append(payload)
+            elif kind == _EVENT:
+                events.append(payload)
+            elif kind == _ARTIFACT:
+                artifacts.append(payload)
+            elif kind == _META:
+                meta.append(payload)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if steps:
+                    conn.executemany(_INSERT_STEPS, chain.from_iterable(steps))
+                if episodes:
+                    conn.executemany(_INSERT_EPISODE, episodes)
+                if metrics:
+                    conn.executemany(_INSERT_METRIC, chain.from_iterable(metrics))
+                if events:
+                    conn.executemany(_INSERT_EVENT, events)
+                if artifacts:
+                    conn.executemany(_INSERT_ARTIFACT, artifacts)
+                if meta:
+                    conn.executemany(_UPSERT_META, meta)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except Exception as exc:
+            duplicate = isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+            hint = " (a repeated (episode, step) or episode number is a protocol error)" if duplicate else ""
+            self._fail(
+                StorageError(
+                    f"{_WHAT} {self._path}: a batch of {len(items)} queued items was rejected and rolled "
+                    f"back: {exc}{hint}; everything committed before it is intact, and this writer "
+                    "accepts no more data"
+                )
+            )
+            return
+        n_steps = sum(map(len, steps))
+        n_metrics = sum(map(len, metrics))
+        with self._cv:
+            self._steps_written += n_steps
+            self._episodes_written += len(episodes)
+            self._metrics_written += n_metrics
+
+
+class TelemetryReader:
+    """Read-only access to one run's telemetry, safe to use while the writer writes (WAL).
+
+    Each thread gets its own read-only connection. Every query sees what was committed
+    when it started.
+    """
+
+    def __init__(self, path: Path) -> None:
+        """Open ``path`` read-only for the calling thread.
+
+        Raises:
+            StorageError: when the file is missing, not initialised, or of a newer schema.
+        """
+        self._path = Path(path)
+        self._local = threading.local()
+        self._conn()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = open_telemetry_db(self._path, readonly=True)
+            self._local.conn = conn
+        return conn
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"{_WHAT} {self._path}: read failed: {exc}") from exc
+
+    def _scalar(self, sql: str, params: Sequence[object] = ()) -> Any:
+        return self._rows(sql, params)[0][0]
+
+    @staticmethod
+    def _episode(row: tuple[Any, ...]) -> EpisodeRecord:
+        episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info = row
+        return EpisodeRecord(
+            episode=episode,
+            seed=seed,
+            steps=steps,
+            total_reward=total_reward,
+            terminated=bool(terminated),
+            truncated=bool(truncated),
+            started_at=started_at,
+            ended_at=ended_at,
+            info=info,
+        )
+
+    @staticmethod
+    def _step(row: tuple[Any, ...]) -> StepRecord:
+        episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = row
+        return StepRecord(
+            episode,
+            step,
+            reward,
+            bool(terminated),
+            bool(truncated),
+            action,
+            observation,
+            info,
+            render,
+            wall_time,
+        )
+
+    def episodes(self, offset: int = 0, limit: int | None = None) -> list[EpisodeRecord]:
+        """Episode summaries in episode order, skipping ``offset`` and returning at most ``limit``."""
+        rows = self._rows(
+            f"{_EPISODE_SELECT} ORDER BY episode LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset)
+        )
+        return [self._episode(row) for row in rows]
+
+    def episode(self, n: int) -> EpisodeRecord:
+        """The summary of episode ``n``.
+
+        Raises:
+            StorageError: naming the episode when it is not stored (yet).
+        """
+        rows = self._rows(f"{_EPISODE_SELECT} WHERE episode = ?", (n,))
+        if not rows:
+            raise StorageError(
+                f"{_WHAT} {self._path}: episode {n} is not stored (it may not have ended yet); "
+                f"{self.episode_count()} episodes are"
+            )
+        return self._episode(rows[0])
+
+    def episode_count(self) -> int:
+        """Number of stored episode summaries."""
+        return int(self._scalar("SELECT COUNT(*) FROM episodes"))
+
+    def steps(self, episode: int, start: int = 0, stop: int | None = None) -> list[StepRecord]:
+        """Steps ``start <= step < stop`` of ``episode`` in step order (a primary-key range: immediate)."""
+        if stop is None:
+            rows = self._rows(
+                f"{_STEP_SELECT} WHERE episode = ? AND step >= ? ORDER BY step", (episode, start)
+            )
+        else:
+            rows = self._rows(
+                f"{_STEP_SELECT} WHERE episode = ? AND step >= ? AND step < ? ORDER BY step",
+                (episode, start, stop),
+            )
+        return [self._step(row) for row in rows]
+
+    def step(self, episode: int, step: int) -> StepRecord:
+        """One step.
+
+        Raises:
+            StorageError: naming the episode and step when it is not stored.
+        """
+        rows = self._rows(f"{_STEP_SELECT} WHERE episode = ? AND step = ?", (episode, step))
+        if not rows:
+            raise StorageError(f"{_WHAT} {self._path}: step {step} of episode {episode} is not stored")
+        return self._step(rows[0])
+
+    def step_count(self, episode: int | None = None) -> int:
+        """Number of stored steps, of one episode or of the whole run."""
+        if episode is None:
+            return int(self._scalar("SELECT COUNT(*) FROM steps"))
+        return int(self._scalar("SELECT COUNT(*) FROM steps WHERE episode = ?", (episode,)))
+
+    def steps_per_episode(self) -> dict[int, int]:
+        """Stored steps of each episode that has any, by episode number."""
+        return dict(self._rows("SELECT episode, COUNT(*) FROM steps GROUP BY episode ORDER BY episode"))
+
+    def metric_tags(self) -> list[str]:
+        """The distinct metric tags, sorted."""
+        return [tag for (tag,) in self._rows("SELECT DISTINCT tag FROM metrics ORDER BY tag")]
+
+    def metrics(self, tag: str, since_step: int | None = None, limit: int | None = None) -> list[MetricPoint]:
+        """The series of ``tag`` in step order; with ``since_step``, only points at steps after it."""
+        lower = "" if since_step is None else "AND step > ?"
+        params: list[object] = [tag] if since_step is None else [tag, since_step]
+        params.append(-1 if limit is None else limit)
+        rows = self._rows(
+            f"SELECT tag, step, wall_time, value FROM metrics WHERE tag = ? {lower} ORDER BY step, rowid LIMIT ?",
+            params,
+        )
+        return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
+
+    def metric_count(self, tag: str | None = None) -> int:
+        """Number of stored metric points, of one tag or of all."""
+        if tag is None:
+            return int(self._scalar("SELECT COUNT(*) FROM metrics"))
+        return int(self._scalar("SELECT COUNT(*) FROM metrics WHERE tag = ?", (tag,)))
+
+    def events(self, since_id: int = 0) -> list[EventRecord]:
+        """Events with id greater than ``since_id``, oldest first.
+
+        Event ids are 1, 2, 3, … with no gaps (events are never deleted and a rolled-back
+        batch gives its ids back), so ``since_id`` is the number of events already seen.
+        """
+        rows = self._rows(
+            "SELECT time, kind, level, message, data FROM events WHERE id > ? ORDER BY id", (since_id,)
+        )
+        return [EventRecord(*row) for row in rows]
+
+    def artifacts(self) -> list[ArtifactRecord]:
+        """Registered artifacts in the order they were registered."""
+        rows = self._rows("SELECT kind, path, step, meta FROM artifacts ORDER BY id")
+        return [ArtifactRecord(*row) for row in rows]
+
+    def meta(self, key: str) -> str | None:
+        """The value stored under ``key`` (e.g. ``render_kind``), or ``None``."""
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if not rows else str(rows[0][0])
+
+    def close(self) -> None:
+        """Close the calling thread's connection (another call reopens one)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            conn.close()

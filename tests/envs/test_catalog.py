@@ -1,0 +1,282 @@
+"""The environment catalog against the installed gymnasium: docs, ids, install hints, key maps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+import pytest
+from gym_gui_sdk.render import GRID, PIXELS, render_kind_of
+from gymnasium import spaces
+
+from gym_gui.core.envs import (
+    ENV_CATALOG,
+    FAMILIES,
+    EnvEntry,
+    Family,
+    RenderKind,
+    catalog_by_family,
+    env_doc,
+    env_entry,
+    family_info,
+    family_of,
+)
+from gym_gui.core.errors import UnknownEnv
+from gym_gui.envs import check
+from gym_gui.envs.check import check_env, env_status, family_installed, make_env
+
+# The app's own environment depends on these (pyproject.toml); the rest are optional.
+APP_FAMILIES = (Family.TOY_TEXT, Family.CLASSIC_CONTROL, Family.BOX2D, Family.MINIGRID)
+OPTIONAL_FAMILIES = (Family.MUJOCO, Family.ATARI, Family.PROCGEN)
+
+ENTRIES = list(ENV_CATALOG.values())
+APP_ENTRIES = [e for e in ENTRIES if e.family in APP_FAMILIES]
+OPTIONAL_ENTRIES = [e for e in ENTRIES if e.family in OPTIONAL_FAMILIES]
+PLAYABLE_APP_ENTRIES = [e for e in APP_ENTRIES if e.human_playable]
+
+
+def _ids(entries: list[EnvEntry]) -> list[str]:
+    return [e.env_id for e in entries]
+
+
+def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
+    grouped = catalog_by_family()
+    assert list(grouped) == list(Family)
+    assert sum(len(v) for v in grouped.values()) == len(ENV_CATALOG)
+    expected = {
+        Family.TOY_TEXT: {"FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "Taxi-v4", "Blackjack-v1"},
+        Family.CLASSIC_CONTROL: {
+            "CartPole-v1",
+            "MountainCar-v0",
+            "MountainCarContinuous-v0",
+            "Acrobot-v1",
+            "Pendulum-v1",
+        },
+        Family.BOX2D: {"LunarLander-v3", "LunarLanderContinuous-v3", "CarRacing-v3", "BipedalWalker-v3"},
+        Family.MINIGRID: {
+            "MiniGrid-Empty-5x5-v0",
+            "MiniGrid-Empty-8x8-v0",
+            "MiniGrid-DoorKey-5x5-v0",
+            "MiniGrid-FourRooms-v0",
+        },
+        Family.MUJOCO: {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"},
+        Family.ATARI: {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"},
+        Family.PROCGEN: {"procgen-coinrun-v0", "procgen-starpilot-v0"},
+    }
+    assert {family: {e.env_id for e in entries} for family, entries in grouped.items()} == expected
+
+
+def test_render_kinds_and_turn_taking_follow_the_family() -> None:
+    grid_ids = {"FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "Taxi-v4"} | {
+        e.env_id for e in ENTRIES if e.family is Family.MINIGRID
+    }
+    for entry in ENTRIES:
+        assert entry.render_kind is (RenderKind.GRID if entry.env_id in grid_ids else RenderKind.PIXELS)
+        turn_based = entry.family in (Family.TOY_TEXT, Family.MINIGRID)
+        assert entry.realtime is not turn_based, entry.env_id
+        assert entry.human_playable is bool(entry.keys)
+    for env_id in ("FrozenLake-v1", "CliffWalking-v1", "Taxi-v4", "CartPole-v1", "MountainCar-v0", "Acrobot-v1",
+                   "LunarLander-v3", "CarRacing-v3", "MiniGrid-Empty-5x5-v0"):  # fmt: skip
+        assert ENV_CATALOG[env_id].human_playable, env_id
+    assert ENV_CATALOG["Blackjack-v1"].render_kind is RenderKind.PIXELS
+
+
+def test_family_lookup_uses_the_catalog_then_prefixes() -> None:
+    assert family_of("Taxi-v4") is Family.TOY_TEXT
+    assert family_of("MiniGrid-LavaGapS5-v0") is Family.MINIGRID
+    assert family_of("BabyAI-GoToRedBall-v0") is Family.MINIGRID
+    assert family_of("ALE/Tetris-v5") is Family.ATARI
+    assert family_of("procgen-maze-v0") is Family.PROCGEN
+    assert family_of("NoSuchThing-v0") is None
+    assert env_entry("NoSuchThing-v0") is None
+    assert env_entry("CartPole-v1") is ENV_CATALOG["CartPole-v1"]
+
+
+def test_family_install_hints() -> None:
+    assert family_info(Family.TOY_TEXT).install_hint == 'pip install "gymnasium[toy-text]"'
+    assert family_info(Family.MUJOCO).install_hint == 'pip install "gymnasium[mujoco]"'
+    assert family_info(Family.ATARI).install_hint == 'pip install "gymnasium[atari]" ale-py'
+    assert family_info(Family.ATARI).import_module == "ale_py"
+    assert family_info("minigrid").install_hint == "pip install minigrid"
+    assert family_info(Family.PROCGEN).install_hint.startswith("pip install procgen")
+    assert set(FAMILIES) == set(Family)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
+def test_every_entry_has_its_doc_with_its_controls(entry: EnvEntry) -> None:
+    doc = env_doc(entry.env_id)
+    assert doc.startswith(f"# {entry.title}\n")
+    assert f"`{entry.env_id}`" in doc
+    for heading in ("## Observation", "## Actions", "## Reward", "## Episode end", "## Controls"):
+        assert heading in doc, (entry.env_id, heading)
+    controls = doc.split("## Controls", 1)[1]
+    for key in entry.keys:
+        assert f"| {key.key} |" in controls, (entry.env_id, key.key)
+        assert key.description in controls
+    if not entry.human_playable:
+        assert "Not playable by keyboard" in controls
+
+
+def test_env_doc_of_an_unknown_id_is_a_key_error() -> None:
+    with pytest.raises(KeyError, match="NoSuchThing-v0"):
+        env_doc("NoSuchThing-v0")
+
+
+def test_app_families_are_installed_and_optional_ones_are_reported_by_import() -> None:
+    for family in APP_FAMILIES:
+        assert family_installed(family), family
+
+
+@pytest.mark.parametrize("entry", APP_ENTRIES, ids=_ids(APP_ENTRIES))
+def test_installed_catalog_ids_make_reset_and_step(entry: EnvEntry) -> None:
+    status = check_env(entry.env_id)
+    assert status.installed and status.entry is entry and status.family is entry.family
+    env = make_env(entry.env_id)
+    try:
+        obs, _info = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        env.action_space.seed(0)
+        env.step(env.action_space.sample())
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("entry", APP_ENTRIES, ids=_ids(APP_ENTRIES))
+def test_catalog_render_kind_matches_what_the_sdk_sees(entry: EnvEntry) -> None:
+    env = make_env(entry.env_id, render_mode="rgb_array")
+    try:
+        env.reset(seed=0)
+        assert render_kind_of(env) == (GRID if entry.render_kind is RenderKind.GRID else PIXELS)
+    finally:
+        env.close()
+
+
+def _valid(space: spaces.Space, action: object) -> bool:
+    if isinstance(space, spaces.Discrete):
+        return isinstance(action, int) and space.contains(np.int64(action))
+    assert isinstance(space, spaces.Box)
+    array = np.asarray(action, dtype=space.dtype)
+    return array.shape == space.shape and space.contains(array)
+
+
+@pytest.mark.parametrize("entry", PLAYABLE_APP_ENTRIES, ids=_ids(PLAYABLE_APP_ENTRIES))
+def test_key_maps_send_actions_of_the_env_action_space(entry: EnvEntry) -> None:
+    env = make_env(entry.env_id)
+    try:
+        space = env.action_space
+        for key in entry.keys:
+            assert _valid(space, key.action), (entry.env_id, key)
+        if entry.idle_action is not None:
+            assert entry.realtime
+            assert _valid(space, entry.idle_action)
+        if isinstance(space, spaces.Box):
+            # Held keys add up and are clipped: every combination stays valid.
+            total = np.clip(
+                sum(np.asarray(k.action, dtype=space.dtype) for k in entry.keys), space.low, space.high
+            )
+            assert space.contains(total.astype(space.dtype))
+        env.reset(seed=0)
+        for key in entry.keys:
+            action = (
+                np.asarray(key.action, dtype=space.dtype) if isinstance(space, spaces.Box) else key.action
+            )
+            _obs, _reward, terminated, truncated, _info = env.step(action)
+            if terminated or truncated:
+                env.reset()
+    finally:
+        env.close()
+
+
+def test_key_names_are_unique_per_env() -> None:
+    for entry in ENTRIES:
+        names = [k.key for k in entry.keys]
+        assert len(names) == len(set(names)), entry.env_id
+
+
+@pytest.mark.parametrize("entry", OPTIONAL_ENTRIES, ids=_ids(OPTIONAL_ENTRIES))
+def test_optional_family_ids_need_their_family(entry: EnvEntry) -> None:
+    hint = family_info(entry.family).install_hint
+    if family_installed(entry.family) and entry.env_id in gymnasium.registry:
+        assert check_env(entry.env_id).installed
+        return
+    status = env_status(entry.env_id)
+    assert not status.installed and status.entry is entry and status.family is entry.family
+    with pytest.raises(UnknownEnv) as raised:
+        check_env(entry.env_id)
+    assert entry.env_id in str(raised.value)
+    assert hint in str(raised.value)
+    with pytest.raises(UnknownEnv, match=r"not installed|not registered"):
+        make_env(entry.env_id)
+
+
+def test_a_missing_family_module_gives_its_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = check._import_failure
+
+    def fake(family: Family) -> str:
+        return (
+            "ModuleNotFoundError: No module named 'minigrid'" if family is Family.MINIGRID else real(family)
+        )
+
+    monkeypatch.setattr(check, "_import_failure", fake)
+    for env_id in ("MiniGrid-Empty-5x5-v0", "BabyAI-GoToRedBall-v0"):
+        with pytest.raises(UnknownEnv) as raised:
+            check_env(env_id)
+        message = str(raised.value)
+        assert env_id in message and "pip install minigrid" in message and "MiniGrid" in message
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("FrozenLak-v1", "FrozenLake-v1"),
+        ("frozenlake-v1", "FrozenLake-v1"),
+        ("CartPol-v1", "CartPole-v1"),
+        ("Taxi-v3", "Taxi-v4"),
+        ("MiniGrid-Emtpy-5x5-v0", "MiniGrid-Empty-5x5-v0"),
+    ],
+)
+def test_a_typo_is_rejected_with_the_right_suggestion(typo: str, meant: str) -> None:
+    with pytest.raises(UnknownEnv) as raised:
+        check_env(typo)
+    message = str(raised.value)
+    assert typo in message and "not registered" in message
+    assert meant in message.split("did you mean", 1)[1]
+
+
+def test_an_id_like_nothing_known_is_rejected_without_suggestions() -> None:
+    with pytest.raises(UnknownEnv, match=r"'Zzzqqq-v9' is not registered in gymnasium [0-9.]+\.$"):
+        check_env("Zzzqqq-v9")
+
+
+def test_registered_ids_outside_the_catalog_are_accepted_with_their_family() -> None:
+    status = check_env("BipedalWalkerHardcore-v3")
+    assert status.installed and status.entry is None and status.family is Family.BOX2D
+    assert check_env("MiniGrid-LavaGapS5-v0").family is Family.MINIGRID
+
+
+def test_make_env_passes_render_mode_and_kwargs() -> None:
+    env = make_env("FrozenLake-v1", render_mode="ansi", is_slippery=False)
+    try:
+        assert env.render_mode == "ansi"
+        assert env.unwrapped.spec is not None
+        env.reset(seed=0)
+        _obs, _r, _t, _tr, info = env.step(2)
+        assert info["prob"] == 1.0  # not slippery: the move is certain
+    finally:
+        env.close()
+
+
+def test_core_catalog_and_sdk_do_not_import_gymnasium() -> None:
+    code = (
+        "import sys; import gym_gui.core.envs, gym_gui_sdk.render, gym_gui_sdk.encoding; "
+        "bad = [m for m in ('gymnasium', 'minigrid', 'gym_gui.envs') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    sdk_code = (
+        "import sys; import gym_gui_sdk.render, gym_gui_sdk.encoding; "
+        "bad = [m for m in sys.modules if m == 'gym_gui' or m.startswith('gym_gui.')]; assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", sdk_code], check=True)

@@ -1,0 +1,124 @@
+"""`python -m gym_gui_random_worker`: play a run's environment with seeded random actions."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from typing import Any
+
+import gymnasium as gym
+from gym_gui_sdk import encoding, render
+from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
+
+# Environment families that register their ids on import.
+_FAMILY_MODULES = {"MiniGrid-": "minigrid", "BabyAI-": "minigrid", "ALE/": "ale_py"}
+
+
+def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
+    for prefix, module in _FAMILY_MODULES.items():
+        if env_id.startswith(prefix):
+            importlib.import_module(module)
+    creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)  # type: ignore[arg-type]
+    # Frames are drawn only at the render rate asked for; rgb_array mode costs nothing until then.
+    mode = "rgb_array" if "rgb_array" in getattr(creator, "metadata", {}).get("render_modes", []) else None
+    return gym.make(env_id, render_mode=mode, **kwargs)
+
+
+def play(session: WorkerSession, config: dict[str, Any]) -> str:
+    """Play episodes until the budget is spent or a stop is asked; returns how it ended."""
+    budget = config["budget"]
+    max_episodes = budget.get("episodes")
+    max_steps = budget.get("timesteps")
+    seed = config.get("seed")
+    env = make_env(config["env_id"], config.get("env_kwargs") or {})
+    kind = render.render_kind_of(env)
+    session.started(
+        render_kind=kind,
+        spaces={"observation": str(env.observation_space), "action": str(env.action_space)},
+    )
+    total_steps = 0
+    episode = 0
+    last_frame = 0.0
+    try:
+        while (max_episodes is None or episode < max_episodes) and (
+            max_steps is None or total_steps < max_steps
+        ):
+            episode_seed = None if seed is None else seed + episode
+            observation, info = env.reset(seed=episode_seed)
+            env.action_space.seed(episode_seed)
+            started_at = time.time()
+            total_reward = 0.0
+            step = 0
+            terminated = truncated = False
+            while not (terminated or truncated):
+                if session.stop_requested.is_set():
+                    return "stopped"
+                session.wait_if_paused()
+                action = env.action_space.sample()
+                observation, reward, terminated, truncated, info = env.step(action)
+                total_reward += float(reward)
+                payload = b""
+                if kind == render.GRID:
+                    payload = render.grid_payload(env)
+                elif kind == render.PIXELS and session.render_fps > 0:
+                    now = time.monotonic()
+                    if now - last_frame >= 1.0 / session.render_fps:
+                        last_frame = now
+                        payload = render.frame_payload(env.render())  # type: ignore[arg-type]
+                session.step(
+                    episode,
+                    step,
+                    float(reward),
+                    bool(terminated),
+                    bool(truncated),
+                    encoding.dumps(action),
+                    encoding.dumps(observation),
+                    encoding.dumps(info),
+                    payload,
+                )
+                step += 1
+                total_steps += 1
+                if max_steps is not None and total_steps >= max_steps:
+                    truncated = truncated or not terminated
+                    break
+            session.episode(
+                episode,
+                steps=step,
+                total_reward=total_reward,
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                started_at=started_at,
+                seed=episode_seed,
+            )
+            session.metrics(
+                [("episode/return", total_steps, total_reward), ("episode/length", total_steps, float(step))]
+            )
+            episode += 1
+    finally:
+        env.close()
+    return "completed"
+
+
+def main() -> int:
+    session = WorkerSession.from_env()
+    session.install_signal_handlers()
+    registration = session.start()
+    config = registration.config
+    try:
+        outcome = play(session, config)
+    except WorkerError as exc:
+        print(f"random worker: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    if outcome == "stopped":
+        session.finish(Phase.CANCELLED, "stopped on request")
+    else:
+        session.finish(Phase.COMPLETED, "budget reached")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
