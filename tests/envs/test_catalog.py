@@ -77,8 +77,18 @@ def test_render_kinds_and_turn_taking_follow_the_family() -> None:
         turn_based = entry.family in (Family.TOY_TEXT, Family.MINIGRID)
         assert entry.realtime is not turn_based, entry.env_id
         assert entry.human_playable is bool(entry.keys)
-    for env_id in ("FrozenLake-v1", "CliffWalking-v1", "Taxi-v4", "CartPole-v1", "MountainCar-v0", "Acrobot-v1",
-                   "LunarLander-v3", "CarRacing-v3", "MiniGrid-Empty-5x5-v0"):  # fmt: skip
+    expected_playable = (
+        "FrozenLake-v1",
+        "CliffWalking-v1",
+        "Taxi-v4",
+        "CartPole-v1",
+        "MountainCar-v0",
+        "Acrobot-v1",
+        "LunarLander-v3",
+        "CarRacing-v3",
+        "MiniGrid-Empty-5x5-v0",
+    )
+    for env_id in expected_playable:
         assert ENV_CATALOG[env_id].human_playable, env_id
     assert ENV_CATALOG["Blackjack-v1"].render_kind is RenderKind.PIXELS
 

@@ -146,61 +146,61 @@ def _entry(
     )
 
 
-K = KeyBinding
+_K = KeyBinding
 _GRID, _PIXELS = RenderKind.GRID, RenderKind.PIXELS
 
 # Action numbers below are those of the gymnasium 1.4 / minigrid 3.2 sources (see each env's doc).
 _FROZEN_LAKE_KEYS = (
-    K("Left", 0, "move left"),
-    K("Down", 1, "move down"),
-    K("Right", 2, "move right"),
-    K("Up", 3, "move up"),
+    _K("Left", 0, "move left"),
+    _K("Down", 1, "move down"),
+    _K("Right", 2, "move right"),
+    _K("Up", 3, "move up"),
 )
 _CLIFF_KEYS = (
-    K("Up", 0, "move up"),
-    K("Right", 1, "move right"),
-    K("Down", 2, "move down"),
-    K("Left", 3, "move left"),
+    _K("Up", 0, "move up"),
+    _K("Right", 1, "move right"),
+    _K("Down", 2, "move down"),
+    _K("Left", 3, "move left"),
 )
 _TAXI_KEYS = (
-    K("Down", 0, "move south"),
-    K("Up", 1, "move north"),
-    K("Right", 2, "move east"),
-    K("Left", 3, "move west"),
-    K("P", 4, "pick up the passenger"),
-    K("D", 5, "drop off the passenger"),
+    _K("Down", 0, "move south"),
+    _K("Up", 1, "move north"),
+    _K("Right", 2, "move east"),
+    _K("Left", 3, "move west"),
+    _K("P", 4, "pick up the passenger"),
+    _K("D", 5, "drop off the passenger"),
 )
 _BLACKJACK_KEYS = (
-    K("H", 1, "hit: take another card"),
-    K("S", 0, "stick: stop and let the dealer play"),
+    _K("H", 1, "hit: take another card"),
+    _K("S", 0, "stick: stop and let the dealer play"),
 )
 # The same keys as minigrid's own manual_control.py.
 _MINIGRID_KEYS = (
-    K("Left", 0, "turn left"),
-    K("Right", 1, "turn right"),
-    K("Up", 2, "move forward"),
-    K("PageUp", 3, "pick up an object"),
-    K("Tab", 3, "pick up an object"),
-    K("PageDown", 4, "drop the carried object"),
-    K("Shift", 4, "drop the carried object"),
-    K("Space", 5, "toggle (open a door, open a box)"),
-    K("Return", 6, "done"),
+    _K("Left", 0, "turn left"),
+    _K("Right", 1, "turn right"),
+    _K("Up", 2, "move forward"),
+    _K("PageUp", 3, "pick up an object"),
+    _K("Tab", 3, "pick up an object"),
+    _K("PageDown", 4, "drop the carried object"),
+    _K("Shift", 4, "drop the carried object"),
+    _K("Space", 5, "toggle (open a door, open a box)"),
+    _K("Return", 6, "done"),
 )
 _PONG_KEYS = (
     # In ALE's minimal Pong action set RIGHT moves the paddle up and LEFT moves it down.
-    K("Up", 2, "paddle up (RIGHT)"),
-    K("Down", 3, "paddle down (LEFT)"),
-    K("Space", 1, "serve (FIRE)"),
+    _K("Up", 2, "paddle up (RIGHT)"),
+    _K("Down", 3, "paddle down (LEFT)"),
+    _K("Space", 1, "serve (FIRE)"),
 )
 _BREAKOUT_KEYS = (
-    K("Left", 3, "move left"),
-    K("Right", 2, "move right"),
-    K("Space", 1, "launch the ball (FIRE)"),
+    _K("Left", 3, "move left"),
+    _K("Right", 2, "move right"),
+    _K("Space", 1, "launch the ball (FIRE)"),
 )
 _SPACE_INVADERS_KEYS = (
-    K("Left", 3, "move left"),
-    K("Right", 2, "move right"),
-    K("Space", 1, "fire"),
+    _K("Left", 3, "move left"),
+    _K("Right", 2, "move right"),
+    _K("Space", 1, "fire"),
 )
 
 ENV_CATALOG: dict[str, EnvEntry] = {
@@ -229,7 +229,7 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             "Cart Pole",
             _PIXELS,
             realtime=True,
-            keys=(K("Left", 0, "push the cart left"), K("Right", 1, "push the cart right")),
+            keys=(_K("Left", 0, "push the cart left"), _K("Right", 1, "push the cart right")),
             idle_action=None,  # CartPole has no no-op: play waits while no key is held
         ),
         _entry(
@@ -238,7 +238,7 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             "Mountain Car",
             _PIXELS,
             realtime=True,
-            keys=(K("Left", 0, "accelerate left"), K("Right", 2, "accelerate right")),
+            keys=(_K("Left", 0, "accelerate left"), _K("Right", 2, "accelerate right")),
             idle_action=1,
         ),
         _entry(
@@ -247,7 +247,7 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             "Mountain Car (continuous)",
             _PIXELS,
             realtime=True,
-            keys=(K("Left", (-1.0,), "full force left"), K("Right", (1.0,), "full force right")),
+            keys=(_K("Left", (-1.0,), "full force left"), _K("Right", (1.0,), "full force right")),
             idle_action=(0.0,),
         ),
         _entry(
@@ -256,7 +256,7 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             "Acrobot",
             _PIXELS,
             realtime=True,
-            keys=(K("Left", 0, "torque -1 on the joint"), K("Right", 2, "torque +1 on the joint")),
+            keys=(_K("Left", 0, "torque -1 on the joint"), _K("Right", 2, "torque +1 on the joint")),
             idle_action=1,
         ),
         _entry(
@@ -266,8 +266,8 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             _PIXELS,
             realtime=True,
             keys=(
-                K("Left", (2.0,), "full counter-clockwise torque"),
-                K("Right", (-2.0,), "full clockwise torque"),
+                _K("Left", (2.0,), "full counter-clockwise torque"),
+                _K("Right", (-2.0,), "full clockwise torque"),
             ),
             idle_action=(0.0,),
         ),
@@ -279,9 +279,9 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             _PIXELS,
             realtime=True,
             keys=(
-                K("Up", 2, "fire the main engine"),
-                K("Left", 1, "fire the left orientation engine (drift left)"),
-                K("Right", 3, "fire the right orientation engine (drift right)"),
+                _K("Up", 2, "fire the main engine"),
+                _K("Left", 1, "fire the left orientation engine (drift left)"),
+                _K("Right", 3, "fire the right orientation engine (drift right)"),
             ),
             idle_action=0,
         ),
@@ -292,9 +292,9 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             _PIXELS,
             realtime=True,
             keys=(
-                K("Up", (1.0, 0.0), "main engine at full throttle"),
-                K("Left", (0.0, -1.0), "left booster at full throttle"),
-                K("Right", (0.0, 1.0), "right booster at full throttle"),
+                _K("Up", (1.0, 0.0), "main engine at full throttle"),
+                _K("Left", (0.0, -1.0), "left booster at full throttle"),
+                _K("Right", (0.0, 1.0), "right booster at full throttle"),
             ),
             idle_action=(0.0, 0.0),
         ),
@@ -306,10 +306,10 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             realtime=True,
             # The same values as car_racing.py's own keyboard loop.
             keys=(
-                K("Left", (-1.0, 0.0, 0.0), "steer left"),
-                K("Right", (1.0, 0.0, 0.0), "steer right"),
-                K("Up", (0.0, 1.0, 0.0), "gas"),
-                K("Down", (0.0, 0.0, 0.8), "brake"),
+                _K("Left", (-1.0, 0.0, 0.0), "steer left"),
+                _K("Right", (1.0, 0.0, 0.0), "steer right"),
+                _K("Up", (0.0, 1.0, 0.0), "gas"),
+                _K("Down", (0.0, 0.0, 0.8), "brake"),
             ),
             idle_action=(0.0, 0.0, 0.0),
         ),

@@ -1,0 +1,210 @@
+"""Telemetry throughput: end-to-end steps/s against the raw SQLite insert limit, measured in one process.
+
+End to end: a fresh daemon (temporary GYM_GUI_HOME) runs the random worker on CartPole-v1 (a
+trivial env: microseconds per step, no render payload with ``render_fps`` 0) for a budget of
+timesteps. Every step travels worker → WorkerSession batches → gRPC Publish stream → the
+daemon's _Ingest → TelemetryWriter → ``runs/<run_id>/telemetry.sqlite``. The run must end
+COMPLETED with exactly the budget of rows in its ``steps`` table (lossless), and steps/s is
+those rows over the run's RUNNING time from the registry history.
+
+Raw limit: the same rows, read back from that run's database, are ``executemany``-ed into a
+fresh database made by ``open_telemetry_db`` (same schema, same pragmas) in batches of 1000,
+each batch its own transaction, in this process with nothing else in the way.
+
+Both are repeated alternately (so drift of the machine hits both alike); the medians and their
+ratio are printed, the ratio last. Usage::
+
+    .venv/bin/python bench/telemetry_throughput.py [--steps 200000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import STEP_COLUMNS
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.telemetry import open_telemetry_db
+
+RAW_BATCH = 1000
+GOAL = 0.5
+_INSERT = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
+_SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY episode, step"
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot report a figure (a run failed or lost steps)."""
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    run_id: str
+    steps: int
+    running_seconds: float
+    wall_seconds: float
+    telemetry: Path
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.running_seconds
+
+
+@dataclass(frozen=True)
+class Raw:
+    rows: int
+    seconds: float
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds
+
+
+def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float) -> EndToEnd:
+    config = parse_run_config(
+        {
+            "worker": "random",
+            "env_id": "CartPole-v1",
+            "seed": 0,
+            "budget": {"timesteps": steps},
+            # No frames: the bench measures the step path, not image encoding.
+            "telemetry": {"render_fps": 0},
+            # Nothing besides gym_gui's own storage, so only the telemetry path is timed.
+            "tracking": {"tensorboard": False},
+            "notes": "bench/telemetry_throughput.py",
+        }
+    )
+    submitted = time.monotonic()
+    record, _token = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout)
+    wall = time.monotonic() - submitted
+    if final.state is not RunState.COMPLETED:
+        raise BenchError(f"run {record.run_id} ended {final.state.value}: {final.reason}")
+
+    # Interval: the STARTING→RUNNING transition (recorded when the daemon reads the worker's
+    # STARTED message, i.e. once the env is made and just before the first step) to the final
+    # transition (the daemon finalises the run only after the worker has flushed, the stream
+    # has drained into telemetry.sqlite and the process has exited). So it covers every step
+    # from the first env.step to its commit on disk, and leaves out what is not the telemetry
+    # path: interpreter start-up, imports and env creation of the worker process (~1 s,
+    # which would dominate a short run). The supervisor's 0.1 s tick is still inside it.
+    history = client.get_run(record.run_id).history
+    running_at = next((c.time for c in history if c.to_state == RunState.RUNNING.value), None)
+    if running_at is None:
+        raise BenchError(f"run {record.run_id} has no RUNNING transition in its history")
+    running = history[-1].time - running_at
+
+    telemetry = home.telemetry_path(record.run_id)
+    conn = sqlite3.connect(telemetry.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        stored = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
+    finally:
+        conn.close()
+    if stored != steps:
+        raise BenchError(f"run {record.run_id} stored {stored} steps of a budget of {steps}: not lossless")
+    return EndToEnd(record.run_id, stored, running, wall, telemetry)
+
+
+def read_rows(telemetry: Path) -> list[tuple[Any, ...]]:
+    conn = open_telemetry_db(telemetry, readonly=True)
+    try:
+        return conn.execute(_SELECT).fetchall()
+    finally:
+        conn.close()
+
+
+def run_raw(rows: list[tuple[Any, ...]], target: Path) -> Raw:
+    conn = open_telemetry_db(target)
+    try:
+        # Only the inserts are timed: reading the source and opening/migrating are not part of
+        # what the daemon's writer pays per step either.
+        start = time.perf_counter()
+        for offset in range(0, len(rows), RAW_BATCH):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(_INSERT, rows[offset : offset + RAW_BATCH])
+            conn.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        count = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
+    finally:
+        conn.close()
+    if count != len(rows):
+        raise BenchError(f"raw insert stored {count} rows of {len(rows)}")
+    return Raw(len(rows), seconds)
+
+
+def remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--steps", type=int, default=200_000, help="timesteps budget of each run")
+    parser.add_argument("--repeat", type=int, default=3, help="end-to-end/raw pairs to measure")
+    parser.add_argument("--timeout", type=float, default=600.0, help="longest one run may take (s)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary GYM_GUI_HOME")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.repeat < 1:
+        parser.error("--steps and --repeat must be at least 1")
+
+    home = Home(Path(tempfile.mkdtemp(prefix="gym-gui-bench-")))
+    ends: list[EndToEnd] = []
+    raws: list[Raw] = []
+    client = DaemonClient.connect(home.root)
+    try:
+        print(f"daemon {client.info.address} (pid {client.info.pid}), home {home.root}", flush=True)
+        for i in range(1, args.repeat + 1):
+            end = run_end_to_end(client, home, args.steps, args.timeout)
+            ends.append(end)
+            print(
+                f"[{i}/{args.repeat}] end to end: {end.steps} steps in {end.running_seconds:.2f} s RUNNING "
+                f"= {end.steps_per_second:,.0f} steps/s (submit→end wall {end.wall_seconds:.2f} s, "
+                f"{end.wall_seconds and end.steps / end.wall_seconds:,.0f} steps/s) run {end.run_id}",
+                flush=True,
+            )
+            rows = read_rows(end.telemetry)
+            target = home.root / f"raw-{i}.sqlite"
+            raw = run_raw(rows, target)
+            raws.append(raw)
+            del rows
+            remove_db(target)
+            print(
+                f"[{i}/{args.repeat}] raw: {raw.rows} rows in {raw.seconds:.2f} s "
+                f"= {raw.rows_per_second:,.0f} rows/s (executemany, {RAW_BATCH} rows per transaction)",
+                flush=True,
+            )
+    except BenchError as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        client.shutdown()
+        client.close()
+        if args.keep:
+            print(f"kept {home.root}")
+        else:
+            # Give the daemon a moment to release its files before the directory goes.
+            time.sleep(0.5)
+            shutil.rmtree(home.root, ignore_errors=True)
+
+    e2e = statistics.median(e.steps_per_second for e in ends)
+    raw_median = statistics.median(r.rows_per_second for r in raws)
+    wall = statistics.median(e.wall_seconds for e in ends)
+    print(f"end to end (median of {len(ends)}): {e2e:,.0f} steps/s over RUNNING time")
+    print(f"submit→end wall time (median): {wall:.2f} s for {args.steps} steps")
+    print(f"raw limit (median of {len(raws)}): {raw_median:,.0f} rows/s")
+    print(f"ratio end_to_end/raw = {e2e / raw_median:.2f} (goal >= {GOAL})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

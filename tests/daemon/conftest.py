@@ -1,0 +1,101 @@
+"""Fixtures for daemon tests: a real daemon process on loopback in a temporary home, and helpers to wait on it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.records import RunRecord
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return False
+
+
+def random_config(env_id: str = "FrozenLake-v1", **budget: int) -> RunConfig:
+    return parse_run_config(
+        {"worker": "random", "env_id": env_id, "seed": 0, "budget": budget or {"episodes": 5}}
+    )
+
+
+def stop_daemon(client: DaemonClient) -> None:
+    pid = client.info.pid
+    try:
+        client.shutdown()
+    except Exception:
+        os.kill(pid, signal.SIGKILL)
+    client.close()
+    wait_until(lambda: not pid_alive(pid), 20, "the daemon to exit")
+
+
+def kill_run_workers(home: Home) -> None:
+    # Workers live in their own sessions: a test must not leave any behind.
+    registry = RunRegistry(home.registry_path)
+    for record in registry.list(include_archived=True):
+        if record.pid and pid_alive(record.pid):
+            try:
+                os.killpg(record.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    registry.close()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    return Home(tmp_path / "gym_gui_home").ensure()
+
+
+@pytest.fixture
+def daemon_args() -> list[str]:
+    return ["--heartbeat-timeout", "10", "--cancel-grace", "3"]
+
+
+@pytest.fixture
+def client(home: Home, daemon_args: list[str]) -> Iterator[DaemonClient]:
+    client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+    try:
+        yield client
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
+
+
+@pytest.fixture
+def registry(home: Home) -> Iterator[RunRegistry]:
+    registry = RunRegistry(home.registry_path)
+    yield registry
+    registry.close()
+
+
+def record_of(registry: RunRegistry, run_id: str) -> RunRecord:
+    return registry.get(run_id)

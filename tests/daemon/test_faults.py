@@ -1,0 +1,310 @@
+"""Faults a daemon must survive: misbehaving and killed workers, a killed daemon, silence, overload."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import threading
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
+from gym_gui_sdk.worker import Phase, WorkerSession
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.telemetry import TelemetryReader
+from tests.daemon.conftest import kill_run_workers, pid_alive, random_config, stop_daemon, wait_until
+
+
+def human_run(client: DaemonClient) -> tuple[str, str]:
+    config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}})
+    record, token = client.submit(config)
+    assert token
+    return record.run_id, token
+
+
+def publish_raw(client: DaemonClient, run_id: str, token: str, messages: list[pb.WorkerMessage]) -> grpc.RpcError | None:
+    """Register as the run's worker and send ``messages`` as they are, bypassing the SDK's checks."""
+    channel = grpc.insecure_channel(client.info.address)
+    stub = pb_grpc.WorkerServiceStub(channel)
+    reply = stub.RegisterWorker(
+        pb.RegisterWorkerRequest(run_id=run_id, run_token=token, pid=os.getpid()),
+        metadata=[("authorization", f"Bearer {token}")],
+        timeout=10,
+    )
+    responses = stub.Publish(
+        iter(messages),
+        metadata=[("authorization", f"Bearer {reply.session_token}"), ("x-run-id", run_id)],
+        timeout=30,
+    )
+    try:
+        list(responses)
+    except grpc.RpcError as exc:
+        return exc
+    finally:
+        channel.close()
+    return None
+
+
+def started(seq: int = 1) -> pb.WorkerMessage:
+    return pb.WorkerMessage(seq=seq, lifecycle=pb.Lifecycle(phase=Phase.STARTED, render_kind="grid"))
+
+
+def steps(seq: int, episode: int, indices: list[int]) -> pb.WorkerMessage:
+    n = len(indices)
+    return pb.WorkerMessage(
+        seq=seq,
+        steps=pb.StepBatch(
+            episode=[episode] * n,
+            step=indices,
+            reward=[0.0] * n,
+            terminated=[False] * n,
+            truncated=[False] * n,
+            action=["1"] * n,
+            observation=["0"] * n,
+            info=["{}"] * n,
+            render=[b""] * n,
+            wall_time=[1.0] * n,
+        ),
+    )
+
+
+BAD_STREAMS = {
+    "out of order": [started(1), steps(3, 0, [0])],
+    "columns differ": [
+        started(1),
+        pb.WorkerMessage(seq=2, steps=pb.StepBatch(episode=[0, 0], step=[0, 1], reward=[0.0])),
+    ],
+    "before the worker reported STARTED": [steps(1, 0, [0])],
+    "not inside the run directory": [started(1), pb.WorkerMessage(seq=2, artifact=pb.Artifact(kind="model", path="../../x"))],
+    "not valid JSON": [started(1), pb.WorkerMessage(seq=2, event=pb.WorkerEvent(level="INFO", message="m", data="{oops"))],
+    "has no body": [started(1), pb.WorkerMessage(seq=2)],
+    "storage rejected": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
+}
+
+
+@pytest.mark.parametrize("reason", list(BAD_STREAMS))
+def test_malformed_worker_messages_fail_the_run_and_the_daemon_keeps_serving(
+    client: DaemonClient, home: Home, reason: str
+) -> None:
+    run_id, token = human_run(client)
+    error = publish_raw(client, run_id, token, BAD_STREAMS[reason])
+    assert error is not None and error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    final = client.wait_for_end(run_id, timeout=30)
+    assert final.state is RunState.FAILED
+    assert reason in final.reason
+    if reason == "storage rejected":
+        reader = TelemetryReader(home.telemetry_path(run_id))
+        assert [s.step for s in reader.steps(0)] == [0, 1]  # what was stored before stays intact
+        reader.close()
+    # The daemon still serves: a good run completes.
+    record, _ = client.submit(random_config(episodes=3))
+    assert client.wait_for_end(record.run_id, timeout=60).state is RunState.COMPLETED
+
+
+def test_a_stolen_token_cannot_publish_for_another_run(client: DaemonClient) -> None:
+    run_a, token_a = human_run(client)
+    run_b, _token_b = human_run(client)
+    channel = grpc.insecure_channel(client.info.address)
+    stub = pb_grpc.WorkerServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.RegisterWorker(
+            pb.RegisterWorkerRequest(run_id=run_b, run_token=token_a),
+            metadata=[("authorization", f"Bearer {token_a}")],
+            timeout=10,
+        )
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    channel.close()
+    assert run_a != run_b
+
+
+def test_a_client_driven_run_completes_through_the_sdk(client: DaemonClient, home: Home) -> None:
+    run_id, token = human_run(client)
+    session = WorkerSession(client.info.address, run_id, token)
+    registration = session.start()
+    assert registration.config["worker"] == "human"
+    session.started("grid")
+    for i in range(5):
+        session.step(0, i, 1.0 if i == 4 else 0.0, i == 4, False, "2", str(i))
+    session.episode(0, steps=5, total_reward=1.0, terminated=True, truncated=False, started_at=1.0)
+    session.finish()
+    final = client.wait_for_end(run_id, timeout=30)
+    assert final.state is RunState.COMPLETED
+    reader = TelemetryReader(home.telemetry_path(run_id))
+    assert [s.observation for s in reader.steps(0)] == ["0", "1", "2", "3", "4"]
+    assert reader.episode(0).total_reward == 1.0
+    reader.close()
+
+
+@pytest.mark.parametrize("daemon_args", [["--heartbeat-timeout", "2"]])
+def test_a_silent_worker_fails_with_heartbeat_lost(client: DaemonClient) -> None:
+    run_id, token = human_run(client)
+    session = WorkerSession(client.info.address, run_id, token, heartbeat_seconds=3600)
+    session.start()
+    session.started("grid")
+    final = client.wait_for_end(run_id, timeout=30)
+    assert final.state is RunState.FAILED
+    assert "heartbeat lost" in final.reason
+    wait_until(lambda: session.stop_requested.is_set(), 10, "the worker to be told to stop")
+
+
+def _collect(stream: Iterator[pb.TelemetryEvent], into: queue.Queue[pb.TelemetryEvent]) -> None:
+    try:
+        for event in stream:
+            into.put(event)
+    except Exception:
+        return
+
+
+def test_kill_9_of_a_worker_fails_the_run_and_keeps_every_step_it_sent(
+    client: DaemonClient, home: Home, registry: RunRegistry
+) -> None:
+    record, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
+    stream = client.subscribe(record.run_id, credits=1_000_000)
+    events: queue.Queue[pb.TelemetryEvent] = queue.Queue()
+    threading.Thread(target=_collect, args=(stream, events), daemon=True).start()
+    seen: set[tuple[int, int]] = set()
+
+    def enough_steps() -> bool:
+        while not events.empty():
+            event = events.get()
+            if event.HasField("steps"):
+                seen.update(zip(event.steps.episode, event.steps.step, strict=True))
+        return len(seen) >= 5000
+
+    wait_until(enough_steps, 60, "5000 steps to reach the viewer")
+    pid = registry.get(record.run_id).pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    final = client.wait_for_end(record.run_id, timeout=60)
+    stream.close()
+    enough_steps()
+    assert final.state is RunState.FAILED
+    assert final.exit_code == -9
+    assert "killed by signal 9" in final.reason
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    stored = {(s.episode, s.step) for e in reader.steps_per_episode() for s in reader.steps(e)}
+    reader.close()
+    assert seen <= stored
+
+
+def test_cancel_stops_the_whole_process_group(client: DaemonClient, registry: RunRegistry) -> None:
+    record, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
+    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 60, "the run to start")
+    pid = registry.get(record.run_id).pid
+    assert pid is not None
+    client.cancel(record.run_id)
+    final = client.wait_for_end(record.run_id, timeout=60)
+    assert final.state is RunState.CANCELLED
+    assert final.reason == "cancelled by user"
+    wait_until(lambda: not pid_alive(pid), 10, "the worker to be gone")
+
+
+@pytest.mark.parametrize("daemon_args", [["--max-concurrent", "1", "--cancel-grace", "3"]])
+def test_concurrency_limit_keeps_the_rest_queued_in_order(client: DaemonClient) -> None:
+    runs = [client.submit(random_config("CartPole-v1", timesteps=50_000_000))[0].run_id for _ in range(3)]
+    wait_until(lambda: client.get_run(runs[0]).info.state == "RUNNING", 60, "the first run to start")
+    assert [client.get_run(r).info.state for r in runs[1:]] == ["QUEUED", "QUEUED"]
+    client.cancel(runs[0])
+    wait_until(lambda: client.get_run(runs[1]).info.state == "RUNNING", 60, "the second run to start")
+    assert client.get_run(runs[2]).info.state == "QUEUED"
+    client.cancel(runs[2])  # a queued run is cancelled without ever starting
+    assert client.get_run(runs[2]).info.state == "CANCELLED"
+    client.cancel(runs[1])
+    assert client.wait_for_end(runs[1], timeout=60).state is RunState.CANCELLED
+
+
+def test_kill_9_of_the_daemon_is_reconciled_by_the_next_one(home: Home, daemon_args: list[str]) -> None:
+    client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+    registry = RunRegistry(home.registry_path)
+    try:
+        gone, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
+        stalled, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
+        for run in (gone, stalled):
+            wait_until(lambda run=run: client.get_run(run.run_id).info.state == "RUNNING", 60, "runs to start")
+        gone_pid = registry.get(gone.run_id).pid
+        stalled_pid = registry.get(stalled.run_id).pid
+        assert gone_pid and stalled_pid
+        os.kill(stalled_pid, signal.SIGSTOP)  # alive, but it will not notice the daemon is gone
+        os.kill(client.info.pid, signal.SIGKILL)
+        client.close()
+        # Without its daemon the worker's stream breaks and it exits.
+        wait_until(lambda: not pid_alive(gone_pid), 60, "the orphaned worker to exit")
+
+        client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+        lost = client.get_run(gone.run_id).info
+        assert lost.state == "LOST"
+        assert "vanished" in lost.reason
+        assert client.get_run(stalled.run_id).info.state == "RUNNING"  # still alive: kept
+        os.kill(stalled_pid, signal.SIGKILL)
+        final = client.wait_for_end(stalled.run_id, timeout=60)
+        assert final.state is RunState.FAILED
+        history = [c.to_state for c in client.get_run(gone.run_id).history]
+        assert history == ["QUEUED", "STARTING", "RUNNING", "LOST"]
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
+        registry.close()
+
+
+def test_viewer_credits_coalesce_steps_and_report_starved_then_resumed(client: DaemonClient) -> None:
+    run_id, token = human_run(client)
+    stream = client.subscribe(run_id, credits=1)
+    events: queue.Queue[pb.TelemetryEvent] = queue.Queue()
+    threading.Thread(target=_collect, args=(stream, events), daemon=True).start()
+    first = events.get(timeout=10)
+    assert first.state.to_state == "STARTING"
+
+    session = WorkerSession(client.info.address, run_id, token, batch_steps=1)
+    session.start()
+    session.started("grid")
+    for i in range(10):
+        session.step(0, i, 0.0, i == 9, False, "0", str(i))
+    session.episode(0, steps=10, total_reward=0.0, terminated=True, truncated=False, started_at=1.0)
+
+    def next_body(kind: str) -> pb.TelemetryEvent:
+        while True:
+            event = events.get(timeout=10)
+            if event.WhichOneof("body") == kind:
+                return event
+            assert event.WhichOneof("body") in ("state", "lifecycle", "starved", "steps", "resumed"), event
+
+    received = []
+    while True:
+        event = events.get(timeout=10)
+        body = event.WhichOneof("body")
+        received.append(body)
+        if body == "episode":
+            break
+    # One credit: one step batch, then STARVED; the episode arrives regardless.
+    assert received.count("steps") == 1
+    assert "starved" in received
+    stream.grant(4)
+    latest = next_body("steps")
+    assert list(latest.steps.observation) == ["9"]  # the latest frame wins
+    resumed = next_body("resumed")
+    assert resumed.resumed.coalesced == 8
+    session.finish()
+    assert client.wait_for_end(run_id, timeout=30).state is RunState.COMPLETED
+    stream.close()
+
+
+def test_a_starved_viewer_never_costs_storage_a_step(client: DaemonClient, home: Home) -> None:
+    record, _ = client.submit(random_config("CartPole-v1", timesteps=20_000))
+    stream = client.subscribe(record.run_id, credits=0)
+    final = client.wait_for_end(record.run_id, timeout=120)
+    stream.close()
+    assert final.state is RunState.COMPLETED
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    assert reader.step_count() == 20_000
+    manifest = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())
+    assert manifest["final_state"] == "COMPLETED"
+    reader.close()
