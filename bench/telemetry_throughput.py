@@ -11,7 +11,11 @@ Raw limit: the same rows, read back from that run's database, are ``executemany`
 fresh database made by ``open_telemetry_db`` (same schema, same pragmas) in batches of 1000,
 each batch its own transaction, in this process with nothing else in the way.
 
-Both are repeated alternately (so drift of the machine hits both alike); the medians and their
+For context (not part of the ratio) it also times the worker's own ceiling: the same CartPole
+loop with random actions in this process, sending nothing. The end-to-end figure can never beat
+it, so when it is below half the raw limit the goal ratio cannot be reached by any telemetry path.
+
+All three are repeated alternately (so drift of the machine hits both alike); the medians and their
 ratio are printed, the ratio last. Usage::
 
     .venv/bin/python bench/telemetry_throughput.py [--steps 200000] [--repeat 3]
@@ -20,6 +24,8 @@ ratio are printed, the ratio last. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sqlite3
 import statistics
@@ -30,7 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_gui_random_worker.__main__ import make_env
+
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
@@ -58,6 +67,10 @@ class EndToEnd:
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.running_seconds
+
+    @property
+    def wall_steps_per_second(self) -> float:
+        return self.steps / self.wall_seconds
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,46 @@ def run_raw(rows: list[tuple[Any, ...]], target: Path) -> Raw:
     return Raw(len(rows), seconds)
 
 
+def run_env_only(steps: int) -> float:
+    """Steps/s of the random worker's loop (reset, seeded sample, step) with no telemetry at all."""
+    # The worker's own make_env, so the wrappers and render mode are the ones the run used.
+    env = make_env("CartPole-v1", {})
+    total = episode = 0
+    start = time.perf_counter()
+    while total < steps:
+        env.reset(seed=episode)
+        env.action_space.seed(episode)
+        terminated = truncated = False
+        while not (terminated or truncated) and total < steps:
+            _obs, _reward, terminated, truncated, _info = env.step(env.action_space.sample())
+            total += 1
+        episode += 1
+    seconds = time.perf_counter() - start
+    env.close()
+    return total / seconds
+
+
+def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
+    """Ask the daemon to shut down and wait until its process is gone, so its files can be removed."""
+    pid = client.info.pid
+    with contextlib.suppress(GymGuiError):
+        client.shutdown()
+    client.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            # DaemonClient.connect started it, so it is our child: reap it (a zombie still "exists").
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+        time.sleep(0.05)
+    print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
+
+
 def remove_db(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -160,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Home(Path(tempfile.mkdtemp(prefix="gym-gui-bench-")))
     ends: list[EndToEnd] = []
     raws: list[Raw] = []
+    ceilings: list[float] = []
     client = DaemonClient.connect(home.root)
     try:
         print(f"daemon {client.info.address} (pid {client.info.pid}), home {home.root}", flush=True)
@@ -169,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"[{i}/{args.repeat}] end to end: {end.steps} steps in {end.running_seconds:.2f} s RUNNING "
                 f"= {end.steps_per_second:,.0f} steps/s (submit→end wall {end.wall_seconds:.2f} s, "
-                f"{end.wall_seconds and end.steps / end.wall_seconds:,.0f} steps/s) run {end.run_id}",
+                f"{end.wall_steps_per_second:,.0f} steps/s) run {end.run_id}",
                 flush=True,
             )
             rows = read_rows(end.telemetry)
@@ -183,24 +237,28 @@ def main(argv: list[str] | None = None) -> int:
                 f"= {raw.rows_per_second:,.0f} rows/s (executemany, {RAW_BATCH} rows per transaction)",
                 flush=True,
             )
-    except BenchError as exc:
+            ceilings.append(run_env_only(args.steps))
+            print(f"[{i}/{args.repeat}] env-only ceiling: {ceilings[-1]:,.0f} steps/s", flush=True)
+    except (BenchError, GymGuiError) as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        client.shutdown()
-        client.close()
+        stop_daemon(client)
         if args.keep:
             print(f"kept {home.root}")
         else:
-            # Give the daemon a moment to release its files before the directory goes.
-            time.sleep(0.5)
             shutil.rmtree(home.root, ignore_errors=True)
 
     e2e = statistics.median(e.steps_per_second for e in ends)
     raw_median = statistics.median(r.rows_per_second for r in raws)
     wall = statistics.median(e.wall_seconds for e in ends)
+    ceiling = statistics.median(ceilings)
     print(f"end to end (median of {len(ends)}): {e2e:,.0f} steps/s over RUNNING time")
     print(f"submit→end wall time (median): {wall:.2f} s for {args.steps} steps")
+    print(
+        f"env-only ceiling (median): {ceiling:,.0f} steps/s (CartPole + random actions, no telemetry); "
+        f"end to end reaches {e2e / ceiling:.0%} of it, and no path can exceed ratio {ceiling / raw_median:.2f}"
+    )
     print(f"raw limit (median of {len(raws)}): {raw_median:,.0f} rows/s")
     print(f"ratio end_to_end/raw = {e2e / raw_median:.2f} (goal >= {GOAL})")
     return 0

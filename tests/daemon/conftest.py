@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -63,10 +64,8 @@ def kill_run_workers(home: Home) -> None:
     registry = RunRegistry(home.registry_path)
     for record in registry.list(include_archived=True):
         if record.pid and pid_alive(record.pid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     registry.close()
 
 

@@ -31,7 +31,9 @@ def human_run(client: DaemonClient) -> tuple[str, str]:
     return record.run_id, token
 
 
-def publish_raw(client: DaemonClient, run_id: str, token: str, messages: list[pb.WorkerMessage]) -> grpc.RpcError | None:
+def publish_raw(
+    client: DaemonClient, run_id: str, token: str, messages: list[pb.WorkerMessage]
+) -> grpc.RpcError | None:
     """Register as the run's worker and send ``messages`` as they are, bypassing the SDK's checks."""
     channel = grpc.insecure_channel(client.info.address)
     stub = pb_grpc.WorkerServiceStub(channel)
@@ -84,8 +86,14 @@ BAD_STREAMS = {
         pb.WorkerMessage(seq=2, steps=pb.StepBatch(episode=[0, 0], step=[0, 1], reward=[0.0])),
     ],
     "before the worker reported STARTED": [steps(1, 0, [0])],
-    "not inside the run directory": [started(1), pb.WorkerMessage(seq=2, artifact=pb.Artifact(kind="model", path="../../x"))],
-    "not valid JSON": [started(1), pb.WorkerMessage(seq=2, event=pb.WorkerEvent(level="INFO", message="m", data="{oops"))],
+    "not inside the run directory": [
+        started(1),
+        pb.WorkerMessage(seq=2, artifact=pb.Artifact(kind="model", path="../../x")),
+    ],
+    "not valid JSON": [
+        started(1),
+        pb.WorkerMessage(seq=2, event=pb.WorkerEvent(level="INFO", message="m", data="{oops")),
+    ],
     "has no body": [started(1), pb.WorkerMessage(seq=2)],
     "storage rejected": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
 }
@@ -229,14 +237,17 @@ def test_kill_9_of_the_daemon_is_reconciled_by_the_next_one(home: Home, daemon_a
         gone, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
         stalled, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
         for run in (gone, stalled):
-            wait_until(lambda run=run: client.get_run(run.run_id).info.state == "RUNNING", 60, "runs to start")
+            wait_until(
+                lambda run=run: client.get_run(run.run_id).info.state == "RUNNING", 60, "runs to start"
+            )
         gone_pid = registry.get(gone.run_id).pid
         stalled_pid = registry.get(stalled.run_id).pid
         assert gone_pid and stalled_pid
         os.kill(stalled_pid, signal.SIGSTOP)  # alive, but it will not notice the daemon is gone
         os.kill(client.info.pid, signal.SIGKILL)
         client.close()
-        # Without its daemon the worker's stream breaks and it exits.
+        # One worker dies while no daemon watches.
+        os.kill(gone_pid, signal.SIGKILL)
         wait_until(lambda: not pid_alive(gone_pid), 60, "the orphaned worker to exit")
 
         client = DaemonClient.connect(home.root, daemon_args=daemon_args)
@@ -308,3 +319,30 @@ def test_a_starved_viewer_never_costs_storage_a_step(client: DaemonClient, home:
     manifest = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())
     assert manifest["final_state"] == "COMPLETED"
     reader.close()
+
+
+def test_a_live_worker_reattaches_to_a_restarted_daemon_and_loses_nothing(
+    home: Home, daemon_args: list[str]
+) -> None:
+    budget = 200_000
+    client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+    try:
+        record, _ = client.submit(random_config("CartPole-v1", timesteps=budget))
+        wait_until(lambda: client.get_run(record.run_id).progress.steps > 2000, 60, "steps to be stored")
+        os.kill(client.info.pid, signal.SIGKILL)
+        client.close()
+        client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+        final = client.wait_for_end(record.run_id, timeout=180)
+        assert final.state is RunState.COMPLETED, final.reason
+        history = [c.to_state for c in client.get_run(record.run_id).history]
+        assert history == ["QUEUED", "STARTING", "RUNNING", "COMPLETED"]
+        reader = TelemetryReader(home.telemetry_path(record.run_id))
+        assert reader.step_count() == budget
+        per_episode = reader.steps_per_episode()
+        episodes = reader.episodes()
+        assert [e.episode for e in episodes] == list(range(len(episodes)))
+        assert all(per_episode[e.episode] == e.steps for e in episodes)
+        reader.close()
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)

@@ -82,7 +82,10 @@ def test_unknown_env_is_rejected_before_anything_starts(client: DaemonClient, ho
     ("config_json", "field"),
     [
         ('{"worker": "random", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}, "colour": 1}', "colour"),
-        ('{"worker": "random", "env_id": "FrozenLake-v1", "budget": {"episodes": "many"}}', "budget.episodes"),
+        (
+            '{"worker": "random", "env_id": "FrozenLake-v1", "budget": {"episodes": "many"}}',
+            "budget.episodes",
+        ),
         ('{"worker": "random", "env_id": "FrozenLake-v1", "budget": {}}', "budget"),
         ('{"worker": "robot", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}}', "worker"),
         ('{"worker": "random", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}, "seed": -1}', "seed"),
@@ -168,7 +171,9 @@ def test_calls_without_the_token_are_unauthenticated(client: DaemonClient) -> No
             list(stub.WatchRuns(pb.WatchRunsRequest(), metadata=metadata, timeout=10))
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
         with pytest.raises(grpc.RpcError) as info:
-            workers.RegisterWorker(pb.RegisterWorkerRequest(run_id="x", run_token="y"), metadata=metadata, timeout=10)
+            workers.RegisterWorker(
+                pb.RegisterWorkerRequest(run_id="x", run_token="y"), metadata=metadata, timeout=10
+            )
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
     channel.close()
 

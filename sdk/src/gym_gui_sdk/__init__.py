@@ -9,3 +9,5 @@ ENV_DAEMON_ADDRESS = "GYM_GUI_DAEMON_ADDRESS"
 ENV_RUN_ID = "GYM_GUI_RUN_ID"
 ENV_RUN_TOKEN = "GYM_GUI_RUN_TOKEN"
 ENV_RUN_DIR = "GYM_GUI_RUN_DIR"
+# Where the daemon publishes its address (daemon.json): a worker finds a restarted daemon there.
+ENV_HOME = "GYM_GUI_HOME"

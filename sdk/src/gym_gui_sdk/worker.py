@@ -9,6 +9,7 @@ import queue
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ import grpc
 
 from gym_gui_sdk import (
     ENV_DAEMON_ADDRESS,
+    ENV_HOME,
     ENV_RUN_DIR,
     ENV_RUN_ID,
     ENV_RUN_TOKEN,
@@ -80,6 +82,8 @@ class WorkerSession:
         batch_seconds: float = 0.2,
         heartbeat_seconds: float = 1.0,
         outbox_size: int = 8,
+        reconnect_seconds: float = 60.0,
+        home: str | None = None,
     ) -> None:
         self.address = address
         self.run_id = run_id
@@ -87,20 +91,29 @@ class WorkerSession:
         self.batch_steps = batch_steps
         self.batch_seconds = batch_seconds
         self.heartbeat_seconds = heartbeat_seconds
+        self.reconnect_seconds = reconnect_seconds
+        self._home = home
         self.stop_requested = threading.Event()
         self.checkpoint_requested = threading.Event()
         self._resume = threading.Event()
         self._resume.set()
         self.render_fps = 0.0
         self.acked_seq = 0
+        self.reconnects = 0
         self._lock = threading.Lock()
         self._seq = 0
+        self._outbox_size = outbox_size
         self._outbox: queue.Queue[Any] = queue.Queue(maxsize=outbox_size)
+        # Sent but not yet confirmed stored: sent again, renumbered, on a new stream after a reconnect.
+        self._unacked: deque[pb.WorkerMessage] = deque()
+        self._started_message: pb.WorkerMessage | None = None
+        self._broken: str = ""
         self._error: BaseException | None = None
         self._channel: grpc.Channel | None = None
         self._reader: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
         self._closed = threading.Event()
+        self._registration: Registration | None = None
         self._clear_steps()
 
     # ------------------------------------------------------------ setup
@@ -115,6 +128,7 @@ class WorkerSession:
             raise WorkerError(
                 "not started by the gym_gui daemon: missing environment variable(s) " + ", ".join(missing)
             )
+        kwargs.setdefault("home", os.environ.get(ENV_HOME))
         return cls(
             os.environ[ENV_DAEMON_ADDRESS], os.environ[ENV_RUN_ID], os.environ[ENV_RUN_TOKEN], **kwargs
         )
@@ -129,36 +143,96 @@ class WorkerSession:
         Raises:
             WorkerError: when the daemon is unreachable or refuses the run token.
         """
-        self._channel = grpc.insecure_channel(self.address, options=channel_options())
-        stub = pb_grpc.WorkerServiceStub(self._channel)
+        try:
+            registration = self._open(self.address)
+        except grpc.RpcError as exc:
+            raise WorkerError(f"daemon at {self.address} refused registration: {_rpc_text(exc)}") from None
+        self._ticker = threading.Thread(target=self._tick, name="gym-gui-heartbeat", daemon=True)
+        self._ticker.start()
+        return registration
+
+    def _open(self, address: str) -> Registration:
+        """Register at ``address`` and open a fresh Publish stream with a fresh outbox."""
+        channel = grpc.insecure_channel(address, options=channel_options())
+        stub = pb_grpc.WorkerServiceStub(channel)
         try:
             reply = stub.RegisterWorker(
                 pb.RegisterWorkerRequest(
                     run_id=self.run_id, run_token=self._run_token, pid=os.getpid(), worker_version=__version__
                 ),
                 metadata=[("authorization", f"Bearer {self._run_token}")],
-                timeout=30,
+                timeout=10 if self._registration else 30,
                 wait_for_ready=True,
             )
-        except grpc.RpcError as exc:
-            raise WorkerError(f"daemon at {self.address} refused registration: {_rpc_text(exc)}") from None
+        except grpc.RpcError:
+            channel.close()
+            raise
+        self.address = address
+        self._channel = channel
         self.render_fps = reply.render_fps
+        self._outbox = queue.Queue(maxsize=self._outbox_size)
+        self._seq = 0
+        self._broken = ""
+        outbox = self._outbox
         responses = stub.Publish(
-            self._requests(),
+            _drain(outbox),
             metadata=[("authorization", f"Bearer {reply.session_token}"), ("x-run-id", self.run_id)],
         )
         self._reader = threading.Thread(
             target=self._read_control, args=(responses,), name="gym-gui-control", daemon=True
         )
         self._reader.start()
-        self._ticker = threading.Thread(target=self._tick, name="gym-gui-heartbeat", daemon=True)
-        self._ticker.start()
-        return Registration(
-            run_id=self.run_id,
-            config=json.loads(reply.config_json or "{}"),
-            run_dir=reply.run_dir,
-            render_fps=reply.render_fps,
-        )
+        if self._registration is None:
+            self._registration = Registration(
+                run_id=self.run_id,
+                config=json.loads(reply.config_json or "{}"),
+                run_dir=reply.run_dir,
+                render_fps=reply.render_fps,
+            )
+        return self._registration
+
+    def _daemon_address(self) -> str:
+        # A restarted daemon listens on a new port; its daemon.json says which.
+        if self._home:
+            try:
+                with open(os.path.join(self._home, "daemon.json"), encoding="utf-8") as f:
+                    address = json.load(f).get("address")
+                if isinstance(address, str) and address:
+                    return address
+            except (OSError, ValueError, AttributeError):
+                pass
+        return self.address
+
+    def _reconnect_locked(self) -> None:
+        """Find the daemon again, register, and send again what it has not confirmed.
+
+        Raises:
+            WorkerError: when no daemon takes the run back within ``reconnect_seconds``.
+        """
+        reason = self._broken
+        log.warning("stream to the daemon broke (%s); reconnecting", reason)
+        if self._channel is not None:
+            self._channel.close()
+        deadline = time.monotonic() + self.reconnect_seconds
+        while True:
+            try:
+                self._open(self._daemon_address())
+                break
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAUTHENTICATED or time.monotonic() > deadline:
+                    self._error = WorkerError(
+                        f"lost the daemon ({reason}) and could not reconnect: {_rpc_text(exc)}"
+                    )
+                    raise self._error from None
+                time.sleep(0.5)
+        self.reconnects += 1
+        pending = list(self._unacked)
+        self._unacked.clear()
+        if self._started_message is not None:
+            self._enqueue_locked(self._started_message, keep=False)
+        for message in pending:
+            self._enqueue_locked(message)
+        log.info("reconnected to %s; sent %d unconfirmed messages again", self.address, len(pending))
 
     def install_signal_handlers(self) -> None:
         """Turn SIGTERM and SIGINT into a stop request, so the worker ends cleanly and flushes.
@@ -177,13 +251,14 @@ class WorkerSession:
 
     def started(self, render_kind: str = "none", spaces: dict[str, Any] | None = None) -> None:
         """Tell the daemon the worker is running (the run becomes RUNNING)."""
-        self._send(
-            pb.WorkerMessage(
-                lifecycle=pb.Lifecycle(
-                    phase=Phase.STARTED, render_kind=render_kind, spaces=json.dumps(spaces or {})
-                )
+        message = pb.WorkerMessage(
+            lifecycle=pb.Lifecycle(
+                phase=Phase.STARTED, render_kind=render_kind, spaces=json.dumps(spaces or {})
             )
         )
+        with self._lock:
+            self._started_message = message
+            self._send_locked(message, keep=False)
 
     def step(
         self,
@@ -298,27 +373,34 @@ class WorkerSession:
 
     def finish(self, phase: Phase = Phase.COMPLETED, message: str = "", timeout: float = 60.0) -> None:
         """Send what is buffered and the final lifecycle, close the stream, and wait until the
-        daemon has stored everything (its last acknowledgement).
+        daemon has confirmed storing everything.
 
         Raises:
-            WorkerError: when the daemon broke the stream or did not confirm in ``timeout``.
+            WorkerError: when the daemon broke the stream for good or did not confirm in ``timeout``.
         """
+        deadline = time.monotonic() + timeout
         with self._lock:
             self._flush_steps_locked()
             self._send_locked(pb.WorkerMessage(lifecycle=pb.Lifecycle(phase=phase, message=message)))
-            final_seq = self._seq
             self._closed.set()
-            self._outbox.put(_END)
-        assert self._reader is not None
-        self._reader.join(timeout)
+        while True:
+            with self._lock:
+                if self._broken:
+                    self._reconnect_locked()
+                reader = self._reader
+                self._outbox.put(_END)
+            assert reader is not None
+            reader.join(max(0.0, deadline - time.monotonic()))
+            if self._error is not None:
+                raise WorkerError(f"stream to the daemon failed: {self._error}")
+            if not self._unacked and not self._broken:
+                break
+            if not self._broken or time.monotonic() > deadline:
+                raise WorkerError(
+                    f"daemon did not confirm {len(self._unacked)} messages within {timeout:.0f}s"
+                )
         if self._channel is not None:
             self._channel.close()
-        if self._error is not None:
-            raise WorkerError(f"stream to the daemon failed: {self._error}")
-        if self.acked_seq < final_seq:
-            raise WorkerError(
-                f"daemon confirmed {self.acked_seq} of {final_seq} messages within {timeout:.0f}s"
-            )
 
     # ------------------------------------------------------------ internals
 
@@ -358,14 +440,21 @@ class WorkerSession:
         with self._lock:
             self._send_locked(message)
 
-    def _send_locked(self, message: pb.WorkerMessage) -> None:
-        # Sequence numbers are given under the lock so the outbox order is the seq order.
+    def _send_locked(self, message: pb.WorkerMessage, keep: bool = True) -> None:
         if self._error is not None:
             raise WorkerError(f"stream to the daemon failed: {self._error}")
         if self._closed.is_set():
             raise WorkerError("session already finished")
+        if self._broken:
+            self._reconnect_locked()
+        self._enqueue_locked(message, keep)
+
+    def _enqueue_locked(self, message: pb.WorkerMessage, keep: bool = True) -> None:
+        # Sequence numbers are given under the lock so the outbox order is the seq order.
         self._seq += 1
         message.seq = self._seq
+        if keep and message.WhichOneof("body") != "heartbeat":
+            self._unacked.append(message)
         while True:
             try:
                 self._outbox.put(message, timeout=0.5)
@@ -373,20 +462,17 @@ class WorkerSession:
             except queue.Full:
                 if self._error is not None:
                     raise WorkerError(f"stream to the daemon failed: {self._error}") from None
-
-    def _requests(self) -> Iterator[pb.WorkerMessage]:
-        while True:
-            item = self._outbox.get()
-            if item is _END:
-                return
-            yield item
+                if self._broken:
+                    # Everything kept is sent again on the new stream, this message included.
+                    self._reconnect_locked()
+                    return
 
     def _read_control(self, responses: Iterator[pb.ControlMessage]) -> None:
         Command = pb.ControlMessage.Command
         try:
             for control in responses:
                 if control.command == Command.ACK:
-                    self.acked_seq = max(self.acked_seq, control.seq)
+                    self._acknowledge(control.seq)
                 elif control.command == Command.STOP:
                     self.stop_requested.set()
                     self._resume.set()
@@ -399,10 +485,19 @@ class WorkerSession:
                 elif control.command == Command.CHECKPOINT_NOW:
                     self.checkpoint_requested.set()
         except grpc.RpcError as exc:
+            if exc.code() in _RETRYABLE and self.reconnect_seconds > 0:
+                self._broken = _rpc_text(exc)
+                return
             self._error = WorkerError(_rpc_text(exc))
             self.stop_requested.set()
             self._resume.set()
             log.error("daemon ended the stream: %s", _rpc_text(exc))
+
+    def _acknowledge(self, seq: int) -> None:
+        self.acked_seq = max(self.acked_seq, seq)
+        unacked = self._unacked
+        while unacked and unacked[0].seq <= seq:
+            unacked.popleft()
 
     def _tick(self) -> None:
         # Heartbeats, and the time bound of a step batch that fills slowly.
@@ -421,6 +516,25 @@ class WorkerSession:
                 except WorkerError:
                     return
             self._closed.wait(min(self.batch_seconds, self.heartbeat_seconds) / 2)
+
+
+_RETRYABLE = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    }
+)
+
+
+def _drain(outbox: queue.Queue[Any]) -> Iterator[pb.WorkerMessage]:
+    while True:
+        item = outbox.get()
+        if item is _END:
+            return
+        yield item
 
 
 def _rpc_text(exc: grpc.RpcError) -> str:

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 Command = pb.ControlMessage.Command
 Phase = pb.Lifecycle.Phase
+# How often a worker hears which of its messages are safely stored.
+_ACK_SECONDS = 1.0
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -303,32 +305,39 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
         if run.stream_open:
             context.abort(grpc.StatusCode.ALREADY_EXISTS, f"run {run.run_id} already has an open stream")
             return
+        resumed = run.ever_streamed or run.orphan_pid is not None
         run.stream_open = True
         run.ever_streamed = True
         run.stream_done.clear()
         run.last_seen = time.monotonic()
-        ingest = _Ingest(self.supervisor, self.bus, run)
+        ingest = _Ingest(self.supervisor, self.bus, run, resumed)
         reader = threading.Thread(
             target=ingest.consume, args=(request_iterator,), name=f"ingest-{run.run_id}", daemon=True
         )
         reader.start()
         if run.render_fps:
             yield pb.ControlMessage(command=Command.SET_RENDER_RATE, render_fps=run.render_fps)
+        acked = 0
+        next_ack = time.monotonic() + _ACK_SECONDS
         try:
             while True:
                 try:
                     control = run.controls.get(timeout=0.2)
                 except queue.Empty:
-                    if ingest.done.is_set():
+                    if ingest.done.is_set() or not context.is_active():
                         break
-                    if not context.is_active():
-                        break
+                    if time.monotonic() >= next_ack:
+                        next_ack = time.monotonic() + _ACK_SECONDS
+                        stored = ingest.stored_seq
+                        if stored > acked and run.writer is not None and run.writer.flush(timeout=5):
+                            acked = stored
+                            yield pb.ControlMessage(command=Command.ACK, seq=stored)
                     continue
                 yield control
             reader.join()
             if ingest.violation:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingest.violation)
-            yield pb.ControlMessage(command=Command.ACK, seq=ingest.last_seq)
+            yield pb.ControlMessage(command=Command.ACK, seq=ingest.stored_seq)
         finally:
             self.supervisor.on_stream_end(run)
 
@@ -336,22 +345,44 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
 class _Ingest:
     """Reads one Publish stream into storage (lossless, blocking) and the RunBus (lossy)."""
 
-    def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun) -> None:
+    def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun, resumed: bool) -> None:
         self.supervisor = supervisor
         self.bus = bus
         self.run = run
+        self.resumed = resumed
         self.last_seq = 0
+        self.stored_seq = 0  # every message up to this one is in the writer's hands
         self.violation = ""
         self.done = threading.Event()
         self._store_steps = run.config.telemetry.store_steps
         self._store_render = run.config.telemetry.store_render
 
+    def _watermarks(self) -> None:
+        """On a reconnected stream, what is already stored (the worker sends again what it had
+        not seen confirmed, and the daemon keeps each record once)."""
+        self._last_step: tuple[int, int] | None = None
+        self._last_episode: int | None = None
+        self._metric_steps: dict[str, int] = {}
+        writer = self.run.writer
+        if not self.resumed or writer is None:
+            return
+        writer.flush(timeout=60)
+        reader = TelemetryReader(writer.path)
+        try:
+            self._last_step = reader.last_step_key()
+            self._last_episode = reader.last_episode()
+            self._metric_steps = reader.metric_high_water()
+        finally:
+            reader.close()
+
     def consume(self, messages: Iterator[pb.WorkerMessage]) -> None:
         run = self.run
         try:
+            self._watermarks()
             for message in messages:
                 run.last_seen = time.monotonic()
                 self._handle(message)
+                self.stored_seq = message.seq
         except ProtocolViolation as exc:
             self.violation = str(exc)
         except GymGuiError as exc:
@@ -403,16 +434,26 @@ class _Ingest:
         if kind == "steps":
             batch = message.steps
             rows = convert.step_rows(batch)
-            if self._store_steps:
+            if self._last_step is not None:
+                last = self._last_step
+                rows = [row for row in rows if (row[0], row[1]) > last]
+            if self._store_steps and rows:
                 if not self._store_render:
                     rows = [(*row[:8], None, row[9]) for row in rows]
                 self._put(writer.put_steps, rows)
             self.bus.publish(run.run_id, STEPS, batch)
         elif kind == "episode":
+            if self._last_episode is not None and message.episode.episode <= self._last_episode:
+                return
             self._put(writer.put_episode, convert.episode_record(message.episode))
             self.bus.publish(run.run_id, "episode", message.episode)
         elif kind == "metrics":
-            self._put(writer.put_metrics, convert.metric_points(message.metrics))
+            points = convert.metric_points(message.metrics)
+            if self._metric_steps:
+                high = self._metric_steps
+                points = [p for p in points if p.step > high.get(p.tag, -1)]
+            if points:
+                self._put(writer.put_metrics, points)
             self.bus.publish(run.run_id, "metrics", message.metrics)
         elif kind == "lifecycle":
             self._lifecycle(message.lifecycle)
@@ -450,7 +491,7 @@ class _Ingest:
         run = self.run
         phase = lifecycle.phase
         if phase == Phase.STARTED:
-            if run.started and run.orphan_pid is None:
+            if run.started and not self.resumed:
                 raise ProtocolViolation("STARTED sent twice")
             _json_object(lifecycle.spaces or "{}", "spaces")
             self.supervisor.on_started(run, lifecycle.render_kind, lifecycle.spaces)

@@ -460,7 +460,7 @@ class Supervisor:
             if active >= self.settings.max_concurrent:
                 return
             run = self._live.get(record.run_id)
-            if run is None or run.config.dry_run:
+            if run is None or run.config.dry_run or run.spec.launch is not Launch.DAEMON:
                 continue
             self._launch(run)
             active += 1

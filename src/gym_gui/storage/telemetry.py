@@ -660,6 +660,20 @@ class TelemetryReader:
         """Stored steps of each episode that has any, by episode number."""
         return dict(self._rows("SELECT episode, COUNT(*) FROM steps GROUP BY episode ORDER BY episode"))
 
+    def last_step_key(self) -> tuple[int, int] | None:
+        """The largest stored ``(episode, step)``, or None when no step is stored."""
+        rows = self._rows("SELECT episode, step FROM steps ORDER BY episode DESC, step DESC LIMIT 1")
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def last_episode(self) -> int | None:
+        """The largest stored episode number, or None when no episode is stored."""
+        rows = self._rows("SELECT MAX(episode) FROM episodes")
+        return rows[0][0] if rows else None
+
+    def metric_high_water(self) -> dict[str, int]:
+        """The largest stored step of each metric tag."""
+        return dict(self._rows("SELECT tag, MAX(step) FROM metrics GROUP BY tag"))
+
     def metric_tags(self) -> list[str]:
         """The distinct metric tags, sorted."""
         return [tag for (tag,) in self._rows("SELECT DISTINCT tag FROM metrics ORDER BY tag")]
