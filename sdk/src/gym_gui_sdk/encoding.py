@@ -103,6 +103,10 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
+# The C encoder without a default hook: the fastest way to write plain JSON values.
+_ENCODE = json.JSONEncoder(separators=_SEPARATORS, allow_nan=False, ensure_ascii=False).encode
+
+
 def _default(value: Any) -> Any:
     # json's C encoder calls this only for what it cannot write itself (numpy arrays and
     # non-float numpy scalars, bytes, odd objects).
@@ -115,6 +119,20 @@ def dumps(value: Any) -> str:
     Most values go straight through ``json``'s C encoder; only a value it refuses (a NaN, a tuple
     dict key) is converted in full first, so the output is the same either way.
     """
+    # Fast paths for what a worker sends every step: numbers, small numeric arrays, empty info.
+    kind = type(value)
+    if kind is int or kind is bool or kind is str or value is None:
+        return _ENCODE(value)
+    if kind is dict and not value:
+        return "{}"
+    if isinstance(value, np.integer):
+        return str(int(value))
+    if kind is np.ndarray and value.dtype.kind in "biuf":
+        value = value.tolist()
+    try:
+        return _ENCODE(value)
+    except (ValueError, TypeError):
+        pass
     try:
         return json.dumps(
             value, separators=_SEPARATORS, allow_nan=False, ensure_ascii=False, default=_default

@@ -200,7 +200,7 @@ class ShutdownResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class StepBatch(_message.Message):
-    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time")
+    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics")
     EPISODE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     REWARD_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +211,8 @@ class StepBatch(_message.Message):
     INFO_FIELD_NUMBER: _ClassVar[int]
     RENDER_FIELD_NUMBER: _ClassVar[int]
     WALL_TIME_FIELD_NUMBER: _ClassVar[int]
+    EPISODES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
     episode: _containers.RepeatedScalarFieldContainer[int]
     step: _containers.RepeatedScalarFieldContainer[int]
     reward: _containers.RepeatedScalarFieldContainer[float]
@@ -221,7 +223,9 @@ class StepBatch(_message.Message):
     info: _containers.RepeatedScalarFieldContainer[str]
     render: _containers.RepeatedScalarFieldContainer[bytes]
     wall_time: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ...) -> None: ...
+    episodes: _containers.RepeatedCompositeFieldContainer[Episode]
+    metrics: _containers.RepeatedCompositeFieldContainer[Metric]
+    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ...) -> None: ...
 
 class Episode(_message.Message):
     __slots__ = ("episode", "seed", "has_seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info")

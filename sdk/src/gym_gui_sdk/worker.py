@@ -302,38 +302,30 @@ class WorkerSession:
         seed: int | None = None,
         info: str = "{}",
     ) -> None:
-        """Record the end of an episode; its steps are sent before it."""
-        message = pb.WorkerMessage(
-            episode=pb.Episode(
-                episode=episode,
-                seed=seed or 0,
-                has_seed=seed is not None,
-                steps=steps,
-                total_reward=total_reward,
-                terminated=terminated,
-                truncated=truncated,
-                started_at=started_at,
-                ended_at=time.time() if ended_at is None else ended_at,
-                info=info,
-            )
+        """Record the end of an episode; it travels with (and is stored after) its steps."""
+        record = pb.Episode(
+            episode=episode,
+            seed=seed or 0,
+            has_seed=seed is not None,
+            steps=steps,
+            total_reward=total_reward,
+            terminated=terminated,
+            truncated=truncated,
+            started_at=started_at,
+            ended_at=time.time() if ended_at is None else ended_at,
+            info=info,
         )
         with self._lock:
-            self._flush_steps_locked()
-            self._send_locked(message)
+            self._b_episodes.append(record)
 
     def metrics(self, points: list[tuple[str, int, float]], wall_time: float | None = None) -> None:
-        """Record scalar metrics as ``(tag, step, value)``."""
+        """Record scalar metrics as ``(tag, step, value)``; they travel with the next batch."""
         now = time.time() if wall_time is None else wall_time
-        self._send(
-            pb.WorkerMessage(
-                metrics=pb.MetricBatch(
-                    metrics=[
-                        pb.Metric(tag=tag, step=step, value=value, wall_time=now)
-                        for tag, step, value in points
-                    ]
-                )
-            )
-        )
+        records = [pb.Metric(tag=tag, step=step, value=value, wall_time=now) for tag, step, value in points]
+        with self._lock:
+            self._b_metrics.extend(records)
+            if len(self._b_metrics) >= self.batch_steps:
+                self._flush_steps_locked()
 
     def artifact(self, kind: str, path: str, step: int = 0, meta: dict[str, Any] | None = None) -> None:
         """Register a file of the run (``path`` relative to the run directory)."""
@@ -415,11 +407,13 @@ class WorkerSession:
         self._b_info: list[str] = []
         self._b_render: list[bytes] = []
         self._b_wall_time: list[float] = []
+        self._b_episodes: list[pb.Episode] = []
+        self._b_metrics: list[pb.Metric] = []
         self._render_bytes = 0
         self._batch_started = time.monotonic()
 
     def _flush_steps_locked(self) -> None:
-        if not self._b_step:
+        if not (self._b_step or self._b_episodes or self._b_metrics):
             return
         batch = pb.StepBatch(
             episode=self._b_episode,
@@ -432,6 +426,8 @@ class WorkerSession:
             info=self._b_info,
             render=self._b_render,
             wall_time=self._b_wall_time,
+            episodes=self._b_episodes,
+            metrics=self._b_metrics,
         )
         self._clear_steps()
         self._send_locked(pb.WorkerMessage(steps=batch))
@@ -508,7 +504,8 @@ class WorkerSession:
                 if self._closed.is_set():
                     return
                 try:
-                    if self._b_step and now - self._batch_started >= self.batch_seconds:
+                    pending = self._b_step or self._b_episodes or self._b_metrics
+                    if pending and now - self._batch_started >= self.batch_seconds:
                         self._flush_steps_locked()
                     if now >= next_beat:
                         self._send_locked(pb.WorkerMessage(heartbeat=pb.Heartbeat(wall_time=time.time())))

@@ -10,7 +10,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
@@ -441,20 +441,16 @@ class _Ingest:
                 if not self._store_render:
                     rows = [(*row[:8], None, row[9]) for row in rows]
                 self._put(writer.put_steps, rows)
-            self.bus.publish(run.run_id, STEPS, batch)
+            if batch.step:
+                self.bus.publish(run.run_id, STEPS, batch)
+            for episode in batch.episodes:
+                self._episode(episode)
+            if batch.metrics:
+                self._metrics(batch.metrics)
         elif kind == "episode":
-            if self._last_episode is not None and message.episode.episode <= self._last_episode:
-                return
-            self._put(writer.put_episode, convert.episode_record(message.episode))
-            self.bus.publish(run.run_id, "episode", message.episode)
+            self._episode(message.episode)
         elif kind == "metrics":
-            points = convert.metric_points(message.metrics)
-            if self._metric_steps:
-                high = self._metric_steps
-                points = [p for p in points if p.step > high.get(p.tag, -1)]
-            if points:
-                self._put(writer.put_metrics, points)
-            self.bus.publish(run.run_id, "metrics", message.metrics)
+            self._metrics(message.metrics.metrics)
         elif kind == "lifecycle":
             self._lifecycle(message.lifecycle)
         elif kind == "artifact":
@@ -486,6 +482,23 @@ class _Ingest:
                 ),
             )
             self.bus.publish(run.run_id, "event", event)
+
+    def _episode(self, episode: pb.Episode) -> None:
+        if self._last_episode is not None and episode.episode <= self._last_episode:
+            return
+        assert self.run.writer is not None
+        self._put(self.run.writer.put_episode, convert.episode_record(episode))
+        self.bus.publish(self.run.run_id, "episode", episode)
+
+    def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
+        points = convert.metric_points(metrics)
+        if self._metric_steps:
+            high = self._metric_steps
+            points = [p for p in points if p.step > high.get(p.tag, -1)]
+        if points:
+            assert self.run.writer is not None
+            self._put(self.run.writer.put_metrics, points)
+        self.bus.publish(self.run.run_id, "metrics", pb.MetricBatch(metrics=metrics))
 
     def _lifecycle(self, lifecycle: pb.Lifecycle) -> None:
         run = self.run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.core.errors import GymGuiError
@@ -154,10 +156,10 @@ def episode_message(record: EpisodeRecord) -> pb.Episode:
     )
 
 
-def metric_points(batch: pb.MetricBatch) -> list[MetricPoint]:
+def metric_points(metrics: Iterable[pb.Metric]) -> list[MetricPoint]:
     """Raises ProtocolViolation for a metric without a tag."""
     points = []
-    for m in batch.metrics:
+    for m in metrics:
         if not m.tag:
             raise ProtocolViolation("metric without a tag")
         points.append(MetricPoint(tag=m.tag, step=m.step, wall_time=m.wall_time, value=m.value))

@@ -105,6 +105,9 @@ def main() -> int:
     session.install_signal_handlers()
     registration = session.start()
     config = registration.config
+    telemetry = config.get("telemetry") or {}
+    session.batch_steps = int(telemetry.get("batch_steps", session.batch_steps))
+    session.batch_seconds = float(telemetry.get("batch_seconds", session.batch_seconds))
     try:
         outcome = play(session, config)
     except WorkerError as exc:
