@@ -209,3 +209,13 @@ def test_clients_start_the_daemon_once(home: Home, client: DaemonClient) -> None
     second = DaemonClient.connect(home.root)
     assert second.info.pid == client.info.pid
     second.close()
+
+
+def test_a_crashing_worker_fails_with_its_exit_code_and_stderr_tail(client: DaemonClient) -> None:
+    config = random_config().model_copy(update={"env_kwargs": {"no_such_option": 1}})
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=60)
+    assert final.state is RunState.FAILED
+    assert final.exit_code == 1
+    assert final.reason.startswith("exit code 1:")
+    assert "no_such_option" in final.reason  # the worker's own error, from its stderr

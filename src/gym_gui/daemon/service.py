@@ -508,11 +508,15 @@ class _Ingest:
                 raise ProtocolViolation("STARTED sent twice")
             _json_object(lifecycle.spaces or "{}", "spaces")
             self.supervisor.on_started(run, lifecycle.render_kind, lifecycle.spaces)
+        elif phase in (Phase.FAILED, Phase.CANCELLED):
+            # A worker may fail (or be stopped) while still setting up, before STARTED.
+            run.reported = phase
+            run.reported_message = lifecycle.message
         elif not run.started:
             raise ProtocolViolation(f"lifecycle {Phase.Name(phase)} sent before STARTED")
         elif phase in (Phase.PAUSED, Phase.RESUMED):
             self.supervisor.on_paused(run, phase == Phase.PAUSED)
-        elif phase in (Phase.COMPLETED, Phase.FAILED, Phase.CANCELLED):
+        elif phase == Phase.COMPLETED:
             run.reported = phase
             run.reported_message = lifecycle.message
         else:
