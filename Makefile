@@ -6,14 +6,23 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml
 
-.PHONY: run test install sysdeps lint typecheck imports pytest bench proto clean
+# The test suite shares one pre-installed bundles directory instead of building one per temporary home.
+TEST_BUNDLES := $(CURDIR)/.bundles
 
-run: install
+.PHONY: run test install bundles sysdeps lint typecheck imports pytest bench proto clean
+
+run: install bundles
 	$(BIN)/gym-gui demo
 
-test: install lint typecheck imports pytest
+# Target-specific, so `bundles` (a prerequisite here) and `pytest` see it too; `make run` does not.
+test: export GYM_GUI_BUNDLES ?= $(TEST_BUNDLES)
+test: install bundles lint typecheck imports pytest
 
 install: sysdeps $(STAMP)
+
+# Worker venvs (bundles/*.txt); a no-op once installed, rebuilt when a requirements file changes.
+bundles: install
+	$(BIN)/gym-gui bundles install cleanrl
 
 sysdeps:
 	@scripts/sysdeps.sh
@@ -34,6 +43,7 @@ typecheck:
 imports:
 	$(BIN)/lint-imports
 
+pytest: export GYM_GUI_BUNDLES ?= $(TEST_BUNDLES)
 pytest:
 	$(BIN)/python -m pytest -q
 

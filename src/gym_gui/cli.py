@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -16,14 +17,16 @@ import typer
 from gym_gui_sdk import trainer_pb2 as pb
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.states import RunState
+from gym_gui.daemon.bundles import BundleManager
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
 from gym_gui.storage.home import Home
@@ -37,6 +40,11 @@ app = typer.Typer(
 )
 daemon_app = typer.Typer(help="Start, stop and inspect the trainer daemon.", no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
+bundles_app = typer.Typer(
+    help="Install and check worker bundles (the pinned virtual environments workers run in).",
+    no_args_is_help=True,
+)
+app.add_typer(bundles_app, name="bundles")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -153,6 +161,73 @@ def daemon_status() -> None:
     console.print(table)
 
 
+# ------------------------------------------------------------------ bundles
+
+
+def _bundles() -> BundleManager:
+    return BundleManager(_home().bundles_dir)
+
+
+@bundles_app.command("install")
+def bundles_install(
+    name: Annotated[str, typer.Argument(help="Bundle name, e.g. cleanrl.")],
+    force: Annotated[bool, typer.Option(help="Rebuild even when it is installed.")] = False,
+) -> None:
+    """Build a bundle's venv (a no-op when it is installed and its requirements have not changed)."""
+    manager = _bundles()
+    started = time.monotonic()
+    steps: list[int] = []
+    if console.is_terminal:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task(f"bundle {name}", total=None)
+
+            def show(step: int, total: int, message: str) -> None:
+                steps.append(step)
+                progress.update(task, total=total, completed=max(step - 1, 0), description=f"{message}…")
+                if step:
+                    progress.console.print(f"{step}/{total} {message}…", markup=False, highlight=False)
+
+            status = manager.install(name, progress=show, force=force)
+    else:
+        # Logs and `make` output get one line per step instead of a redrawn bar.
+        def show_line(step: int, total: int, message: str) -> None:
+            steps.append(step)
+            prefix = f"{step}/{total} " if step else ""
+            console.print(f"bundle {name}: {prefix}{message}…", markup=False, highlight=False, soft_wrap=True)
+
+        status = manager.install(name, progress=show_line, force=force)
+    if any(steps):
+        elapsed = time.monotonic() - started
+        console.print(
+            f"bundle {name} installed at {status.path} in {elapsed:.1f}s", markup=False, soft_wrap=True
+        )
+    else:
+        console.print(
+            f"bundle {name} is installed at {status.path} ({status.reason})", markup=False, soft_wrap=True
+        )
+
+
+@bundles_app.command("list")
+def bundles_list() -> None:
+    """Every known bundle: installed or not, where, and why."""
+    # Paths and reasons are what a user copies: fold them rather than cut them with an ellipsis.
+    table = Table("bundle", "installed", Column("path", overflow="fold"), Column("status", overflow="fold"))
+    for status in _bundles().list():
+        installed = "[green]yes[/]" if status.installed else "[red]no[/]"
+        table.add_row(status.name, installed, escape(str(status.path)), escape(status.reason))
+    console.print(table)
+
+
+@bundles_app.command("check")
+def bundles_check(name: Annotated[str, typer.Argument(help="Bundle name, e.g. cleanrl.")]) -> None:
+    """Import the bundle's key packages in its venv; one line saying what is missing (exit 1 if anything)."""
+    result = _bundles().check(name)
+    console.print(result.message, markup=False, highlight=False, soft_wrap=True)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
 # ------------------------------------------------------------------ runs
 
 
@@ -167,20 +242,9 @@ def _parse_param(text: str) -> tuple[str, Any]:
     return name.strip(), value
 
 
-def build_config(
-    config_file: Path | None,
-    worker: str | None,
-    env: str | None,
-    seed: int | None,
-    episodes: int | None,
-    total_timesteps: int | None,
-    algo: str | None,
-    params: list[str],
-    dry_run: bool,
-    notes: str | None,
-    render_fps: float | None,
-) -> RunConfig:
-    """A RunConfig from a JSON file and/or flags (flags win over the file's values)."""
+def build_config(config_file: Path | None, overrides: dict[str, Any], params: list[str]) -> RunConfig:
+    """A RunConfig from a JSON file and/or flags: ``overrides`` maps dotted field paths
+    (``budget.episodes``) to flag values (None: not given); flags win over the file."""
     data: dict[str, Any] = {}
     if config_file is not None:
         try:
@@ -193,29 +257,18 @@ def build_config(
             raise ConfigError(f"config file {config_file} is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {config_file} must hold a JSON object")
-    if worker is not None:
-        data["worker"] = worker
-    if env is not None:
-        data["env_id"] = env
-    if seed is not None:
-        data["seed"] = seed
-    if episodes is not None or total_timesteps is not None:
-        budget = dict(data.get("budget") or {})
-        if episodes is not None:
-            budget["episodes"] = episodes
-        if total_timesteps is not None:
-            budget["timesteps"] = total_timesteps
-        data["budget"] = budget
-    if algo is not None:
-        data["algorithm"] = algo
+    for path, value in overrides.items():
+        if value is None:
+            continue
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            child = node.get(part)
+            node[part] = child = dict(child) if isinstance(child, dict) else {}
+            node = child
+        node[leaf] = value
     if params:
         data["params"] = {**(data.get("params") or {}), **dict(_parse_param(p) for p in params)}
-    if dry_run:
-        data["dry_run"] = True
-    if notes is not None:
-        data["notes"] = notes
-    if render_fps is not None:
-        data["telemetry"] = {**(data.get("telemetry") or {}), "render_fps": render_fps}
     return parse_run_config(data)
 
 
@@ -226,13 +279,27 @@ def train(
     seed: Annotated[int | None, typer.Option(help="Seed of the first episode.")] = None,
     episodes: Annotated[int | None, typer.Option(help="Episodes to run.")] = None,
     total_timesteps: Annotated[int | None, typer.Option(help="Environment steps to run.")] = None,
-    algo: Annotated[str | None, typer.Option(help="Algorithm (for workers that have several).")] = None,
+    algo: Annotated[str | None, typer.Option(help="Algorithm, e.g. ppo for CleanRL.")] = None,
     param: Annotated[
-        list[str] | None, typer.Option(help="Algorithm parameter name=value (repeatable).")
+        list[str] | None,
+        typer.Option(help="Algorithm parameter name=value, by the script's own name (repeatable)."),
     ] = None,
     config: Annotated[
         Path | None, typer.Option(help="RunConfig JSON file; flags override its values.")
     ] = None,
+    scripts_dir: Annotated[
+        Path | None, typer.Option(help="Your own CleanRL checkout (a directory of scripts).")
+    ] = None,
+    python: Annotated[Path | None, typer.Option(help="The interpreter to run --scripts-dir with.")] = None,
+    gpu: Annotated[
+        bool | None, typer.Option("--gpu/--no-gpu", help="Use a GPU when one is available.")
+    ] = None,
+    gpu_mandatory: Annotated[bool | None, typer.Option(help="Fail before launch without a GPU.")] = None,
+    wandb: Annotated[str | None, typer.Option(help="W&B tracking: disabled, offline or online.")] = None,
+    wandb_project: Annotated[str | None, typer.Option(help="W&B project.")] = None,
+    wandb_entity: Annotated[str | None, typer.Option(help="W&B entity.")] = None,
+    capture_video: Annotated[bool | None, typer.Option(help="Record videos of the agent.")] = None,
+    checkpoint_every: Annotated[int | None, typer.Option(help="Save a checkpoint every N steps.")] = None,
     dry_run: Annotated[bool, typer.Option(help="Show what would run, launch nothing.")] = False,
     notes: Annotated[str | None, typer.Option(help="Free text kept with the run.")] = None,
     render_fps: Annotated[
@@ -240,19 +307,68 @@ def train(
     ] = None,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
 ) -> None:
-    """Start a run and follow it with a progress bar (or --detach)."""
+    """Start a run and follow it with a progress bar (or --detach).
+
+    A W&B API key is taken from WANDB_API_KEY in this shell's environment and handed to the
+    run's worker only; it is never written anywhere.
+    """
     run_config = build_config(
-        config, worker, env, seed, episodes, total_timesteps, algo, param or [], dry_run, notes, render_fps
+        config,
+        {
+            "worker": worker,
+            "env_id": env,
+            "seed": seed,
+            "budget.episodes": episodes,
+            "budget.timesteps": total_timesteps,
+            "algorithm": algo,
+            "source.scripts_dir": str(scripts_dir) if scripts_dir else None,
+            "source.python": str(python) if python else None,
+            "resources.gpu": gpu,
+            "resources.gpu_mandatory": gpu_mandatory,
+            "tracking.wandb_mode": wandb,
+            "tracking.wandb_project": wandb_project,
+            "tracking.wandb_entity": wandb_entity,
+            "tracking.capture_video": capture_video,
+            "checkpoints.every_steps": checkpoint_every,
+            "dry_run": dry_run or None,
+            "notes": notes,
+            "telemetry.render_fps": render_fps,
+        },
+        param or [],
     )
     with _client() as client:
-        record, _ = client.submit(run_config)
+        record, _ = client.submit(run_config, _secret_env(run_config))
         console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
         if detach:
             return
         final = follow(client, record.run_id, run_config)
     _print_end(final)
+    if run_config.dry_run:
+        _print_dry_run(Path(final.run_dir))
     if final.state != RunState.COMPLETED.value:
         raise typer.Exit(1)
+
+
+def _secret_env(config: RunConfig) -> dict[str, str]:
+    key = os.environ.get("WANDB_API_KEY")
+    return {"WANDB_API_KEY": key} if key and config.tracking.wandb_mode != "disabled" else {}
+
+
+def _print_dry_run(run_dir: Path) -> None:
+    reader = TelemetryReader(run_dir / "telemetry.sqlite")
+    try:
+        events = [e for e in reader.events() if e.kind == "dry-run"]
+    finally:
+        reader.close()
+    if not events:
+        return
+    data = json.loads(events[-1].data)
+    console.print("command:", " ".join(data.get("argv", [])), highlight=False, soft_wrap=True)
+    if data.get("script_command"):
+        console.print("script:", " ".join(data["script_command"]), highlight=False, soft_wrap=True)
+    console.print("working directory:", data.get("cwd", ""), highlight=False)
+    for key, value in sorted(data.get("env", {}).items()):
+        console.print(f"  {key}={value}", highlight=False, soft_wrap=True)
 
 
 def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
@@ -272,7 +388,8 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
         task = progress.add_task(run_id[:48], total=total, state="")
         while True:
             detail = client.get_run(run_id)
-            done = detail.progress.episodes if by_episodes else detail.progress.steps
+            progress_ = detail.progress
+            done = progress_.episodes if by_episodes else max(progress_.steps, progress_.global_step)
             progress.update(task, completed=done, state=_state(detail.info.state))
             if RunState(detail.info.state).terminal:
                 return detail.info
@@ -282,6 +399,103 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
 def _print_end(info: pb.RunInfo) -> None:
     reason = f": {info.reason}" if info.reason else ""
     console.print(f"run [bold]{info.run_id}[/] {_state(info.state)}{reason}")
+
+
+@app.command("eval")
+def eval_(
+    run: Annotated[str, typer.Argument(help="A trained run (CleanRL) whose model to play.")],
+    checkpoint: Annotated[
+        str | None, typer.Option(help="Checkpoint path inside the run (default: its final model).")
+    ] = None,
+    episodes: Annotated[int, typer.Option(help="Episodes to play.")] = 5,
+    seed: Annotated[int | None, typer.Option(help="Seed of the first episode (default: the run's).")] = None,
+    render_fps: Annotated[float, typer.Option(help="Frames per second stored for replay (0: none).")] = 30.0,
+    detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
+) -> None:
+    """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable."""
+    run_id = validate_run_id(run)
+    with _client() as client:
+        detail = client.get_run(run_id)
+        trained = json.loads(detail.config_json or "{}")
+        if detail.info.worker != "cleanrl" or trained.get("mode", "train") != "train":
+            raise ConfigError(f"run {run_id} is not a CleanRL training run; only those have models to play")
+        config = parse_run_config(
+            {
+                "worker": "cleanrl",
+                "mode": "evaluate",
+                "env_id": detail.info.env_id,
+                "algorithm": trained.get("algorithm"),
+                "seed": trained.get("seed") if seed is None else seed,
+                "budget": {"episodes": episodes},
+                "evaluation": {"run_id": run_id, "checkpoint": checkpoint},
+                "source": trained.get("source") or {},
+                "telemetry": {"render_fps": render_fps},
+            }
+        )
+        record, _ = client.submit(config)
+        console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
+        if detach:
+            return
+        final = follow(client, record.run_id, config)
+    _print_end(final)
+    if final.state != RunState.COMPLETED.value:
+        raise typer.Exit(1)
+
+
+@app.command()
+def algorithms(
+    worker: Annotated[str, typer.Option(help="Worker kind.")] = "cleanrl",
+    algo: Annotated[str | None, typer.Option(help="Show this algorithm's own arguments.")] = None,
+    scripts_dir: Annotated[Path | None, typer.Option(help="Your own CleanRL checkout.")] = None,
+    python: Annotated[Path | None, typer.Option(help="The interpreter for --scripts-dir.")] = None,
+) -> None:
+    """The algorithms a worker offers (from the scripts present), or one algorithm's arguments."""
+    with _client() as client:
+        description = client.describe_worker(worker, algo or "", str(scripts_dir or ""), str(python or ""))
+    if not description.bundle_installed:
+        raise ConfigError(
+            f"the {description.bundle} bundle is not installed; run `gym-gui bundles install {description.bundle}`"
+        )
+    if algo:
+        arguments = json.loads(description.arguments_json or "{}")
+        table = Table("flag", "type", "default", "help", title=f"{algo} ({arguments.get('style', '?')})")
+        for param in arguments.get("params", []):
+            choices = f" {param['choices']}" if param.get("choices") else ""
+            table.add_row(
+                f"--{param['name']}",
+                f"{param['type']}{choices}",
+                json.dumps(param.get("default")),
+                param.get("help") or "",
+            )
+        console.print(table)
+        return
+    table = Table("algorithm", "environments", "default env", "runnable")
+    for entry in json.loads(description.algorithms_json or "[]"):
+        runnable = "yes" if entry.get("runnable") else f"[dim]no: {entry.get('reason', '')}[/]"
+        table.add_row(entry["name"], entry.get("env_family", ""), entry.get("default_env", ""), runnable)
+    console.print(table)
+
+
+wandb_app = typer.Typer(help="Weights & Biases runs of gym_gui runs.", no_args_is_help=True)
+app.add_typer(wandb_app, name="wandb")
+
+
+@wandb_app.command("sync")
+def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
+    """Upload a run's offline W&B data (needs WANDB_API_KEY in this shell; it is never stored)."""
+    run_id = validate_run_id(run)
+    home = _home()
+    directories = sorted((home.run_dir(run_id) / "wandb").glob("offline-run-*"))
+    if not directories:
+        raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
+    if not os.environ.get("WANDB_API_KEY"):
+        raise GymGuiError("set WANDB_API_KEY in this shell to sync (gym_gui never stores it)")
+    python = BundleManager(home.bundles_dir).require("cleanrl").python
+    for directory in directories:
+        result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], check=False)
+        if result.returncode != 0:
+            raise GymGuiError(f"wandb sync of {directory.name} failed (exit code {result.returncode})")
+    console.print(f"synced {len(directories)} W&B run(s) of {run_id}")
 
 
 @app.command()

@@ -28,7 +28,9 @@ def test_explicit_root_wins_over_environment(tmp_path: Path, monkeypatch: pytest
     assert Home(tmp_path / "explicit").root == (tmp_path / "explicit").resolve()
 
 
-def test_layout(tmp_path: Path) -> None:
+def test_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `make test` shares one bundles dir across homes; this checks a home's own.
+    monkeypatch.delenv("GYM_GUI_BUNDLES", raising=False)
     home = Home(tmp_path)
     root = tmp_path.resolve()
     assert home.runs_dir == root / "runs"

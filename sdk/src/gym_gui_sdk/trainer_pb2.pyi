@@ -52,16 +52,18 @@ class StateChange(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., from_state: _Optional[str] = ..., to_state: _Optional[str] = ..., time: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class RunProgress(_message.Message):
-    __slots__ = ("episodes", "steps", "metrics", "last_wall_time")
+    __slots__ = ("episodes", "steps", "metrics", "last_wall_time", "global_step")
     EPISODES_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     LAST_WALL_TIME_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_STEP_FIELD_NUMBER: _ClassVar[int]
     episodes: int
     steps: int
     metrics: int
     last_wall_time: float
-    def __init__(self, episodes: _Optional[int] = ..., steps: _Optional[int] = ..., metrics: _Optional[int] = ..., last_wall_time: _Optional[float] = ...) -> None: ...
+    global_step: int
+    def __init__(self, episodes: _Optional[int] = ..., steps: _Optional[int] = ..., metrics: _Optional[int] = ..., last_wall_time: _Optional[float] = ..., global_step: _Optional[int] = ...) -> None: ...
 
 class RunDetail(_message.Message):
     __slots__ = ("info", "history", "config_json", "progress")
@@ -190,6 +192,40 @@ class ControlRunRequest(_message.Message):
     command: ControlMessage.Command
     render_fps: float
     def __init__(self, run_id: _Optional[str] = ..., command: _Optional[_Union[ControlMessage.Command, str]] = ..., render_fps: _Optional[float] = ...) -> None: ...
+
+class DescribeWorkerRequest(_message.Message):
+    __slots__ = ("worker", "algorithm", "scripts_dir", "python")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    SCRIPTS_DIR_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    worker: str
+    algorithm: str
+    scripts_dir: str
+    python: str
+    def __init__(self, worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., scripts_dir: _Optional[str] = ..., python: _Optional[str] = ...) -> None: ...
+
+class WorkerDescription(_message.Message):
+    __slots__ = ("worker", "display_name", "lane", "available", "unavailable_reason", "bundle", "bundle_installed", "algorithms_json", "arguments_json")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    LANE_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_INSTALLED_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHMS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    worker: str
+    display_name: str
+    lane: str
+    available: bool
+    unavailable_reason: str
+    bundle: str
+    bundle_installed: bool
+    algorithms_json: str
+    arguments_json: str
+    def __init__(self, worker: _Optional[str] = ..., display_name: _Optional[str] = ..., lane: _Optional[str] = ..., available: bool = ..., unavailable_reason: _Optional[str] = ..., bundle: _Optional[str] = ..., bundle_installed: bool = ..., algorithms_json: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
     __slots__ = ()

@@ -81,6 +81,11 @@ class TrainerServiceStub(object):
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.ControlRunRequest.SerializeToString,
                 response_deserializer=gym__gui__sdk_dot_trainer__pb2.RunInfo.FromString,
                 _registered_method=True)
+        self.DescribeWorker = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/DescribeWorker',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.DescribeWorkerRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.WorkerDescription.FromString,
+                _registered_method=True)
         self.GetHealth = channel.unary_unary(
                 '/gym_gui.v1.TrainerService/GetHealth',
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.HealthRequest.SerializeToString,
@@ -152,6 +157,12 @@ class TrainerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeWorker(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetHealth(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -211,6 +222,11 @@ def add_TrainerServiceServicer_to_server(servicer, server):
                     servicer.ControlRun,
                     request_deserializer=gym__gui__sdk_dot_trainer__pb2.ControlRunRequest.FromString,
                     response_serializer=gym__gui__sdk_dot_trainer__pb2.RunInfo.SerializeToString,
+            ),
+            'DescribeWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeWorker,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.DescribeWorkerRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.WorkerDescription.SerializeToString,
             ),
             'GetHealth': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHealth,
@@ -468,6 +484,33 @@ class TrainerService(object):
             '/gym_gui.v1.TrainerService/ControlRun',
             gym__gui__sdk_dot_trainer__pb2.ControlRunRequest.SerializeToString,
             gym__gui__sdk_dot_trainer__pb2.RunInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/DescribeWorker',
+            gym__gui__sdk_dot_trainer__pb2.DescribeWorkerRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.WorkerDescription.FromString,
             options,
             channel_credentials,
             insecure,

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gym_gui.core.errors import ConfigError
+from gym_gui.core.errors import ConfigError, InvalidRunId
+from gym_gui.core.ids import validate_run_id
 from gym_gui.core.workers import WORKERS
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
@@ -42,6 +43,9 @@ class Tracking(_Strict):
     wandb_project: str | None = Field(default=None, description="W&B project name.")
     wandb_entity: str | None = Field(default=None, description="W&B entity (user or team).")
     wandb_run_name: str | None = Field(default=None, description="W&B run name; default: the run id.")
+    capture_video: bool = Field(
+        default=False, description="Record videos of the agent (CleanRL's --capture-video)."
+    )
 
 
 class Resources(_Strict):
@@ -69,6 +73,43 @@ class TelemetryOptions(_Strict):
     )
 
 
+class ScriptSource(_Strict):
+    """Where a script-based worker (CleanRL) takes its scripts and interpreter from."""
+
+    scripts_dir: str | None = Field(
+        default=None,
+        description="A CleanRL checkout (a directory of scripts); default: the bundled cleanrl package.",
+    )
+    python: str | None = Field(
+        default=None, description="The interpreter to run the scripts with; default: the worker bundle's."
+    )
+
+
+class CheckpointOptions(_Strict):
+    """When a training run saves its model besides the final one."""
+
+    every_steps: int | None = Field(
+        default=None, gt=0, description="Save a checkpoint every N environment steps."
+    )
+
+
+class EvaluationOptions(_Strict):
+    """What an evaluation run plays: a trained run's saved model."""
+
+    run_id: str = Field(min_length=1, max_length=200, description="The trained run whose model is played.")
+    checkpoint: str | None = Field(
+        default=None, description="Checkpoint path inside that run's directory; default: its final model."
+    )
+
+    @field_validator("run_id")
+    @classmethod
+    def _safe_run_id(cls, value: str) -> str:
+        try:
+            return validate_run_id(value)
+        except InvalidRunId as exc:
+            raise ValueError(str(exc)) from None
+
+
 class RunConfig(_Strict):
     """Everything that defines a run. Stored as ``config.json`` in the run directory, exactly as run.
 
@@ -87,6 +128,11 @@ class RunConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="Algorithm parameters by name.")
     env_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments for gymnasium.make."
+    )
+    source: ScriptSource = Field(default_factory=ScriptSource)
+    checkpoints: CheckpointOptions = Field(default_factory=CheckpointOptions)
+    evaluation: EvaluationOptions | None = Field(
+        default=None, description="With mode evaluate: what to play."
     )
     tracking: Tracking = Field(default_factory=Tracking)
     resources: Resources = Field(default_factory=Resources)
@@ -110,6 +156,12 @@ class RunConfig(_Strict):
                     f"parameter {key!r} looks like a secret; pass secrets in the worker's environment"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _evaluation_matches_mode(self) -> RunConfig:
+        if self.mode == "evaluate" and self.evaluation is None:
+            raise ValueError("mode 'evaluate' needs 'evaluation' (the trained run to play)")
+        return self
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -94,7 +94,6 @@ WORKERS: dict[str, WorkerSpec] = {
             capabilities=Capabilities(checkpoint=True, evaluation=True),
             bundle="cleanrl",
             module="gym_gui_cleanrl_worker",
-            unavailable_reason="the CleanRL worker and its bundle are not built yet",
         ),
         WorkerSpec(
             kind="random",
@@ -122,3 +121,11 @@ def worker_spec(kind: str) -> WorkerSpec:
     except KeyError:
         known = ", ".join(sorted(WORKERS))
         raise KeyError(f"unknown worker kind {kind!r}; known kinds: {known}") from None
+
+
+def lane_of(kind: str, mode: str) -> Lane:
+    """The lane of a run: its worker kind's, except that evaluating a trained model streams every
+    step (telemetry lane) whatever lane the kind trains on."""
+    if mode == "evaluate":
+        return Lane.TELEMETRY
+    return worker_spec(kind).lane

@@ -20,10 +20,12 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RESUMED, RUNS_TOPIC, STARVED, STEPS, BusEvent, RunBus
-from gym_gui.core.config import parse_run_config, redact
+from gym_gui.core.config import ScriptSource, parse_run_config, redact
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import ArtifactRecord, EventRecord, RunRecord
+from gym_gui.core.workers import worker_spec
+from gym_gui.daemon.launchers import CleanRLLauncher
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
 from gym_gui.protocol.convert import ProtocolViolation
@@ -109,17 +111,18 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         progress = pb.RunProgress()
         telemetry = self.home.telemetry_path(record.run_id)
         if telemetry.exists():
-            reader = TelemetryReader(telemetry)
-            try:
-                progress = pb.RunProgress(
-                    episodes=reader.episode_count(),
-                    steps=reader.step_count(),
-                    metrics=reader.metric_count(),
-                )
-            except GymGuiError:
-                pass
-            finally:
-                reader.close()
+            # A run whose writer has not initialised its database yet simply has no progress.
+            with contextlib.suppress(GymGuiError):
+                reader = TelemetryReader(telemetry)
+                try:
+                    progress = pb.RunProgress(
+                        episodes=reader.episode_count(),
+                        steps=reader.step_count(),
+                        metrics=reader.metric_count(),
+                        global_step=max(reader.metric_high_water().values(), default=0),
+                    )
+                finally:
+                    reader.close()
         return pb.RunDetail(
             info=self._info(record),
             history=[convert.state_change(t) for t in self.registry.history(record.run_id)],
@@ -230,6 +233,29 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
                 "command must be PAUSE, RESUME, SET_RENDER_RATE or CHECKPOINT_NOW",
             )
         return self._info(self.supervisor.control(record.run_id, request.command, request.render_fps))
+
+    @_user_errors
+    def DescribeWorker(
+        self, request: pb.DescribeWorkerRequest, context: grpc.ServicerContext
+    ) -> pb.WorkerDescription:
+        spec = worker_spec(request.worker)
+        bundle = spec.bundle
+        description = pb.WorkerDescription(
+            worker=spec.kind,
+            display_name=spec.display_name,
+            lane=spec.lane.value,
+            available=spec.available,
+            unavailable_reason=spec.unavailable_reason,
+            bundle=bundle,
+            bundle_installed=bundle == "app" or self.supervisor.bundles.installed(bundle),
+        )
+        launcher = self.supervisor.launchers.get(spec.kind)
+        if isinstance(launcher, CleanRLLauncher) and (description.bundle_installed or request.python):
+            source = ScriptSource(scripts_dir=request.scripts_dir or None, python=request.python or None)
+            description.algorithms_json = json.dumps(launcher.algorithms(source))
+            if request.algorithm:
+                description.arguments_json = json.dumps(launcher.describe(source, request.algorithm))
+        return description
 
     def GetHealth(self, request: pb.HealthRequest, context: grpc.ServicerContext) -> pb.Health:
         return pb.Health(

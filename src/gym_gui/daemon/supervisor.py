@@ -9,7 +9,6 @@ import logging
 import os
 import queue
 import secrets
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,8 +23,10 @@ from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import make_run_id
 from gym_gui.core.records import EventRecord, RunRecord, StateTransition
 from gym_gui.core.states import RunState
-from gym_gui.core.workers import Launch, WorkerSpec, worker_spec
+from gym_gui.core.workers import Launch, WorkerSpec, lane_of, worker_spec
+from gym_gui.daemon.bundles import BundleManager
 from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
+from gym_gui.daemon.launchers import WorkerLauncher, launchers_for
 from gym_gui.daemon.manifest import Manifest
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
@@ -38,7 +39,19 @@ Command = pb.ControlMessage.Command
 Phase = pb.Lifecycle.Phase
 
 # Variables a worker inherits from the daemon's environment; everything else is set explicitly.
-_INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_INHERITED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "USER",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+)
 
 
 def token_digest(token: str) -> str:
@@ -84,6 +97,7 @@ class LiveRun:
     exited_at: float | None = None
     exit_code: int | None = None
     render_fps: float = 0.0
+    launching: bool = False  # resolving its command; no process yet
     secret_env: dict[str, str] = field(default_factory=dict)
     controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
     manifest: Manifest | None = None
@@ -104,6 +118,7 @@ class Supervisor:
         executor: Executor,
         address: str,
         settings: SupervisorSettings | None = None,
+        bundles: BundleManager | None = None,
     ) -> None:
         self.home = home
         self.registry = registry
@@ -111,6 +126,9 @@ class Supervisor:
         self.executor = executor
         self.address = address
         self.settings = settings or SupervisorSettings()
+        self.bundles = bundles or BundleManager(home.bundles_dir)
+        self.launchers = launchers_for(home, self.bundles)
+        self._installing: set[str] = set()
         self._lock = threading.RLock()
         self._live: dict[str, LiveRun] = {}
         self._stop = threading.Event()
@@ -152,7 +170,9 @@ class Supervisor:
         if not spec.available:
             raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
         check_env(config.env_id)
-        label = config.algorithm or config.worker
+        if spec.launch is Launch.DAEMON:
+            self._launcher(config.worker).validate(config)
+        label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
         now = time.time()
         with self._lock:
             run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
@@ -163,7 +183,7 @@ class Supervisor:
                 run_id=run_id,
                 worker=config.worker,
                 env_id=config.env_id,
-                lane=spec.lane.value,
+                lane=lane_of(config.worker, config.mode).value,
                 state=RunState.QUEUED,
                 created_at=now,
             )
@@ -184,7 +204,7 @@ class Supervisor:
             self._live[run_id] = run
         self._publish_row(run_id)
         if config.dry_run:
-            self._dry_run(run)
+            self._begin(run, "dry-run: resolving the command")
             return self.registry.get(run_id), ""
         if spec.launch is Launch.CLIENT:
             self._open_writer(run)
@@ -196,24 +216,72 @@ class Supervisor:
     def _taken(self, run_id: str) -> bool:
         return run_id in self._live or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
 
-    def _dry_run(self, run: LiveRun) -> None:
-        argv = self._argv(run)
-        env = {k: ("***" if k in run.secret_env else v) for k, v in self._worker_env(run).items()}
-        assert run.manifest is not None
-        run.manifest.update(command=argv, cwd=str(run.run_dir))
-        self._transition(run, RunState.STARTING, "dry-run")
+    def _launcher(self, kind: str) -> WorkerLauncher:
+        launcher = self.launchers.get(kind)
+        if launcher is None:
+            raise ConfigError(f"worker {kind!r} cannot be launched by the daemon")
+        return launcher
+
+    def _begin(self, run: LiveRun, reason: str) -> None:
+        """STARTING, then resolve the command outside the lock (it may ask a bundle) and start it."""
+        run.launching = True
+        self._open_writer(run)
+        self._transition(run, RunState.STARTING, reason)
+        threading.Thread(target=self._prepare, args=(run,), name=f"launch-{run.run_id}", daemon=True).start()
+
+    def _prepare(self, run: LiveRun) -> None:
+        try:
+            plan = self._launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
+        except GymGuiError as exc:
+            with self._lock:
+                self._finish(run, RunState.FAILED, f"not launched: {exc}")
+            return
+        except Exception as exc:  # a launcher bug must fail the run, never the daemon
+            log.exception("run %s: resolving its command failed", run.run_id)
+            with self._lock:
+                self._finish(run, RunState.FAILED, f"not launched: {type(exc).__name__}: {exc}")
+            return
+        with self._lock:
+            if run.finalized:
+                return
+            env = {**self._worker_env(run), **plan.env}
+            assert run.manifest is not None
+            run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
+            for warning in plan.warnings:
+                self._event(run, "WARNING", warning)
+            if run.config.dry_run:
+                shown = {k: ("***" if k in run.secret_env else v) for k, v in env.items()}
+                self._event(
+                    run,
+                    "INFO",
+                    "dry run: nothing launched",
+                    kind="dry-run",
+                    data={"argv": plan.argv, "cwd": str(run.run_dir), "env": redact(shown), **plan.manifest},
+                )
+                self._finish(run, RunState.COMPLETED, "dry-run")
+                return
+            if run.cancel_requested_at is not None:
+                self._finish(run, RunState.CANCELLED, "cancelled by user before it started")
+                return
+            self._start_process(run, plan.argv, env)
+
+    def _event(
+        self,
+        run: LiveRun,
+        level: str,
+        message: str,
+        kind: str = "daemon",
+        data: dict[str, object] | None = None,
+    ) -> None:
+        """Something the user should see about a run: stored with it and sent to its viewers."""
+        text = json.dumps(data or {})
         self._open_writer(run)
         assert run.writer is not None
-        run.writer.put_event(
-            EventRecord(
-                time=time.time(),
-                kind="dry-run",
-                level="INFO",
-                message="dry run: nothing launched",
-                data=json.dumps({"argv": argv, "cwd": str(run.run_dir), "env": redact(env)}),
+        if run.writer.error is None:
+            run.writer.put_event(
+                EventRecord(time=time.time(), kind=kind, level=level, message=message, data=text)
             )
-        )
-        self._finish(run, RunState.COMPLETED, "dry-run")
+        self.bus.publish(run.run_id, "event", pb.WorkerEvent(level=level, message=message, data=text))
 
     # ------------------------------------------------------------ control
 
@@ -233,6 +301,9 @@ class Supervisor:
                 raise RunBusy(f"run {run_id} has no worker this daemon can reach")
             if run.cancel_requested_at is None:
                 run.cancel_requested_at = time.monotonic()
+                if run.process is None and run.orphan_pid is None and run.spec.launch is Launch.DAEMON:
+                    # Still resolving its command: _prepare ends it without starting anything.
+                    return self.registry.get(run_id)
                 run.send(Command.STOP, reason="cancelled by user")
                 if run.process is not None:
                     run.process.terminate()
@@ -376,8 +447,10 @@ class Supervisor:
             self._kill(run)
 
         client_driven = run.spec.launch is Launch.CLIENT
+        has_worker = client_driven or run.process is not None or run.orphan_pid is not None
         if (
-            not run.ever_streamed
+            has_worker
+            and not run.ever_streamed
             and not run.heartbeat_lost
             and now - run.launched_at > settings.register_timeout
         ):
@@ -408,6 +481,9 @@ class Supervisor:
             return RunState.FAILED, f"heartbeat lost: no message for {self.settings.heartbeat_timeout:.0f}s"
         if code is not None and code != 0:
             how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            if run.reported == Phase.FAILED and run.reported_message:
+                # The worker named the cause (e.g. the script's own error line): say that.
+                return RunState.FAILED, f"{how}: {run.reported_message}"
             stderr = tail(run.run_dir / "logs" / "worker.stderr.log", 1500)
             return RunState.FAILED, f"{how}: {stderr}" if stderr else how
         if run.reported == Phase.COMPLETED:
@@ -431,12 +507,13 @@ class Supervisor:
                 writer.flush(timeout=60)
             if writer.error is not None and state is RunState.COMPLETED:
                 state, reason = RunState.FAILED, f"storage failed: {writer.error}"
+        # Everything on disk is final before anyone hears the run ended.
+        if run.manifest is not None:
+            run.manifest.update(ended_at=time.time(), final_state=state.value)
         self._transition(run, state, reason, exit_code=run.exit_code)
         if writer is not None:
             writer.close()
             run.writer = None
-        if run.manifest is not None:
-            run.manifest.update(ended_at=time.time(), final_state=state.value)
         with self._lock:
             self._live.pop(run.run_id, None)
         self.bus.close_run(run.run_id)
@@ -454,19 +531,64 @@ class Supervisor:
         active = sum(
             1
             for run in self._live.values()
-            if run.spec.launch is Launch.DAEMON and not run.finalized and (run.process or run.orphan_pid)
+            if run.spec.launch is Launch.DAEMON
+            and not run.finalized
+            and (run.launching or run.process or run.orphan_pid)
         )
         for record in self.registry.in_states(RunState.QUEUED):
             if active >= self.settings.max_concurrent:
                 return
             run = self._live.get(record.run_id)
-            if run is None or run.config.dry_run or run.spec.launch is not Launch.DAEMON:
+            if run is None or run.launching or run.spec.launch is not Launch.DAEMON:
                 continue
-            self._launch(run)
+            bundle = self._launcher(run.config.worker).bundle
+            if bundle != "app" and run.config.source.python is None and not self.bundles.installed(bundle):
+                self._install_bundle(bundle)
+                continue
+            self._begin(run, "launching worker")
             active += 1
 
-    def _argv(self, run: LiveRun) -> list[str]:
-        return [sys.executable, "-m", run.spec.module]
+    def _install_bundle(self, name: str) -> None:
+        """Create a worker bundle on first use, telling every run that waits for it how it goes."""
+        if name in self._installing:
+            return
+        self._installing.add(name)
+
+        def waiting() -> list[LiveRun]:
+            with self._lock:
+                return [
+                    run
+                    for run in self._live.values()
+                    if not run.launching
+                    and not run.finalized
+                    and run.spec.launch is Launch.DAEMON
+                    and self._launcher(run.config.worker).bundle == name
+                ]
+
+        def progress(step: int, total: int, message: str) -> None:
+            for run in waiting():
+                self._event(
+                    run, "INFO", f"installing worker bundle {name}: {step}/{total} {message}", kind="bundle"
+                )
+
+        def install() -> None:
+            try:
+                self.bundles.install(name, progress=progress)
+            except GymGuiError as exc:
+                log.error("bundle %s: %s", name, exc)
+                with self._lock:
+                    for run in waiting():
+                        if self.registry.get(run.run_id).state is RunState.QUEUED:
+                            self._transition(
+                                run, RunState.FAILED, f"worker bundle {name} could not be installed: {exc}"
+                            )
+                            self._live.pop(run.run_id, None)
+            finally:
+                self._installing.discard(name)
+            self.tick()
+
+        log.info("installing worker bundle %s on first use", name)
+        threading.Thread(target=install, name=f"bundle-{name}", daemon=True).start()
 
     def _worker_env(self, run: LiveRun) -> dict[str, str]:
         env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
@@ -485,17 +607,12 @@ class Supervisor:
         env.update(run.secret_env)
         return env
 
-    def _launch(self, run: LiveRun) -> None:
-        self._open_writer(run)
-        self._transition(run, RunState.STARTING, "launching worker")
-        argv = self._argv(run)
-        assert run.manifest is not None
-        run.manifest.update(command=argv, cwd=str(run.run_dir))
+    def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:
         spec = LaunchSpec(
             run_id=run.run_id,
             argv=argv,
             cwd=run.run_dir,
-            env=self._worker_env(run),
+            env=env,
             stdout_path=run.run_dir / "logs" / "worker.stdout.log",
             stderr_path=run.run_dir / "logs" / "worker.stderr.log",
             secret_keys=frozenset(run.secret_env),
@@ -507,6 +624,8 @@ class Supervisor:
         except OSError as exc:
             self._finish(run, RunState.FAILED, f"could not start the worker: {exc}")
             return
+        finally:
+            run.launching = False
         self.registry.set_process(run.run_id, run.process.pid)
 
     def _open_writer(self, run: LiveRun) -> None:

@@ -198,6 +198,15 @@ class DaemonClient:
             "ControlRun", pb.ControlRunRequest(run_id=run_id, command=command, render_fps=render_fps)
         )
 
+    def describe_worker(
+        self, worker: str, algorithm: str = "", scripts_dir: str = "", python: str = ""
+    ) -> pb.WorkerDescription:
+        """What the daemon knows of a worker kind: lane, availability, algorithms, an algorithm's arguments."""
+        request = pb.DescribeWorkerRequest(
+            worker=worker, algorithm=algorithm, scripts_dir=scripts_dir, python=python
+        )
+        return self._call("DescribeWorker", request, 300)
+
     def shutdown(self) -> None:
         self._call("Shutdown", pb.ShutdownRequest())
 

@@ -14,6 +14,7 @@ from gym_gui.core.ids import validate_run_id
 logger = logging.getLogger(__name__)
 
 HOME_ENV_VAR = "GYM_GUI_HOME"
+BUNDLES_ENV_VAR = "GYM_GUI_BUNDLES"
 
 
 class Home:
@@ -73,6 +74,17 @@ class Home:
 
     @property
     def bundles_dir(self) -> Path:
+        """Where the worker bundles (virtual environments) live: ``$GYM_GUI_BUNDLES``, else ``<root>/bundles``.
+
+        ``GYM_GUI_BUNDLES`` names one absolute directory that several homes share: a bundle
+        takes minutes and gigabytes to build, so the test suite and ``make test`` point every
+        temporary home at one pre-installed bundles directory instead of installing per home.
+        The variable is read on each access (a relative value is taken from the current
+        directory); unset or empty means the home's own ``bundles/``.
+        """
+        shared = os.environ.get(BUNDLES_ENV_VAR)
+        if shared:
+            return Path(shared).expanduser().resolve()
         return self._root / "bundles"
 
     def ensure(self) -> Home:
@@ -87,7 +99,7 @@ class Home:
             os.chmod(self._root, 0o700)
             logger.info("created gym_gui home %s", self._root)
         self.runs_dir.mkdir(exist_ok=True)
-        self.bundles_dir.mkdir(exist_ok=True)
+        self.bundles_dir.mkdir(parents=True, exist_ok=True)
         return self
 
     def run_dir(self, run_id: str) -> Path:

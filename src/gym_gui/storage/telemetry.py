@@ -476,6 +476,42 @@ class TelemetryWriter:
                 return
 
     def _write(self, conn: sqlite3.Connection, items: list[tuple[int, Any]]) -> None:
+        try:
+            counts = self._transaction(conn, items)
+        except Exception:
+            # One bad item must not take the good ones drained with it: store item by item, in
+            # order, up to the bad one, which fails the writer naming what was wrong.
+            counts = (0, 0, 0)
+            for item in items:
+                try:
+                    one = self._transaction(conn, [item])
+                except Exception as exc:
+                    self._count(*counts)
+                    duplicate = isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+                    hint = (
+                        " (a repeated (episode, step) or episode number is a protocol error)"
+                        if duplicate
+                        else ""
+                    )
+                    self._fail(
+                        StorageError(
+                            f"{_WHAT} {self._path}: a queued item was rejected: {exc}{hint}; everything "
+                            "queued before it is stored, and this writer accepts no more data"
+                        )
+                    )
+                    return
+                counts = (counts[0] + one[0], counts[1] + one[1], counts[2] + one[2])
+        self._count(*counts)
+
+    def _count(self, steps: int, episodes: int, metrics: int) -> None:
+        with self._cv:
+            self._steps_written += steps
+            self._episodes_written += episodes
+            self._metrics_written += metrics
+
+    @staticmethod
+    def _transaction(conn: sqlite3.Connection, items: list[tuple[int, Any]]) -> tuple[int, int, int]:
+        """Write ``items`` in one transaction (one executemany per table); returns what was stored."""
         steps: list[Sequence[StepRow]] = []
         episodes: list[tuple[Any, ...]] = []
         metrics: list[list[tuple[Any, ...]]] = []
@@ -495,42 +531,25 @@ class TelemetryWriter:
                 artifacts.append(payload)
             elif kind == _META:
                 meta.append(payload)
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if steps:
-                    conn.executemany(_INSERT_STEPS, chain.from_iterable(steps))
-                if episodes:
-                    conn.executemany(_INSERT_EPISODE, episodes)
-                if metrics:
-                    conn.executemany(_INSERT_METRIC, chain.from_iterable(metrics))
-                if events:
-                    conn.executemany(_INSERT_EVENT, events)
-                if artifacts:
-                    conn.executemany(_INSERT_ARTIFACT, artifacts)
-                if meta:
-                    conn.executemany(_UPSERT_META, meta)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        except Exception as exc:
-            duplicate = isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
-            hint = " (a repeated (episode, step) or episode number is a protocol error)" if duplicate else ""
-            self._fail(
-                StorageError(
-                    f"{_WHAT} {self._path}: a batch of {len(items)} queued items was rejected and rolled "
-                    f"back: {exc}{hint}; everything committed before it is intact, and this writer "
-                    "accepts no more data"
-                )
-            )
-            return
-        n_steps = sum(map(len, steps))
-        n_metrics = sum(map(len, metrics))
-        with self._cv:
-            self._steps_written += n_steps
-            self._episodes_written += len(episodes)
-            self._metrics_written += n_metrics
+            if steps:
+                conn.executemany(_INSERT_STEPS, chain.from_iterable(steps))
+            if episodes:
+                conn.executemany(_INSERT_EPISODE, episodes)
+            if metrics:
+                conn.executemany(_INSERT_METRIC, chain.from_iterable(metrics))
+            if events:
+                conn.executemany(_INSERT_EVENT, events)
+            if artifacts:
+                conn.executemany(_INSERT_ARTIFACT, artifacts)
+            if meta:
+                conn.executemany(_UPSERT_META, meta)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return sum(map(len, steps)), len(episodes), sum(map(len, metrics))
 
 
 class TelemetryReader:

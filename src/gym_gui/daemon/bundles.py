@@ -1,0 +1,568 @@
+"""Worker bundles: the pinned virtual environments workers run in, and how to install, check and freeze them."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from gym_gui.core.errors import GymGuiError
+
+logger = logging.getLogger(__name__)
+
+MARKER = ".gym_gui_bundle.json"
+"""File written last by a complete install; a bundle without it (or with a stale hash) is not installed."""
+
+# A pip step may download and build; an hour is far beyond any healthy install yet still ends a hung one.
+STEP_TIMEOUT = 3600.0
+# Importing torch alone takes seconds on a cold disk.
+CHECK_TIMEOUT = 300.0
+# Lines of pip's output quoted in a failure; enough to show the resolver's complaint.
+TAIL_LINES = 25
+
+Progress = Callable[[int, int, str], None]
+_Step = tuple[str, Callable[[IO[str], str], None]]  # (message, run(log, label)) of one install step
+"""``progress(step, total, message)``: step ``step`` of ``total`` begins; step 0 means waiting for the lock."""
+
+
+class BundleError(GymGuiError):
+    """A bundle is unknown, missing, broken or could not be installed; the message says what to run."""
+
+
+@dataclass(frozen=True)
+class PipStep:
+    """One extra ``pip install`` of a bundle, run after its requirements file (e.g. a --no-deps package)."""
+
+    description: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BundleSpec:
+    """What a bundle holds.
+
+    Relative paths (``requirements``, ``local_packages``) are taken from the source checkout
+    (:func:`source_root`); absolute ones are used as they are.
+    """
+
+    name: str
+    requirements: str | None
+    extra_steps: tuple[PipStep, ...] = ()
+    local_packages: tuple[str, ...] = ()
+    check_imports: tuple[str, ...] = ()
+
+
+BUNDLES: dict[str, BundleSpec] = {
+    "cleanrl": BundleSpec(
+        name="cleanrl",
+        requirements="bundles/cleanrl.txt",
+        extra_steps=(
+            PipStep(
+                # Its metadata asks for Python < 3.11 and pins 2022 releases; bundles/cleanrl.txt
+                # holds the set its scripts run with here.
+                "installing cleanrl 1.2.0 (no deps, ignoring its Python < 3.11 cap)",
+                ("--no-deps", "--ignore-requires-python", "cleanrl==1.2.0"),
+            ),
+        ),
+        local_packages=("sdk", "workers/cleanrl_worker"),
+        check_imports=(
+            "torch",
+            "gymnasium",
+            "gym",
+            "cleanrl",
+            "tensorboard",
+            "gym_gui_sdk",
+            "gym_gui_cleanrl_worker",
+        ),
+    ),
+}
+
+
+def install_hint(name: str) -> str:
+    """The command that installs bundle ``name``, quoted for an error message."""
+    return f"run `gym-gui bundles install {name}`"
+
+
+def source_root() -> Path:
+    """The source checkout gym_gui runs from: the directory holding pyproject.toml, sdk/, workers/ and bundles/.
+
+    Raises:
+        BundleError: when gym_gui is not installed from a source checkout (e.g. from a
+            wheel), since bundles install the SDK and workers from that tree.
+    """
+    package = Path(__file__).resolve().parent.parent  # src/gym_gui
+    for candidate in package.parents:
+        if all((candidate / part).exists() for part in ("pyproject.toml", "sdk", "workers", "bundles")):
+            return candidate
+    raise BundleError(
+        f"gym_gui at {package} is not installed from a source checkout (no directory above it holds "
+        "pyproject.toml, sdk/, workers/ and bundles/); bundles are built from that tree: clone gym_gui "
+        "and install it with `pip install -e .` (or `make install`)"
+    )
+
+
+@dataclass(frozen=True)
+class BundleStatus:
+    """Whether a bundle is installed, where, and why (not)."""
+
+    name: str
+    installed: bool
+    path: Path
+    python: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a bundle's interpreter could not import; ``message`` says it in one line."""
+
+    ok: bool
+    missing: list[str] = field(default_factory=list)
+    message: str = ""
+
+
+# Run inside the bundle's interpreter: import each name, print {name: first line of the error}.
+_CHECK_SCRIPT = """\
+import importlib, json, sys
+missing = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except BaseException as exc:
+        text = (str(exc).strip().splitlines() or [""])[0]
+        missing[name] = f"{type(exc).__name__}: {text}"[:200]
+print("GYM_GUI_CHECK " + json.dumps(missing))
+"""
+
+
+def _base_python() -> str:
+    """The interpreter under the running one's venv, so a bundle never inherits the app venv's packages."""
+    return str(getattr(sys, "_base_executable", None) or sys.executable)
+
+
+def _child_env(venv: Path) -> dict[str, str]:
+    """The environment of a command run in ``venv``: ours, minus what would leak other packages in."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__")
+    }
+    env["VIRTUAL_ENV"] = str(venv)
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONNOUSERSITE"] = "1"  # ~/.local packages must not satisfy a bundle's check
+    env["PIP_NO_INPUT"] = "1"  # an install never waits on a prompt nobody sees
+    return env
+
+
+class BundleManager:
+    """The bundles under one directory (``Home.bundles_dir``): ``<bundles_dir>/<name>/`` each.
+
+    A complete install is marked by ``<name>/.gym_gui_bundle.json``, written last with the
+    hash of the bundle's inputs; installs of one bundle are serialised by an flock on
+    ``<bundles_dir>/<name>.lock``, so two processes (CLI, daemon, ``make``) never build it at once.
+    """
+
+    def __init__(
+        self,
+        bundles_dir: Path,
+        specs: Mapping[str, BundleSpec] | None = None,
+        source: Path | None = None,
+    ) -> None:
+        """Manage ``bundles_dir`` with ``specs`` (default :data:`BUNDLES`); ``source`` overrides :func:`source_root`."""
+        self.bundles_dir = Path(bundles_dir).expanduser().resolve()
+        self._specs = dict(BUNDLES if specs is None else specs)
+        self._source = source
+        self._freeze_cache: dict[tuple[str, str], list[str]] = {}
+        self._cache_lock = threading.Lock()
+
+    # ------------------------------------------------------------ paths and specs
+
+    def spec(self, name: str) -> BundleSpec:
+        """The spec of bundle ``name``.
+
+        Raises:
+            BundleError: for an unknown name, listing the known ones.
+        """
+        try:
+            return self._specs[name]
+        except KeyError:
+            known = ", ".join(sorted(self._specs)) or "none"
+            raise BundleError(f"unknown bundle {name!r}; known bundles: {known}") from None
+
+    def path(self, name: str) -> Path:
+        """The bundle's venv directory (whether or not it exists)."""
+        return self.bundles_dir / self.spec(name).name
+
+    def python(self, name: str) -> Path:
+        """The bundle's interpreter (whether or not it exists)."""
+        return self.path(name) / "bin" / "python"
+
+    def log_path(self, name: str) -> Path:
+        """Where the last install of ``name`` wrote its commands and pip's output."""
+        return self.bundles_dir / f"{self.spec(name).name}.install.log"
+
+    def lock_path(self, name: str) -> Path:
+        return self.bundles_dir / f"{self.spec(name).name}.lock"
+
+    def marker_path(self, name: str) -> Path:
+        return self.path(name) / MARKER
+
+    def _resolve(self, relative: str) -> Path:
+        path = Path(relative)
+        if path.is_absolute():
+            return path
+        root = self._source if self._source is not None else source_root()
+        return root / path
+
+    def spec_hash(self, name: str) -> str:
+        """SHA-256 of everything an install is built from: requirements text, extra steps, local packages, Python.
+
+        Raises:
+            BundleError: when the requirements file cannot be read.
+        """
+        spec = self.spec(name)
+        digest = hashlib.sha256()
+        if spec.requirements is not None:
+            requirements = self._resolve(spec.requirements)
+            try:
+                digest.update(requirements.read_bytes())
+            except OSError as exc:
+                raise BundleError(
+                    f"bundle {name}: cannot read its requirements file {requirements}: {exc.strerror}"
+                ) from None
+        payload = {
+            "extra": [[step.description, *step.args] for step in spec.extra_steps],
+            "local": [str(self._resolve(p)) for p in spec.local_packages],
+            "python": sys.version.split()[0],
+        }
+        digest.update(json.dumps(payload, sort_keys=True).encode())
+        return digest.hexdigest()
+
+    # ------------------------------------------------------------ state
+
+    def _read_marker(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.marker_path(name).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def status(self, name: str) -> BundleStatus:
+        """Whether bundle ``name`` is completely installed from its current spec, with the reason in words."""
+        path, python = self.path(name), self.python(name)
+        hint = install_hint(name)
+
+        def result(installed: bool, reason: str) -> BundleStatus:
+            return BundleStatus(name, installed, path, python, reason)
+
+        if not path.exists():
+            return result(False, f"bundle {name} is not installed (no venv at {path}) — {hint}")
+        marker = self._read_marker(name)
+        if marker is None:
+            return result(
+                False,
+                f"bundle {name} at {path} is incomplete: an install was interrupted or failed "
+                f"(see {self.log_path(name)}) — {hint}",
+            )
+        try:
+            current = self.spec_hash(name)
+        except BundleError as exc:
+            return result(False, str(exc))
+        if marker.get("spec_hash") != current:
+            return result(
+                False,
+                f"bundle {name} at {path} is out of date: its requirements changed since it was "
+                f"installed on {_when(marker.get('installed_at'))} — {hint}",
+            )
+        if not python.exists():
+            return result(False, f"bundle {name} at {path} has no interpreter at {python} — {hint}")
+        return result(True, f"installed on {_when(marker.get('installed_at'))}")
+
+    def installed(self, name: str) -> bool:
+        """True when ``name`` has a completion marker matching its current spec and an interpreter."""
+        return self.status(name).installed
+
+    def list(self) -> builtins.list[BundleStatus]:
+        """The status of every known bundle, by name."""
+        return [self.status(name) for name in sorted(self._specs)]
+
+    def require(self, name: str) -> BundleStatus:
+        """The status of an installed bundle ``name``.
+
+        Raises:
+            BundleError: when it is not installed; the message says why and how to install it.
+        """
+        status = self.status(name)
+        if not status.installed:
+            raise BundleError(status.reason)
+        return status
+
+    # ------------------------------------------------------------ install
+
+    def install(self, name: str, progress: Progress | None = None, force: bool = False) -> BundleStatus:
+        """Build bundle ``name`` unless it is already installed (``force`` rebuilds it anyway).
+
+        Steps, each announced as ``progress(step, total, message)`` before it runs: create the
+        venv from the base interpreter, upgrade pip, install the requirements file, the extra
+        pip steps, the local packages (editable, no deps), then check the imports. The
+        completion marker is written only after all of them succeed. An existing incomplete or
+        out-of-date venv is removed first. While another process installs the same bundle,
+        ``progress(0, total, …)`` says so and this call waits for it, then returns without
+        rebuilding when that install completed.
+
+        Raises:
+            BundleError: naming the failed step, the install log and the tail of its output;
+                no marker is left behind.
+        """
+        spec = self.spec(name)
+        steps = self._plan(spec)
+        total = len(steps)
+        self.bundles_dir.mkdir(parents=True, exist_ok=True)
+        with self._locked(name, lambda: _call(progress, 0, total, f"waiting for another install of {name}")):
+            if not force and self.installed(name):
+                return self.status(name)
+            started = time.monotonic()
+            spec_hash = self.spec_hash(name)
+            path = self.path(name)
+            # The marker goes first so that a crash anywhere below leaves "not installed".
+            self.marker_path(name).unlink(missing_ok=True)
+            if path.exists():
+                shutil.rmtree(path)
+            log_path = self.log_path(name)
+            with open(log_path, "w", encoding="utf-8") as log:
+                log.write(f"# gym_gui install of bundle {name} into {path}, {_when(time.time())}\n")
+                log.flush()
+                for number, (message, run) in enumerate(steps, start=1):
+                    _call(progress, number, total, message)
+                    logger.info("bundle %s: %d/%d %s", name, number, total, message)
+                    step_started = time.monotonic()
+                    run(log, f"{number}/{total} {message}")
+                    # Per-step times in the log show where a slow install spends them.
+                    log.write(f"# done in {time.monotonic() - step_started:.1f}s\n")
+                    log.flush()
+            marker = {
+                "name": name,
+                "spec_hash": spec_hash,
+                "installed_at": time.time(),
+                "seconds": round(time.monotonic() - started, 1),
+                "python": sys.version.split()[0],
+            }
+            tmp = self.marker_path(name).with_suffix(".tmp")
+            tmp.write_text(json.dumps(marker, indent=2))
+            os.replace(tmp, self.marker_path(name))
+            logger.info("bundle %s installed at %s in %.1fs", name, path, marker["seconds"])
+            return self.status(name)
+
+    def _plan(self, spec: BundleSpec) -> builtins.list[_Step]:
+        """The install steps of ``spec``, in order."""
+        name, venv, python = spec.name, self.path(spec.name), str(self.python(spec.name))
+        pip = [python, "-I", "-m", "pip"]
+        steps: builtins.list[_Step] = []
+
+        def add(message: str, command: Callable[[], list[str]]) -> None:
+            steps.append((message, lambda log, label: self._run(name, command(), log, label)))
+
+        add("creating the virtual environment", lambda: [_base_python(), "-I", "-m", "venv", str(venv)])
+        add("upgrading pip", lambda: [*pip, "install", "--upgrade", "pip"])
+        if spec.requirements is not None:
+            requirements = spec.requirements
+            add(
+                f"installing pinned requirements ({requirements})",
+                lambda: [*pip, "install", "-r", str(self._resolve(requirements))],
+            )
+
+        def pip_install(args: tuple[str, ...]) -> Callable[[], list[str]]:
+            return lambda: [*pip, "install", *args]
+
+        for step in spec.extra_steps:
+            add(step.description, pip_install(step.args))
+        if spec.local_packages:
+            packages = spec.local_packages
+
+            def local() -> list[str]:
+                command = [*pip, "install", "--no-deps"]
+                for package in packages:
+                    command += ["-e", str(self._resolve(package))]
+                return command
+
+            names = ", ".join(Path(p).name for p in packages)
+            add(f"installing {names} from the source tree (editable, no deps)", local)
+
+        def check(log: IO[str], label: str) -> None:
+            result = self.check(name)
+            log.write(f"\n## {label}\n{result.message}\n")
+            log.flush()
+            if not result.ok:
+                raise BundleError(f"{result.message} (install step {label}; log: {self.log_path(name)})")
+
+        steps.append(("checking imports", check))
+        return steps
+
+    def _run(self, name: str, command: builtins.list[str], log: IO[str], label: str) -> None:
+        """Run ``command`` (an argument list) with its output appended to ``log``; raise on failure."""
+        log.write(f"\n## {label}\n$ {' '.join(command)}\n")
+        log.flush()
+        start = log.tell()
+        venv = self.path(name)
+        try:
+            code = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_child_env(venv),
+                cwd=self.bundles_dir,
+                timeout=STEP_TIMEOUT,
+                check=False,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        except OSError as exc:
+            raise BundleError(
+                f"bundle {name}: step {label} could not start {command[0]}: {exc.strerror}; "
+                f"log: {self.log_path(name)}"
+            ) from None
+        if code == 0:
+            return
+        log.flush()
+        tail = _tail(self.log_path(name), start)
+        how = f"timed out after {STEP_TIMEOUT:.0f}s" if code is None else f"failed with exit code {code}"
+        raise BundleError(
+            f"bundle {name}: step {label} {how}; log: {self.log_path(name)}\n{tail}\n"
+            f"(fix the cause, then {install_hint(name)})"
+        )
+
+    @contextlib.contextmanager
+    def _locked(self, name: str, on_wait: Callable[[], None]) -> Iterator[None]:
+        """Hold the bundle's install lock; ``on_wait`` is called once if someone else holds it."""
+        with open(self.lock_path(name), "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                on_wait()
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # ------------------------------------------------------------ inspect
+
+    def check(self, name: str) -> CheckResult:
+        """Import every module of the spec's ``check_imports`` in the bundle's interpreter.
+
+        Never raises for a broken bundle: ``message`` says in one line what is missing and how
+        to install it, e.g. ``bundle cleanrl: missing torch, cleanrl — run `gym-gui bundles install cleanrl```.
+        """
+        spec = self.spec(name)
+        python = self.python(name)
+        hint = install_hint(name)
+        wanted = list(spec.check_imports)
+        if not python.exists():
+            return CheckResult(
+                False, wanted, f"bundle {name}: not installed (no interpreter at {python}) — {hint}"
+            )
+        try:
+            proc = subprocess.run(
+                [str(python), "-I", "-c", _CHECK_SCRIPT, *wanted],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=_child_env(self.path(name)),
+                cwd=self.path(name),
+                timeout=CHECK_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else f"timed out after {CHECK_TIMEOUT:.0f}s"
+            return CheckResult(
+                False, wanted, f"bundle {name}: its interpreter {python} did not run ({why}) — {hint}"
+            )
+        missing: dict[str, str] | None = None
+        for line in proc.stdout.splitlines():
+            if line.startswith("GYM_GUI_CHECK "):
+                with contextlib.suppress(ValueError):
+                    missing = json.loads(line.removeprefix("GYM_GUI_CHECK "))
+        if missing is None:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return CheckResult(
+                False,
+                wanted,
+                f"bundle {name}: the import check crashed (exit {proc.returncode}: {last}) — {hint}",
+            )
+        if not missing:
+            return CheckResult(
+                True, [], f"bundle {name}: ok ({', '.join(wanted)} import) at {self.path(name)}"
+            )
+        names = list(missing)
+        # Name the first failure's cause: a module that is present but broken reads differently from absent.
+        first = missing[names[0]]
+        return CheckResult(False, names, f"bundle {name}: missing {', '.join(names)} ({first}) — {hint}")
+
+    def freeze(self, name: str) -> builtins.list[str]:
+        """``pip freeze`` of the installed bundle ``name``, cached until it is installed again.
+
+        Raises:
+            BundleError: when the bundle is not installed (saying how to install it) or pip fails.
+        """
+        self.require(name)
+        marker = self._read_marker(name) or {}
+        key = (name, f"{marker.get('spec_hash')}@{marker.get('installed_at')}")
+        with self._cache_lock:
+            cached = self._freeze_cache.get(key)
+        if cached is not None:
+            return list(cached)
+        try:
+            proc = subprocess.run(
+                [str(self.python(name)), "-I", "-m", "pip", "freeze"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=_child_env(self.path(name)),
+                cwd=self.path(name),
+                timeout=CHECK_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BundleError(f"bundle {name}: `pip freeze` did not run: {exc}") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise BundleError(f"bundle {name}: `pip freeze` failed ({last}) — {install_hint(name)}")
+        lines = [line for line in proc.stdout.splitlines() if line.strip()]
+        with self._cache_lock:
+            self._freeze_cache[key] = lines
+        return list(lines)
+
+
+def _call(progress: Progress | None, step: int, total: int, message: str) -> None:
+    if progress is not None:
+        progress(step, total, message)
+
+
+def _when(stamp: object) -> str:
+    if not isinstance(stamp, int | float):
+        return "an unknown date"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def _tail(log_path: Path, start: int) -> str:
+    """The last lines written to ``log_path`` from byte ``start`` on."""
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(start)
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return "(the install log could not be read)"
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-TAIL_LINES:]) or "(no output)"

@@ -1,0 +1,296 @@
+"""Worker launchers: how each worker kind's RunConfig becomes a command line, in one place per kind."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gym_gui.core.config import RunConfig, ScriptSource
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.workers import worker_spec
+from gym_gui.daemon.bundles import BundleManager
+from gym_gui.storage.home import Home
+
+log = logging.getLogger(__name__)
+
+# The final model every CleanRL training run saves (gym_gui_cleanrl_worker.launch).
+FINAL_MODEL = "checkpoints/final.cleanrl_model"
+
+
+@dataclass
+class LaunchPlan:
+    """What the supervisor starts: an argument list (never a shell string) and its extras."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+class WorkerLauncher(Protocol):
+    bundle: str
+
+    def validate(self, config: RunConfig) -> None:
+        """Refuse a config before anything is stored (raises ConfigError naming the field)."""
+
+    def plan(
+        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
+    ) -> LaunchPlan:
+        """Resolve the command line; may take seconds (runs outside the supervisor's lock).
+
+        Raises:
+            ConfigError: the run cannot start; it fails before launch with this message.
+        """
+
+
+class ModuleLauncher:
+    """Workers that run as ``python -m module`` in gym_gui's own environment (random)."""
+
+    bundle = "app"
+
+    def __init__(self, kind: str) -> None:
+        self.module = worker_spec(kind).module
+
+    def validate(self, config: RunConfig) -> None:
+        if config.mode == "evaluate":
+            raise ConfigError(f"field 'mode': worker {config.worker!r} has nothing to evaluate")
+
+    def plan(
+        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
+    ) -> LaunchPlan:
+        return LaunchPlan(argv=[sys.executable, "-m", self.module])
+
+
+class BundleCall:
+    """Runs the CleanRL worker's helper entry points in a bundle interpreter and parses their JSON."""
+
+    def __init__(self, python: Path) -> None:
+        self.python = python
+
+    def __call__(self, module: str, *args: str, timeout: float = 300) -> Any:
+        try:
+            result = subprocess.run(
+                [str(self.python), "-m", module, *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "PYTHONDONTWRITEBYTECODE": "1"},
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ConfigError(f"could not run {self.python}: {exc}") from None
+        try:
+            data = json.loads(result.stdout)
+        except ValueError:
+            tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+            raise ConfigError(
+                f"{module} failed (exit code {result.returncode}): " + " | ".join(tail)
+            ) from None
+        if isinstance(data, dict) and "error" in data:
+            raise ConfigError(str(data["error"]))
+        return data
+
+
+class CleanRLLauncher:
+    """Real CleanRL scripts, from the cleanrl bundle or a user's checkout and interpreter."""
+
+    bundle = "cleanrl"
+
+    def __init__(self, home: Home, bundles: BundleManager) -> None:
+        self.home = home
+        self.bundles = bundles
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ where the scripts are
+
+    def python(self, source: ScriptSource) -> Path:
+        if source.python:
+            python = Path(source.python)
+            if not python.is_file():
+                raise ConfigError(f"field 'source.python': no interpreter at {python}")
+            return python
+        if not self.bundles.installed(self.bundle):
+            raise ConfigError(
+                f"the {self.bundle} bundle is not installed; run `gym-gui bundles install {self.bundle}`"
+            )
+        return self.bundles.python(self.bundle)
+
+    def _dir_args(self, source: ScriptSource) -> list[str]:
+        if source.scripts_dir is None:
+            return []
+        scripts = Path(source.scripts_dir)
+        if not scripts.is_dir():
+            raise ConfigError(f"field 'source.scripts_dir': {scripts} is not a directory")
+        return ["--scripts-dir", str(scripts)]
+
+    def algorithms(self, source: ScriptSource) -> list[dict[str, Any]]:
+        """The scripts present (bundled package or the config's checkout), runnable or not."""
+        return _list_algorithms(self.python(source), tuple(self._dir_args(source)))
+
+    def describe(self, source: ScriptSource, algorithm: str) -> dict[str, Any]:
+        """The script's own arguments (name, type, default, help, choices, boolean style)."""
+        return BundleCall(self.python(source))(
+            "gym_gui_cleanrl_worker.describe", *self._dir_args(source), "--algo", algorithm
+        )
+
+    # ------------------------------------------------------------ checks
+
+    def validate(self, config: RunConfig) -> None:
+        if config.mode == "evaluate":
+            self._model_path(config)
+            if config.budget.episodes is None:
+                raise ConfigError("field 'budget.episodes': an evaluation plays a number of episodes")
+            return
+        if not config.algorithm:
+            raise ConfigError("field 'algorithm': choose a CleanRL script, e.g. ppo")
+        if config.budget.timesteps is None:
+            raise ConfigError("field 'budget.timesteps': CleanRL trains for a number of environment steps")
+        if self.bundles.installed(self.bundle) or config.source.python:
+            self._script_argv(config, gpu=False)
+
+    def _model_path(self, config: RunConfig) -> Path:
+        assert config.evaluation is not None
+        source_dir = self.home.run_dir(config.evaluation.run_id)
+        if not source_dir.is_dir():
+            raise ConfigError(f"field 'evaluation.run_id': no run {config.evaluation.run_id}")
+        model = (source_dir / (config.evaluation.checkpoint or FINAL_MODEL)).resolve()
+        if not model.is_relative_to(source_dir.resolve()):
+            raise ConfigError(
+                f"field 'evaluation.checkpoint': {config.evaluation.checkpoint!r} is outside the run"
+            )
+        if not model.is_file():
+            raise ConfigError(
+                f"field 'evaluation.checkpoint': run {config.evaluation.run_id} has no model at {model}"
+            )
+        return model
+
+    def _script_argv(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
+        """The script's path and exact flags: user parameters checked strictly against the script's
+        own definitions; the flags gym_gui maps from the config given only where the script has them."""
+        assert config.algorithm is not None
+        mapped: dict[str, Any] = {
+            "exp-name": config.algorithm,
+            "env-id": config.env_id,
+            "cuda": gpu,
+            "track": config.tracking.wandb_mode != "disabled",
+            "capture-video": config.tracking.capture_video,
+        }
+        if config.seed is not None:
+            mapped["seed"] = config.seed
+        if config.budget.timesteps is not None:
+            mapped["total-timesteps"] = config.budget.timesteps
+        if config.tracking.wandb_project:
+            mapped["wandb-project-name"] = config.tracking.wandb_project
+        if config.tracking.wandb_entity:
+            mapped["wandb-entity"] = config.tracking.wandb_entity
+        return BundleCall(self.python(config.source))(
+            "gym_gui_cleanrl_worker.describe",
+            *self._dir_args(config.source),
+            "--algo",
+            config.algorithm,
+            "--values",
+            json.dumps(config.params),
+            "--mapped",
+            json.dumps(mapped),
+        )
+
+    def _gpu_available(self, python: Path) -> bool:
+        return _cuda_available(python)
+
+    # ------------------------------------------------------------ launch
+
+    def plan(
+        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
+    ) -> LaunchPlan:
+        python = self.python(config.source)
+        warnings: list[str] = []
+        env: dict[str, str] = {}
+        if config.mode == "evaluate":
+            assert config.budget.episodes is not None
+            argv = [
+                str(python),
+                "-m",
+                "gym_gui_cleanrl_worker",
+                "evaluate",
+                "--model",
+                str(self._model_path(config)),
+            ]
+            argv += ["--episodes", str(config.budget.episodes)]
+            if config.seed is not None:
+                argv += ["--seed", str(config.seed)]
+            return LaunchPlan(
+                argv=argv,
+                env={"CUDA_VISIBLE_DEVICES": ""},
+                manifest={"evaluates": config.evaluation.model_dump() if config.evaluation else None},
+            )
+
+        gpu = False
+        if config.resources.gpu:
+            gpu = self._gpu_available(python)
+            if not gpu and config.resources.gpu_mandatory:
+                raise ConfigError(f"a GPU is mandatory for this run, but torch in {python} sees none")
+            if not gpu:
+                warnings.append(
+                    "no GPU is available to torch in the worker's environment: the run goes on the CPU"
+                )
+        if not gpu:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        resolved = self._script_argv(config, gpu)
+        script, flags = resolved["script"], resolved["argv"]
+        argv = [str(python), "-m", "gym_gui_cleanrl_worker", "train", "--script", script]
+        if config.checkpoints.every_steps:
+            argv += ["--checkpoint-every", str(config.checkpoints.every_steps)]
+        argv += ["--", *flags]
+
+        if config.tracking.wandb_mode != "disabled":
+            online = config.tracking.wandb_mode == "online" and "WANDB_API_KEY" in secret_env
+            if config.tracking.wandb_mode == "online" and not online:
+                warnings.append(
+                    "no W&B API key was given to this run: W&B tracks offline; `gym-gui wandb sync RUN` uploads it later"
+                )
+            env.update(
+                {
+                    "WANDB_MODE": "online" if online else "offline",
+                    "WANDB_DIR": str(run_dir),
+                    "WANDB_INIT_TIMEOUT": "30",
+                    "WANDB_NAME": config.tracking.wandb_run_name or run_id,
+                    "WANDB_PROJECT": config.tracking.wandb_project or "cleanRL",
+                }
+            )
+            if config.tracking.wandb_entity:
+                env["WANDB_ENTITY"] = config.tracking.wandb_entity
+        manifest: dict[str, Any] = {"script": script, "script_command": [str(python), script, *flags]}
+        if config.source.python is None and config.source.scripts_dir is None:
+            manifest["environment_packages"] = self.bundles.freeze(self.bundle)
+        return LaunchPlan(argv=argv, env=env, warnings=warnings, manifest=manifest)
+
+
+@functools.lru_cache(maxsize=16)
+def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, Any]]:
+    return BundleCall(python)("gym_gui_cleanrl_worker.describe", *dir_args, "--list")
+
+
+@functools.lru_cache(maxsize=16)
+def _cuda_available(python: Path) -> bool:
+    try:
+        result = subprocess.run(
+            [str(python), "-c", "import torch; print(torch.cuda.is_available())"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.stdout.strip() == "True"
+
+
+def launchers_for(home: Home, bundles: BundleManager) -> dict[str, WorkerLauncher]:
+    """The launcher of every worker kind the daemon can start."""
+    return {"random": ModuleLauncher("random"), "cleanrl": CleanRLLauncher(home, bundles)}

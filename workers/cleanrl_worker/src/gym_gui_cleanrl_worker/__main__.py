@@ -1,0 +1,292 @@
+"""`python -m gym_gui_cleanrl_worker`: the CleanRL worker process — trains a real script or evaluates its model.
+
+train:    runs the launcher (the script itself, in a child process in this process group), tees
+          and parses its output, tails its TensorBoard files, registers its artifacts.
+evaluate: loads a saved model into the script's own agent class and plays, streaming every step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import IO, Any
+
+from gym_gui_sdk import encoding, render
+from gym_gui_sdk.worker import Phase, Registration, WorkerError, WorkerSession
+
+from gym_gui_cleanrl_worker import MARKER
+from gym_gui_cleanrl_worker.bridge import Deduplicator, EventFileTail, StdoutParser
+
+# How often the event files and the run directory are looked at.
+_POLL_SECONDS = 1.0
+# How long the script gets to save its model after a stop before it is killed.
+_STOP_GRACE = 20.0
+
+
+class Trainer:
+    """Runs one training script and bridges everything it produces to the daemon."""
+
+    def __init__(self, session: WorkerSession, run_dir: Path, command: list[str]) -> None:
+        self.session = session
+        self.run_dir = run_dir
+        self.command = command
+        self.parser = StdoutParser()
+        self.dedupe = Deduplicator()
+        self.events = EventFileTail(run_dir / "runs")
+        self.stderr_tail: deque[str] = deque(maxlen=40)
+        self.registered: set[str] = set()
+        self._lock = threading.Lock()
+        self._child: subprocess.Popen[str] | None = None
+
+    def run(self) -> int:
+        self._child = subprocess.Popen(
+            self.command,
+            cwd=self.run_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        readers = [
+            threading.Thread(target=self._read_stdout, args=(self._child.stdout,), daemon=True),
+            threading.Thread(target=self._read_stderr, args=(self._child.stderr,), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
+        stop_sent_at: float | None = None
+        while True:
+            code = self._child.poll()
+            if code is not None:
+                break
+            if self.session.stop_requested.is_set() and stop_sent_at is None:
+                stop_sent_at = time.monotonic()
+                self._child.send_signal(signal.SIGTERM)
+            if stop_sent_at is not None and time.monotonic() - stop_sent_at > _STOP_GRACE:
+                self._child.kill()
+            if self.session.checkpoint_requested.is_set():
+                self.session.checkpoint_requested.clear()
+                self._child.send_signal(signal.SIGUSR1)
+            self._poll_files()
+            self.session.stop_requested.wait(_POLL_SECONDS) if stop_sent_at is None else time.sleep(0.1)
+        for reader in readers:
+            reader.join(10)
+        self._poll_files()
+        return code
+
+    @property
+    def error_line(self) -> str:
+        """The script's own last error line (argparse's "error:" line, or the exception)."""
+        lines = [line for line in self.stderr_tail if line.strip()]
+        for line in reversed(lines):
+            if ": error:" in line:
+                return line.strip()
+        return lines[-1].strip() if lines else ""
+
+    # ------------------------------------------------------------ output
+
+    def _read_stdout(self, stream: IO[str]) -> None:
+        for line in stream:
+            if line.startswith(MARKER):
+                self._marker(line[len(MARKER) :])
+                continue
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            points = self.parser.parse(line)
+            if points:
+                self._send(self.dedupe.from_stdout(points))
+
+    def _read_stderr(self, stream: IO[str]) -> None:
+        for line in stream:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            self.stderr_tail.append(line.rstrip("\n"))
+
+    def _marker(self, text: str) -> None:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return
+        checkpoint = data.get("checkpoint")
+        if isinstance(checkpoint, str):
+            kind = "model" if data.get("final") else "checkpoint"
+            self.session.artifact(kind, checkpoint, int(data.get("step") or 0), {"algo": data.get("algo")})
+
+    def _send(self, points: list[tuple[str, int, float]]) -> None:
+        if points:
+            with self._lock:
+                self.session.metrics(points)
+
+    # ------------------------------------------------------------ files
+
+    def _poll_files(self) -> None:
+        self._send(self.dedupe.from_events(self.events.poll()))
+        for directory in self.events.directories():
+            self._register("tensorboard", directory)
+        videos = self.run_dir / "videos"
+        if videos.is_dir():
+            for video in sorted(videos.glob("**/*.mp4")):
+                self._register("video", video, {"episode": _episode_of(video.name)})
+        wandb = self.run_dir / "wandb"
+        if wandb.is_dir():
+            for run in sorted(wandb.glob("*run-*")):
+                if run.is_dir():
+                    self._register("wandb", run, _wandb_meta(run))
+
+    def _register(self, kind: str, path: Path, meta: dict[str, Any] | None = None) -> None:
+        relative = str(path.relative_to(self.run_dir))
+        if relative not in self.registered:
+            self.registered.add(relative)
+            self.session.artifact(kind, relative, self.parser.global_step, meta or {})
+
+
+def _episode_of(name: str) -> int | None:
+    digits = "".join(ch if ch.isdigit() else " " for ch in name).split()
+    return int(digits[-1]) if digits else None
+
+
+def _wandb_meta(run: Path) -> dict[str, Any]:
+    meta: dict[str, Any] = {"mode": "offline" if run.name.startswith("offline-") else "online"}
+    run_id = run.name.rsplit("-", 1)[-1]
+    meta["wandb_run_id"] = run_id
+    url = os.environ.get("WANDB_BASE_URL", "https://wandb.ai")
+    entity = os.environ.get("WANDB_ENTITY")
+    project = os.environ.get("WANDB_PROJECT")
+    if meta["mode"] == "online" and entity and project:
+        meta["url"] = f"{url}/{entity}/{project}/runs/{run_id}"
+    return meta
+
+
+def train(session: WorkerSession, registration: Registration, args: argparse.Namespace) -> int:
+    run_dir = Path(registration.run_dir)
+    session.started(render_kind="none", spaces={})
+    command = [
+        sys.executable,
+        "-m",
+        "gym_gui_cleanrl_worker.launch",
+        "--script",
+        args.script,
+        "--run-dir",
+        str(run_dir),
+    ]
+    if args.checkpoint_every:
+        command += ["--checkpoint-every", str(args.checkpoint_every)]
+    command += ["--", *args.script_args]
+    trainer = Trainer(session, run_dir, command)
+    code = trainer.run()
+    for failure in trainer.events.failures:
+        session.event("WARNING", f"TensorBoard event file could not be read past a point: {failure}")
+    if session.stop_requested.is_set():
+        session.finish(Phase.CANCELLED, "stopped on request; the model so far is saved")
+        return 0
+    if code != 0:
+        session.finish(Phase.FAILED, trainer.error_line or f"the script exited with code {code}")
+        return code
+    session.finish(Phase.COMPLETED, "training finished")
+    return 0
+
+
+def evaluate(session: WorkerSession, registration: Registration, args: argparse.Namespace) -> int:
+    from gym_gui_cleanrl_worker.evaluate import load_policy, play_episodes
+
+    policy = load_policy(args.model, env_id=registration.config.get("env_id"))
+    session.started(render_kind="pixels", spaces={})
+    episode_start = time.time()
+    total = 0.0
+
+    def on_step(
+        episode: int,
+        step: int,
+        observation: Any,
+        action: Any,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: Any,
+        frame: Any,
+    ) -> None:
+        nonlocal episode_start, total
+        session.step(
+            episode,
+            step,
+            float(reward),
+            bool(terminated),
+            bool(truncated),
+            encoding.dumps(action),
+            encoding.dumps(observation),
+            encoding.dumps(info if isinstance(info, dict) else {}),
+            render.frame_payload(frame) if frame is not None else b"",
+        )
+        total += float(reward)
+        if terminated or truncated:
+            session.episode(
+                episode,
+                steps=step + 1,
+                total_reward=total,
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                started_at=episode_start,
+                seed=None if args.seed is None else args.seed + episode,
+            )
+            session.metrics([("eval/episodic_return", episode, total)])
+            total = 0.0
+            episode_start = time.time()
+
+    play_episodes(
+        policy,
+        args.episodes,
+        args.seed,
+        on_step,
+        render_fps=lambda: session.render_fps,
+        should_stop=session.stop_requested.is_set,
+    )
+    policy.close()
+    if session.stop_requested.is_set():
+        session.finish(Phase.CANCELLED, "stopped on request")
+    else:
+        session.finish(Phase.COMPLETED, f"played {args.episodes} episodes")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gym_gui_cleanrl_worker")
+    sub = parser.add_subparsers(dest="command", required=True)
+    training = sub.add_parser("train", help="run a CleanRL script")
+    training.add_argument("--script", required=True)
+    training.add_argument("--checkpoint-every", type=int, default=None)
+    training.add_argument("script_args", nargs=argparse.REMAINDER)
+    evaluation = sub.add_parser("evaluate", help="play a saved model")
+    evaluation.add_argument("--model", required=True)
+    evaluation.add_argument("--episodes", type=int, required=True)
+    evaluation.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    if getattr(args, "script_args", None) and args.script_args[0] == "--":
+        args.script_args = args.script_args[1:]
+
+    session = WorkerSession.from_env()
+    session.install_signal_handlers()
+    try:
+        registration = session.start()
+        if args.command == "train":
+            return train(session, registration, args)
+        return evaluate(session, registration, args)
+    except WorkerError as exc:
+        print(f"cleanrl worker: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        with contextlib.suppress(WorkerError):
+            session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
