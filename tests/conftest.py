@@ -1,11 +1,17 @@
-"""Suite-wide fixtures: every test runs against its own temporary GYM_GUI_HOME."""
+"""Suite-wide fixtures: every test runs against its own temporary GYM_GUI_HOME; a real daemon on demand."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+from tests.support import kill_run_workers, stop_daemon
 
 REPO = Path(__file__).resolve().parent.parent
 # One pre-installed bundles directory (`make bundles` with GYM_GUI_BUNDLES set, as `make test` does)
@@ -21,3 +27,30 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     # Two cores run the tests, the daemon and a worker at once: torch's own threads only fight them.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    return Home(tmp_path / "gym_gui_home").ensure()
+
+
+@pytest.fixture
+def daemon_args() -> list[str]:
+    return ["--heartbeat-timeout", "10", "--cancel-grace", "3"]
+
+
+@pytest.fixture
+def client(home: Home, daemon_args: list[str]) -> Iterator[DaemonClient]:
+    client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+    try:
+        yield client
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
+
+
+@pytest.fixture
+def registry(home: Home) -> Iterator[RunRegistry]:
+    registry = RunRegistry(home.registry_path)
+    yield registry
+    registry.close()

@@ -570,11 +570,21 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
         stream = client.subscribe(run_id, credits=8)
         view = _WatchView(run_id)
         try:
-            with Live(view.render(), console=console, refresh_per_second=8) as live:
+            if console.is_terminal:
+                with Live(view.render(), console=console, refresh_per_second=8) as live:
+                    for event in stream:
+                        if view.apply(event):
+                            stream.grant(1)
+                        live.update(view.render())
+                        if view.ended:
+                            break
+            else:
+                # Piped or logged: one plain line per thing that happened, as it happens.
                 for event in stream:
                     if view.apply(event):
                         stream.grant(1)
-                    live.update(view.render())
+                    for line in view.lines(event):
+                        print(line, flush=True)
                     if view.ended:
                         break
         finally:
@@ -623,6 +633,23 @@ class _WatchView:
         elif body == "event":
             self.messages = [*self.messages[-4:], f"{event.event.level}: {event.event.message}"]
         return False
+
+    def lines(self, event: pb.TelemetryEvent) -> list[str]:
+        """Plain text for ``event`` (steps are summarised by the episodes they make)."""
+        body = event.WhichOneof("body")
+        if body == "episode":
+            e = event.episode
+            return [f"episode {e.episode}: return {e.total_reward:.4g} in {e.steps} steps"]
+        if body == "metrics":
+            return [f"{m.tag}={m.value:.4g} @ {m.step}" for m in event.metrics.metrics]
+        if body == "state":
+            reason = f": {event.state.reason}" if event.state.reason else ""
+            return [f"state {event.state.to_state}{reason}"]
+        if body == "event":
+            return [f"{event.event.level}: {event.event.message}"]
+        if body in ("starved", "resumed"):
+            return [body.upper()]
+        return []
 
     def render(self) -> Table:
         table = Table(show_header=False, title=self.run_id)
@@ -743,7 +770,7 @@ def main() -> None:
     try:
         app()
     except GymGuiError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -21,7 +21,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.daemon.conftest import kill_run_workers, pid_alive, random_config, stop_daemon, wait_until
+from tests.support import kill_run_workers, pid_alive, random_config, stop_daemon, wait_until
 
 
 def human_run(client: DaemonClient) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.daemon.conftest import random_config, wait_until
+from tests.support import random_config, wait_until
 
 
 def test_frozenlake_run_stores_every_episode_and_step(client: DaemonClient, home: Home) -> None:

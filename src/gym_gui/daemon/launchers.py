@@ -33,6 +33,8 @@ class LaunchPlan:
     env: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
     manifest: dict[str, Any] = field(default_factory=dict)
+    # The run's secrets this worker gets (None: all of them); the rest never reach its process.
+    secrets: dict[str, str] | None = None
 
 
 class WorkerLauncher(Protocol):
@@ -266,10 +268,13 @@ class CleanRLLauncher:
             )
             if config.tracking.wandb_entity:
                 env["WANDB_ENTITY"] = config.tracking.wandb_entity
+        secrets: dict[str, str] = {}
+        if env.get("WANDB_MODE") == "online":
+            secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
         manifest: dict[str, Any] = {"script": script, "script_command": [str(python), script, *flags]}
         if config.source.python is None and config.source.scripts_dir is None:
             manifest["environment_packages"] = self.bundles.freeze(self.bundle)
-        return LaunchPlan(argv=argv, env=env, warnings=warnings, manifest=manifest)
+        return LaunchPlan(argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets)
 
 
 @functools.lru_cache(maxsize=16)

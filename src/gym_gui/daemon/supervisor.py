@@ -244,13 +244,14 @@ class Supervisor:
         with self._lock:
             if run.finalized:
                 return
-            env = {**self._worker_env(run), **plan.env}
+            worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
+            env = {**self._worker_env(run), **plan.env, **worker_secrets}
             assert run.manifest is not None
             run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
             for warning in plan.warnings:
                 self._event(run, "WARNING", warning)
             if run.config.dry_run:
-                shown = {k: ("***" if k in run.secret_env else v) for k, v in env.items()}
+                shown = {k: ("***" if k in worker_secrets else v) for k, v in env.items()}
                 self._event(
                     run,
                     "INFO",
@@ -604,7 +605,6 @@ class Supervisor:
                 "SDL_AUDIODRIVER": "dummy",
             }
         )
-        env.update(run.secret_env)
         return env
 
     def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""Fixtures for daemon tests: a real daemon process on loopback in a temporary home, and helpers to wait on it."""
+"""Helpers shared by the suite: waiting on conditions, daemon processes, small run configs."""
 
 from __future__ import annotations
 
@@ -6,14 +6,10 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from gym_gui.core.config import RunConfig, parse_run_config
-from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -67,34 +63,3 @@ def kill_run_workers(home: Home) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
     registry.close()
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Home:
-    return Home(tmp_path / "gym_gui_home").ensure()
-
-
-@pytest.fixture
-def daemon_args() -> list[str]:
-    return ["--heartbeat-timeout", "10", "--cancel-grace", "3"]
-
-
-@pytest.fixture
-def client(home: Home, daemon_args: list[str]) -> Iterator[DaemonClient]:
-    client = DaemonClient.connect(home.root, daemon_args=daemon_args)
-    try:
-        yield client
-    finally:
-        kill_run_workers(home)
-        stop_daemon(client)
-
-
-@pytest.fixture
-def registry(home: Home) -> Iterator[RunRegistry]:
-    registry = RunRegistry(home.registry_path)
-    yield registry
-    registry.close()
-
-
-def record_of(registry: RunRegistry, run_id: str) -> RunRecord:
-    return registry.get(run_id)

@@ -1,0 +1,509 @@
+"""CleanRL runs through the real daemon: training, live metrics, artifacts, evaluation, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk.render import decode_payload
+
+from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.telemetry import TelemetryReader
+from tests.conftest import SHARED_BUNDLES
+from tests.support import kill_run_workers, pid_alive, stop_daemon, wait_until
+
+SECRET = "gymgui-test-secret-7f3a9c"
+
+
+def cleanrl_config(algo: str, env_id: str, timesteps: int, **extra: Any) -> RunConfig:
+    return parse_run_config(
+        {
+            "worker": "cleanrl",
+            "algorithm": algo,
+            "env_id": env_id,
+            "seed": 1,
+            "budget": {"timesteps": timesteps},
+            **extra,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def cleanrl_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonClient, Home]]:
+    """One daemon for the module (CleanRL runs are the slow part; the daemon is not)."""
+    root = tmp_path_factory.mktemp("cleanrl_home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GYM_GUI_HOME", str(root))
+        env.setenv("GYM_GUI_BUNDLES", SHARED_BUNDLES)
+        env.setenv("OMP_NUM_THREADS", "1")
+        home = Home(root).ensure()
+        client = DaemonClient.connect(home.root, daemon_args=["--cancel-grace", "20"])
+        try:
+            yield client, home
+        finally:
+            kill_run_workers(home)
+            stop_daemon(client)
+
+
+@pytest.fixture(scope="module")
+def trained(cleanrl_daemon: tuple[DaemonClient, Home]) -> dict[str, Any]:
+    """PPO on CartPole-v1 for 20k steps with periodic checkpoints, watched live by a viewer."""
+    client, _home = cleanrl_daemon
+    config = cleanrl_config("ppo", "CartPole-v1", 20_000, checkpoints={"every_steps": 5000})
+    record, _ = client.submit(config)
+    stream = client.subscribe(record.run_id, credits=1000)
+    events: list[pb.TelemetryEvent] = []
+    for event in stream:
+        events.append(event)
+        if event.HasField("state") and RunState(event.state.to_state).terminal:
+            break
+    stream.close()
+    final = client.wait_for_end(record.run_id, timeout=300)
+    return {"run_id": record.run_id, "final": final, "events": events}
+
+
+def test_ppo_trains_to_completion_and_its_run_directory_holds_everything(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    _client, home = cleanrl_daemon
+    final = trained["final"]
+    assert final.state is RunState.COMPLETED, final.reason
+    run_dir = home.run_dir(trained["run_id"])
+    assert list(run_dir.glob("runs/*/events.out.tfevents.*"))
+    assert (run_dir / "checkpoints" / "final.cleanrl_model").stat().st_size > 0
+    assert len(list(run_dir.glob("checkpoints/step_*.cleanrl_model"))) >= 3
+    assert "SPS:" in (run_dir / "logs" / "worker.stdout.log").read_text()
+    assert (run_dir / "logs" / "worker.stderr.log").exists()
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["tensorboard_dir"].startswith("runs/")
+    assert manifest["script"].endswith("cleanrl/ppo.py")
+    flags = manifest["script_command"]
+    for flag, value in [
+        ("--env-id", "CartPole-v1"),
+        ("--total-timesteps", "20000"),
+        ("--seed", "1"),
+        ("--cuda", "False"),
+    ]:
+        assert flags[flags.index(flag) + 1] == value
+    assert "cleanrl==1.2.0" in manifest["environment_packages"]
+    assert any(p.startswith("torch==2.13.0") for p in manifest["environment_packages"])
+    steps = sorted(c["step"] for c in manifest["checkpoints"])
+    assert steps[-1] >= 19_000 and steps[0] < 10_000
+    assert any(c["path"] == "checkpoints/final.cleanrl_model" for c in manifest["checkpoints"])
+
+
+def test_metrics_reach_storage_once_each(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    _client, home = cleanrl_daemon
+    run_dir = home.run_dir(trained["run_id"])
+    reader = TelemetryReader(home.telemetry_path(trained["run_id"]))
+    tags = set(reader.metric_tags())
+    assert {"charts/episodic_return", "charts/SPS", "losses/value_loss", "losses/policy_loss"} <= tags
+    returns = reader.metrics("charts/episodic_return")
+    reader.close()
+    printed = re.findall(
+        r"global_step=(\d+), episodic_return=", (run_dir / "logs" / "worker.stdout.log").read_text()
+    )
+    # Each episode's return arrives from stdout first and from the event file later: stored once.
+    assert len(returns) == len(printed)
+    assert max(p.step for p in returns) <= 20_000
+
+
+def test_metrics_stream_live_while_training(trained: dict[str, Any]) -> None:
+    events = trained["events"]
+    end = next(i for i, e in enumerate(events) if e.HasField("state") and e.state.to_state == "COMPLETED")
+    live = [m.tag for e in events[:end] if e.HasField("metrics") for m in e.metrics.metrics]
+    assert "charts/episodic_return" in live
+    assert "charts/SPS" in live
+    batches = [e for e in events[:end] if e.HasField("metrics")]
+    assert len(batches) > 3  # many updates during the run, not one dump at the end
+
+
+def test_evaluation_plays_the_trained_model_as_a_replayable_telemetry_run(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    client, home = cleanrl_daemon
+    config = parse_run_config(
+        {
+            "worker": "cleanrl",
+            "mode": "evaluate",
+            "algorithm": "ppo",
+            "env_id": "CartPole-v1",
+            "seed": 5,
+            "budget": {"episodes": 3},
+            "evaluation": {"run_id": trained["run_id"]},
+            "telemetry": {"render_fps": 30},
+        }
+    )
+    record, _ = client.submit(config)
+    assert record.lane == "telemetry"
+    assert "ppo-eval" in record.run_id
+    final = client.wait_for_end(record.run_id, timeout=180)
+    assert final.state is RunState.COMPLETED, final.reason
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    episodes = reader.episodes()
+    assert len(episodes) == 3
+    per_episode = reader.steps_per_episode()
+    assert all(per_episode[e.episode] == e.steps for e in episodes)
+    assert all(e.total_reward == e.steps for e in episodes)  # CartPole: +1 per step
+    first = reader.steps(0, 0, 1)[0]
+    frame = decode_payload(first.render or b"")
+    assert getattr(frame, "shape", None) is not None and frame.shape[2] == 3
+    assert reader.meta("render_kind") == "pixels"
+    reader.close()
+
+
+def test_evaluation_of_a_periodic_checkpoint_and_refusal_of_one_outside_the_run(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    client, home = cleanrl_daemon
+    manifest = json.loads((home.run_dir(trained["run_id"]) / "manifest.json").read_text())
+    checkpoint = min(manifest["checkpoints"], key=lambda c: c["step"])["path"]
+
+    def evaluation(path: str) -> RunConfig:
+        return parse_run_config(
+            {
+                "worker": "cleanrl",
+                "mode": "evaluate",
+                "algorithm": "ppo",
+                "env_id": "CartPole-v1",
+                "budget": {"episodes": 1},
+                "evaluation": {"run_id": trained["run_id"], "checkpoint": path},
+                "telemetry": {"render_fps": 0},
+            }
+        )
+
+    record, _ = client.submit(evaluation(checkpoint))
+    assert client.wait_for_end(record.run_id, timeout=180).state is RunState.COMPLETED
+    with pytest.raises(ConfigError, match="outside the run"):
+        client.submit(evaluation("../../registry.sqlite"))
+    with pytest.raises(ConfigError, match="no model"):
+        client.submit(evaluation("checkpoints/nope.cleanrl_model"))
+
+
+@pytest.mark.parametrize(
+    ("algo", "env_id", "timesteps", "params"),
+    [
+        ("dqn", "CartPole-v1", 1500, {"learning-starts": 500, "buffer-size": 2000, "train-frequency": 4}),
+        ("c51", "CartPole-v1", 1500, {"learning-starts": 500, "buffer-size": 2000, "train-frequency": 4}),
+        ("ppo_continuous_action", "Pendulum-v1", 2048, {"num-steps": 512}),
+        ("sac_continuous_action", "Pendulum-v1", 600, {"learning-starts": 200, "batch-size": 32}),
+    ],
+)
+def test_each_algorithm_finishes_a_short_run_with_a_model(
+    cleanrl_daemon: tuple[DaemonClient, Home], algo: str, env_id: str, timesteps: int, params: dict[str, Any]
+) -> None:
+    client, home = cleanrl_daemon
+    record, _ = client.submit(cleanrl_config(algo, env_id, timesteps, params=params))
+    final = client.wait_for_end(record.run_id, timeout=300)
+    assert final.state is RunState.COMPLETED, final.reason
+    assert (home.run_dir(record.run_id) / "checkpoints" / "final.cleanrl_model").exists()
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    assert reader.metric_count() > 0
+    reader.close()
+
+
+def test_unknown_or_ill_typed_parameters_are_refused_with_the_scripts_own_names(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, _home = cleanrl_daemon
+    with pytest.raises(ConfigError, match=r"--learning-rat .*did you mean --learning-rate"):
+        client.submit(cleanrl_config("ppo", "CartPole-v1", 1000, params={"learning-rat": 0.1}))
+    with pytest.raises(ConfigError, match="--num-envs"):
+        client.submit(cleanrl_config("ppo", "CartPole-v1", 1000, params={"num-envs": "many"}))
+    with pytest.raises(ConfigError, match="set by the run config"):
+        client.submit(cleanrl_config("ppo", "CartPole-v1", 1000, params={"env-id": "Acrobot-v1"}))
+    with pytest.raises(ConfigError, match="algorithm"):
+        client.submit(
+            parse_run_config({"worker": "cleanrl", "env_id": "CartPole-v1", "budget": {"timesteps": 10}})
+        )
+
+
+def test_a_flag_the_script_rejects_fails_the_run_with_the_scripts_error_line(
+    cleanrl_daemon: tuple[DaemonClient, Home], cleanrl_python: Path, tmp_path: Path
+) -> None:
+    """A user's checkout whose ppo.py checks --num-envs itself (a type gym_gui only sees as text)."""
+    client, _home = cleanrl_daemon
+    bundled = subprocess.run(
+        [
+            str(cleanrl_python),
+            "-c",
+            "import importlib.util as u; print(u.find_spec('cleanrl').submodule_search_locations[0])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    checkout = tmp_path / "my_cleanrl"
+    checkout.mkdir()
+    source = (Path(bundled) / "ppo.py").read_text()
+    source = source.replace(
+        "def parse_args():",
+        "def positive_int(text):\n"
+        "    value = int(text)\n"
+        "    if value < 1:\n"
+        "        raise argparse.ArgumentTypeError(f'{text} environments is not a positive number')\n"
+        "    return value\n\n\n"
+        "def parse_args():",
+    ).replace(
+        'parser.add_argument("--num-envs", type=int,', 'parser.add_argument("--num-envs", type=positive_int,'
+    )
+    (checkout / "ppo.py").write_text(source)
+    config = cleanrl_config(
+        "ppo", "CartPole-v1", 1000, params={"num-envs": "-2"}, source={"scripts_dir": str(checkout)}
+    )
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=120)
+    assert final.state is RunState.FAILED
+    assert final.exit_code == 2
+    assert "error: argument --num-envs: -2 environments is not a positive number" in final.reason
+
+
+def test_an_env_cleanrl_cannot_make_fails_with_its_message(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+    client, _home = cleanrl_daemon
+    # Registered in gym_gui's gymnasium 1.4, unknown to the old gym the PyPI ppo.py uses.
+    record, _ = client.submit(cleanrl_config("ppo", "LunarLander-v3", 2048))
+    final = client.wait_for_end(record.run_id, timeout=120)
+    assert final.state is RunState.FAILED
+    assert "LunarLander" in final.reason
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline and pid_alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+def test_cancel_mid_training_ends_the_process_tree_and_keeps_metrics_and_model(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 5_000_000))
+    run_dir = str(home.run_dir(record.run_id))
+    wait_until(
+        lambda: client.get_run(record.run_id).progress.global_step > 2000, 120, "training to be under way"
+    )
+    assert len(_processes_mentioning(run_dir)) >= 1  # the launcher runs with the run directory in its argv
+    client.cancel(record.run_id)
+    final = client.wait_for_end(record.run_id, timeout=120)
+    assert final.state is RunState.CANCELLED
+    wait_until(lambda: not _processes_mentioning(run_dir), 30, "every process of the run to be gone")
+    registry = RunRegistry(home.registry_path)
+    assert registry.get(record.run_id).pid is None
+    registry.close()
+    assert (home.run_dir(record.run_id) / "checkpoints" / "interrupted.cleanrl_model").exists()
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    assert reader.metric_count() > 0
+    reader.close()
+
+
+def test_gpu_wish_falls_back_to_cpu_with_a_warning_and_a_mandatory_gpu_fails_before_launch(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    record, _ = client.submit(
+        cleanrl_config("ppo", "CartPole-v1", 1024, resources={"gpu": True}, params={"num-steps": 128})
+    )
+    assert client.wait_for_end(record.run_id, timeout=120).state is RunState.COMPLETED
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    warnings = [e.message for e in reader.events() if e.level == "WARNING"]
+    reader.close()
+    assert any("runs on the CPU" in w or "goes on the CPU" in w for w in warnings), warnings
+    flags = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())["script_command"]
+    assert flags[flags.index("--cuda") + 1] == "False"
+
+    record, _ = client.submit(
+        cleanrl_config("ppo", "CartPole-v1", 1024, resources={"gpu": True, "gpu_mandatory": True})
+    )
+    final = client.wait_for_end(record.run_id, timeout=120)
+    assert final.state is RunState.FAILED
+    assert "GPU is mandatory" in final.reason
+    registry = RunRegistry(home.registry_path)
+    assert [c.to_state for c in registry.history(record.run_id)] == ["QUEUED", "STARTING", "FAILED"]
+    registry.close()
+
+
+def test_wandb_offline_keeps_the_key_out_of_every_file(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+    client, home = cleanrl_daemon
+    config = cleanrl_config(
+        "ppo",
+        "CartPole-v1",
+        1024,
+        params={"num-steps": 128},
+        tracking={"wandb_mode": "offline", "wandb_project": "gg"},
+    )
+    record, _ = client.submit(config, {"WANDB_API_KEY": SECRET})
+    final = client.wait_for_end(record.run_id, timeout=180)
+    assert final.state is RunState.COMPLETED, final.reason
+    manifest = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())
+    assert manifest["wandb"]["path"].startswith("wandb/offline-run-")
+    assert manifest["wandb"]["mode"] == "offline"
+    leaks = [p for p in home.root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaks == []
+
+
+def test_dry_run_shows_the_exact_command_with_secrets_redacted(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    _client, home = cleanrl_daemon
+    env = {**os.environ, "GYM_GUI_HOME": str(home.root), "WANDB_API_KEY": SECRET, "COLUMNS": "300"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gym_gui", "train", "--worker", "cleanrl", "--algo", "ppo", "--env", "CartPole-v1",
+         "--total-timesteps", "1000", "--wandb", "online", "--dry-run"],
+        capture_output=True, text=True, env=env, timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "COMPLETED: dry-run" in out
+    assert "-m gym_gui_cleanrl_worker train --script" in out and "--total-timesteps 1000" in out
+    assert "working directory:" in out
+    assert "WANDB_API_KEY=***" in out
+    assert SECRET not in out
+    run_id = re.search(r"run (\S+__ppo__\S+)", out)
+    assert run_id
+    registry = RunRegistry(home.registry_path)
+    assert registry.get(run_id.group(1)).pid is None  # nothing was launched
+    registry.close()
+
+
+def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+    client, _home = cleanrl_daemon
+    description = client.describe_worker("cleanrl", "ppo")
+    assert description.lane == "analytics" and description.bundle_installed
+    algorithms = {a["name"]: a for a in json.loads(description.algorithms_json)}
+    for name in (
+        "ppo",
+        "dqn",
+        "c51",
+        "ppo_continuous_action",
+        "sac_continuous_action",
+        "td3_continuous_action",
+        "ddpg_continuous_action",
+    ):
+        assert algorithms[name]["runnable"], algorithms[name]
+    assert not algorithms["dqn_atari"]["runnable"]
+    params = {p["name"]: p for p in json.loads(description.arguments_json)["params"]}
+    assert params["learning-rate"]["default"] == 0.00025 and params["learning-rate"]["type"] == "float"
+    assert params["cuda"]["bool_style"] == "strtobool"
+
+
+def test_a_missing_bundle_is_reported_with_how_to_install_it(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "GYM_GUI_HOME": str(tmp_path / "home"),
+        "GYM_GUI_BUNDLES": str(tmp_path / "no_bundles"),
+    }
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "gym_gui", "algorithms"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert result.returncode == 1
+        assert "gym-gui bundles install cleanrl" in result.stderr
+        check = subprocess.run(
+            [sys.executable, "-m", "gym_gui", "bundles", "check", "cleanrl"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert check.returncode == 1
+        assert "gym-gui bundles install cleanrl" in check.stdout + check.stderr
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "gym_gui", "daemon", "stop"], env=env, capture_output=True, timeout=60
+        )
+
+
+CORRUPT_EVENTS = r"""
+import json, sys
+from pathlib import Path
+from torch.utils.tensorboard import SummaryWriter
+from gym_gui_cleanrl_worker.bridge import EventFileTail
+
+root = Path(sys.argv[1])
+writer = SummaryWriter(str(root / "runs" / "a"))
+for step in range(5):
+    writer.add_scalar("charts/episodic_return", float(step), step)
+writer.flush()
+tail = EventFileTail(root / "runs")
+first = tail.poll()
+path = next((root / "runs" / "a").glob("events.out.tfevents.*"))
+with open(path, "ab") as f:
+    f.write(b"\x07\x00\x00\x00\x00\x00\x00\x00garbage-not-a-record")
+second = tail.poll()
+writer2 = SummaryWriter(str(root / "runs" / "b"))
+for step in range(3):
+    writer2.add_scalar("losses/value_loss", 1.0, step)
+writer2.flush()
+third = tail.poll()
+print(json.dumps({"first": len(first), "second": len(second), "third": [p[0] for p in third]}))
+"""
+
+
+def test_a_corrupt_event_file_does_not_stop_the_bridge(cleanrl_python: Path, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(cleanrl_python), "-c", CORRUPT_EVENTS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    assert counts["first"] == 5
+    assert counts["second"] == 0
+    assert counts["third"] == ["losses/value_loss"] * 3
+
+
+def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+    client, home = cleanrl_daemon
+    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 60_000))
+    env = {**os.environ, "GYM_GUI_HOME": str(home.root), "COLUMNS": "200"}
+    lines: queue.Queue[str] = queue.Queue()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "gym_gui", "watch", record.run_id], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert watcher.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout], daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    seen = ""
+
+    def live_metrics() -> bool:
+        nonlocal seen
+        while not lines.empty():
+            seen += lines.get()
+        return "charts/episodic_return" in seen and "charts/SPS" in seen
+
+    wait_until(live_metrics, 120, "watch to show return and SPS")
+    assert client.get_run(record.run_id).info.state == "RUNNING"  # shown while CleanRL trains
+    assert watcher.wait(300) == 0
+    reader.join(10)
+    live_metrics()
+    assert "COMPLETED" in seen
