@@ -507,3 +507,15 @@ def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[D
     reader.join(10)
     live_metrics()
     assert "COMPLETED" in seen
+
+
+def test_atari_and_mujoco_variants_are_refused_before_launch_with_the_install_hint(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    before = set(home.runs_dir.iterdir())
+    with pytest.raises(ConfigError, match=r"dqn_atari cannot run here: .*pip install ale-py"):
+        client.submit(cleanrl_config("dqn_atari", "BreakoutNoFrameskip-v4", 1000))
+    with pytest.raises(ConfigError, match=r"HalfCheetah-v4 \(mujoco environment\) needs mujoco.*pip install"):
+        client.submit(cleanrl_config("ppo_continuous_action", "HalfCheetah-v4", 1000))
+    assert set(home.runs_dir.iterdir()) == before

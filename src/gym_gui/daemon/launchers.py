@@ -201,6 +201,8 @@ class CleanRLLauncher:
             json.dumps(config.params),
             "--mapped",
             json.dumps(mapped),
+            "--env-id",
+            config.env_id,
         )
 
     def _gpu_available(self, python: Path) -> bool:

@@ -169,9 +169,13 @@ class Supervisor:
         spec = worker_spec(config.worker)
         if not spec.available:
             raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
-        check_env(config.env_id)
-        if spec.launch is Launch.DAEMON:
+        if spec.launch is Launch.DAEMON and self._launcher(config.worker).bundle != "app":
+            # The worker's own environment decides which env ids it can make (its launcher checks).
             self._launcher(config.worker).validate(config)
+        else:
+            check_env(config.env_id)
+            if spec.launch is Launch.DAEMON:
+                self._launcher(config.worker).validate(config)
         label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
         now = time.time()
         with self._lock:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gym_gui_cleanrl_worker.scripts import find_algorithm, list_algorithms
+from gym_gui_cleanrl_worker.scripts import find_algorithm, list_algorithms, missing_for_env
 
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
@@ -588,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mapped", default="{}", help="with --values: flags derived from the run config (JSON)"
     )
+    parser.add_argument("--env-id", default=None, help="with --values: refuse an env whose family is not installed here")
     args = parser.parse_args(argv)
     result: Any
     failed = False
@@ -597,6 +598,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.all:
             result = describe_all(args.scripts_dir)
         else:
+            if args.values is not None:
+                # Before running anything: the script must be runnable here, and so must the env.
+                infos = {info.name: info for info in list_algorithms(args.scripts_dir)}
+                info = infos.get(args.algo)
+                if info is not None and not info.runnable:
+                    raise ValueError(f"{args.algo} cannot run here: {info.reason}")
+                hint = missing_for_env(args.env_id, info.env_family if info else None) if args.env_id else None
+                if hint:
+                    raise ValueError(hint)
             result = describe_algo(args.algo, args.scripts_dir)
             failed = "error" in result
             if args.values is not None and not failed:
