@@ -4,14 +4,18 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml
+PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml
 
 # The test suite shares one pre-installed bundles directory instead of building one per temporary home.
 TEST_BUNDLES := $(CURDIR)/.bundles
 
-.PHONY: run test install bundles sysdeps lint typecheck imports pytest bench proto clean
+.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-gui screenshots proto clean
 
 run: install bundles
+	scripts/run-cockpit.sh
+
+# The terminal demo: the daemon and a short random-agent run with live progress.
+demo: install
 	$(BIN)/gym-gui demo
 
 # Target-specific, so `bundles` (a prerequisite here) and `pytest` see it too; `make run` does not.
@@ -49,6 +53,16 @@ pytest:
 
 bench: install
 	$(BIN)/python bench/telemetry_throughput.py
+
+bench-cleanrl: install bundles
+	$(BIN)/python bench/cleanrl_overhead.py
+
+bench-gui: install
+	$(BIN)/python bench/gui_live.py
+
+# Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them).
+screenshots: install bundles
+	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python scripts/screenshots.py docs/screenshots
 
 # The committed stubs are checked against this by tests/protocol/test_stubs.py.
 proto:

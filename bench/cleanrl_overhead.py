@@ -135,6 +135,21 @@ class MachineLoad:
         return busy / total * (os.cpu_count() or 1)
 
 
+def settle(limit: float, idle_cores: float) -> float | None:
+    """Wait (at most ``limit`` s) until the machine is idle for a whole second; return the busy cores seen last.
+
+    On a shared machine another process's burst during one side's run would decide the ratio; the
+    bench cannot stop others, but it can start each run in a quiet moment.
+    """
+    deadline = time.monotonic() + limit
+    while True:
+        load = MachineLoad()
+        time.sleep(1.0)
+        busy = load.stop()
+        if busy is None or busy <= idle_cores or time.monotonic() >= deadline:
+            return busy
+
+
 # ------------------------------------------------------------ setup
 
 
@@ -341,6 +356,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="raw/gym_gui pairs per algorithm")
     parser.add_argument("--algos", default="ppo,dqn", help="comma-separated CleanRL scripts")
     parser.add_argument("--bundles", type=Path, default=None, help="directory holding the cleanrl bundle")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=120.0,
+        help="wait up to this long for an idle machine before each run (s)",
+    )
+    parser.add_argument(
+        "--idle-cores", type=float, default=0.3, help="busy cores below which the machine counts as idle"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="longest one run may take (s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary GYM_GUI_HOME and raw dirs")
     args = parser.parse_args(argv)
@@ -374,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
             raw_first = round_no % 2 == 1
             for algo in algos:
                 for side in ("raw", "gym_gui") if raw_first else ("gym_gui", "raw"):
+                    busy = settle(args.settle, args.idle_cores) if args.settle > 0 else None
+                    if busy is not None and busy > args.idle_cores:
+                        print(f"  (machine still busy before this run: {_cores(busy)})", flush=True)
                     if side == "raw":
                         m = run_raw(python, algo, flags[algo], raw_root, round_no, args.timeout)
                     else:

@@ -13,6 +13,9 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from tests.support import kill_run_workers, stop_daemon
 
+# Qt widgets are real but drawn offscreen (set before any QApplication exists).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 REPO = Path(__file__).resolve().parent.parent
 # One pre-installed bundles directory (`make bundles` with GYM_GUI_BUNDLES set, as `make test` does)
 # shared by every temporary home: building the cleanrl bundle per test would take minutes each.

@@ -50,7 +50,8 @@ def stop_daemon(client: DaemonClient) -> None:
     try:
         client.shutdown()
     except Exception:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     client.close()
     wait_until(lambda: not pid_alive(pid), 20, "the daemon to exit")
 

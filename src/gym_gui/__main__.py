@@ -1,7 +1,7 @@
-"""`python -m gym_gui`: the same as the `gym-gui` command."""
+"""`python -m gym_gui`: the same as `gym-gui` (the window with no arguments, else the CLI)."""
 
 from __future__ import annotations
 
-from gym_gui.cli import main
+from gym_gui.main import main
 
 main()

@@ -33,7 +33,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.telemetry import TelemetryReader
 
 app = typer.Typer(
-    help="gym_gui: a research cockpit for reinforcement learning.",
+    help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -321,8 +321,9 @@ def train(
             "budget.episodes": episodes,
             "budget.timesteps": total_timesteps,
             "algorithm": algo,
-            "source.scripts_dir": str(scripts_dir) if scripts_dir else None,
-            "source.python": str(python) if python else None,
+            # The daemon runs elsewhere: paths are made absolute here, where they were typed.
+            "source.scripts_dir": str(scripts_dir.resolve()) if scripts_dir else None,
+            "source.python": str(python.absolute()) if python else None,
             "resources.gpu": gpu,
             "resources.gpu_mandatory": gpu_mandatory,
             "tracking.wandb_mode": wandb,
@@ -396,9 +397,27 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
             time.sleep(0.25)
 
 
+def _print_warnings(run_dir: Path) -> None:
+    """The WARNING and ERROR events of a run (GPU fallback, W&B offline …), where a user will see them."""
+    path = run_dir / "telemetry.sqlite"
+    if not path.exists():
+        return
+    try:
+        reader = TelemetryReader(path)
+        try:
+            events = [e for e in reader.events() if e.level in ("WARNING", "ERROR")]
+        finally:
+            reader.close()
+    except GymGuiError:
+        return
+    for event in events:
+        console.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
+
+
 def _print_end(info: pb.RunInfo) -> None:
-    reason = f": {info.reason}" if info.reason else ""
-    console.print(f"run [bold]{info.run_id}[/] {_state(info.state)}{reason}")
+    reason = f": {escape(info.reason)}" if info.reason else ""
+    console.print(f"run [bold]{info.run_id}[/] {_state(info.state)}{reason}", soft_wrap=True)
+    _print_warnings(Path(info.run_dir))
 
 
 @app.command("eval")
@@ -451,8 +470,13 @@ def algorithms(
 ) -> None:
     """The algorithms a worker offers (from the scripts present), or one algorithm's arguments."""
     with _client() as client:
-        description = client.describe_worker(worker, algo or "", str(scripts_dir or ""), str(python or ""))
-    if not description.bundle_installed:
+        description = client.describe_worker(
+            worker,
+            algo or "",
+            str(scripts_dir.resolve()) if scripts_dir else "",
+            str(python.absolute()) if python else "",
+        )
+    if not description.bundle_installed and python is None:
         raise ConfigError(
             f"the {description.bundle} bundle is not installed; run `gym-gui bundles install {description.bundle}`"
         )
@@ -465,13 +489,13 @@ def algorithms(
                 f"--{param['name']}",
                 f"{param['type']}{choices}",
                 json.dumps(param.get("default")),
-                param.get("help") or "",
+                escape(param.get("help") or ""),
             )
         console.print(table)
         return
     table = Table("algorithm", "environments", "default env", "runnable")
     for entry in json.loads(description.algorithms_json or "[]"):
-        runnable = "yes" if entry.get("runnable") else f"[dim]no: {entry.get('reason', '')}[/]"
+        runnable = "yes" if entry.get("runnable") else f"[dim]no: {escape(entry.get('reason', ''))}[/]"
         table.add_row(entry["name"], entry.get("env_family", ""), entry.get("default_env", ""), runnable)
     console.print(table)
 
@@ -513,7 +537,7 @@ def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs
             _state(info.state),
             _when(info.created_at),
             _elapsed(info),
-            info.reason[:60],
+            escape(info.reason[:60]),
         )
     console.print(table)
 
@@ -529,7 +553,7 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     table.add_row("run", info.run_id)
     table.add_row("worker", f"{info.worker} ({info.lane} lane)")
     table.add_row("env", info.env_id)
-    table.add_row("state", _state(info.state) + (f": {info.reason}" if info.reason else ""))
+    table.add_row("state", _state(info.state) + (f": {escape(info.reason)}" if info.reason else ""))
     if info.has_exit_code:
         table.add_row("exit code", str(info.exit_code))
     table.add_row("created", _when(info.created_at))
@@ -556,9 +580,12 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
             table.add_row("return", f"mean {sum(returns) / len(returns):.3f}, last {returns[-1]:.3f}")
         table.add_row("metrics", ", ".join(tags) or "none")
     console.print(table)
+    _print_warnings(Path(info.run_dir))
     history = Table("time", "from", "to", "reason", title="state history")
     for change in detail.history:
-        history.add_row(_when(change.time), change.from_state or "-", _state(change.to_state), change.reason)
+        history.add_row(
+            _when(change.time), change.from_state or "-", _state(change.to_state), escape(change.reason)
+        )
     console.print(history)
 
 
@@ -590,8 +617,8 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
         finally:
             stream.close()
     if view.final is not None:
-        reason = f": {view.final.reason}" if view.final.reason else ""
-        console.print(f"run [bold]{run_id}[/] {_state(view.final.to_state)}{reason}")
+        reason = f": {escape(view.final.reason)}" if view.final.reason else ""
+        console.print(f"run [bold]{run_id}[/] {_state(view.final.to_state)}{reason}", soft_wrap=True)
 
 
 class _WatchView:
@@ -770,7 +797,7 @@ def main() -> None:
     try:
         app()
     except GymGuiError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

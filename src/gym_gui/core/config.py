@@ -55,6 +55,12 @@ class Resources(_Strict):
     gpu: bool = Field(default=False, description="Use a GPU when one is available.")
     gpu_mandatory: bool = Field(default=False, description="Fail before launch when no GPU is available.")
 
+    @model_validator(mode="after")
+    def _mandatory_means_wanted(self) -> Resources:
+        if self.gpu_mandatory and not self.gpu:
+            raise ValueError("gpu_mandatory needs gpu: a GPU cannot be mandatory and unwanted")
+        return self
+
 
 class TelemetryOptions(_Strict):
     """What a telemetry-lane run streams and stores."""

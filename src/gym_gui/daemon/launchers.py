@@ -208,6 +208,22 @@ class CleanRLLauncher:
     def _gpu_available(self, python: Path) -> bool:
         return _cuda_available(python)
 
+    def _environment(self, config: RunConfig, python: Path) -> dict[str, Any]:
+        """The interpreter the script runs in and its exact package set (pip freeze)."""
+        if config.source.python is None:
+            return {
+                "bundle": self.bundle,
+                "python": str(python),
+                "packages": self.bundles.freeze(self.bundle),
+            }
+        try:
+            freeze = subprocess.run(
+                [str(python), "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120, check=True
+            ).stdout.split()
+        except (OSError, subprocess.SubprocessError) as exc:
+            freeze = [f"(pip freeze failed: {exc})"]
+        return {"bundle": None, "python": str(python), "packages": freeze}
+
     # ------------------------------------------------------------ launch
 
     def plan(
@@ -274,12 +290,10 @@ class CleanRLLauncher:
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
         manifest: dict[str, Any] = {"script": script, "script_command": [str(python), script, *flags]}
-        if config.source.python is None and config.source.scripts_dir is None:
-            manifest["environment_packages"] = self.bundles.freeze(self.bundle)
+        manifest["environment"] = self._environment(config, python)
         return LaunchPlan(argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets)
 
 
-@functools.lru_cache(maxsize=16)
 def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, Any]]:
     return BundleCall(python)("gym_gui_cleanrl_worker.describe", *dir_args, "--list")
 

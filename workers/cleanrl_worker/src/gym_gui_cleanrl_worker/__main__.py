@@ -150,7 +150,8 @@ class Trainer:
 
 
 def _episode_of(name: str) -> int | None:
-    digits = "".join(ch if ch.isdigit() else " " for ch in name).split()
+    # gymnasium's RecordVideo names files "...-episode-<n>.mp4": the last number before the extension.
+    digits = "".join(ch if ch.isdigit() else " " for ch in Path(name).stem).split()
     return int(digits[-1]) if digits else None
 
 

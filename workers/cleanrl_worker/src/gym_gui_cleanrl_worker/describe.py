@@ -588,7 +588,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mapped", default="{}", help="with --values: flags derived from the run config (JSON)"
     )
-    parser.add_argument("--env-id", default=None, help="with --values: refuse an env whose family is not installed here")
+    parser.add_argument(
+        "--env-id", default=None, help="with --values: refuse an env whose family is not installed here"
+    )
     args = parser.parse_args(argv)
     result: Any
     failed = False
@@ -604,7 +606,9 @@ def main(argv: list[str] | None = None) -> int:
                 info = infos.get(args.algo)
                 if info is not None and not info.runnable:
                     raise ValueError(f"{args.algo} cannot run here: {info.reason}")
-                hint = missing_for_env(args.env_id, info.env_family if info else None) if args.env_id else None
+                hint = (
+                    missing_for_env(args.env_id, info.env_family if info else None) if args.env_id else None
+                )
                 if hint:
                     raise ValueError(hint)
             result = describe_algo(args.algo, args.scripts_dir)

@@ -1,0 +1,130 @@
+"""Render the cockpit's main views into PNG files (`make screenshots`, a real window under Xvfb).
+
+A fresh temporary GYM_GUI_HOME and a real daemon: a human FrozenLake episode, a random-agent run
+live on CartPole, a short CleanRL PPO run's charts, and the replay of the human episode.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.states import RunState
+from gym_gui.storage.home import Home
+from gym_gui.ui.control_panel import AGENT, HUMAN
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.main_window import MainWindow
+from gym_gui.ui.settings import Settings
+
+
+def pump(until: Callable[[], bool], timeout: float, what: str) -> None:
+    """Run the event loop until ``until()`` holds (or fail after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not until():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"screenshots: timed out waiting for {what}")
+        QCoreApplication.processEvents()
+        time.sleep(0.01)
+
+
+def settle(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        QCoreApplication.processEvents()
+        time.sleep(0.01)
+
+
+def shoot(window: MainWindow, out: Path, name: str) -> None:
+    settle(0.5)
+    path = out / f"{name}.png"
+    window.grab().save(str(path))
+    print(f"wrote {path}")
+
+
+def main(out_dir: str) -> int:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication(sys.argv)
+    with tempfile.TemporaryDirectory(prefix="gym_gui_shots_") as tmp:
+        home = Home(Path(tmp)).ensure()
+        link = DaemonLink(home.root)
+        window = MainWindow(link, Settings(home.root))
+        window.resize(1500, 950)
+        window.show()
+        link.connect_daemon()
+        pump(lambda: link.connected, 60, "the daemon")
+        client = link.client
+        assert client is not None
+        try:
+            # Human play: a few moves on FrozenLake.
+            window.control.set_mode(HUMAN)
+            window.control.env_picker.set_env("FrozenLake-v1")
+            play = window.human_play
+            play.start_episode()
+            pump(lambda: play.session_ready(), 30, "the human episode")
+            for key in ("Right", "Right", "Down"):
+                play.press(key)
+                settle(0.2)
+            shoot(window, out, "human-play")
+            human_run = play.run_id
+
+            # A random agent live on CartPole.
+            record, _ = client.submit(
+                parse_run_config(
+                    {
+                        "worker": "random",
+                        "env_id": "CartPole-v1",
+                        "budget": {"timesteps": 50_000_000},
+                        "telemetry": {"render_fps": 30},
+                    }
+                )
+            )
+            window.control.set_mode(AGENT)
+            pump(lambda: record.run_id in window._runs, 30, "the random run")
+            window.select_run(record.run_id)
+            settle(3)
+            shoot(window, out, "live")
+            client.cancel(record.run_id)
+
+            # CleanRL PPO: its charts.
+            window.control.roster.select("cleanrl")
+            ppo, _ = client.submit(
+                parse_run_config(
+                    {"worker": "cleanrl", "algorithm": "ppo", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000}}
+                )
+            )
+            pump(lambda: ppo.run_id in window._runs, 30, "the PPO run")
+            window.select_run(ppo.run_id)
+            window.run_view.tabs.setCurrentIndex(1)
+            final = client.wait_for_end(ppo.run_id, timeout=600)
+            if final.state is not RunState.COMPLETED:
+                raise SystemExit(f"screenshots: PPO run ended {final.state.value}: {final.reason}")
+            settle(2)
+            shoot(window, out, "charts")
+            window.run_view.tabs.setCurrentIndex(4)
+            shoot(window, out, "checkpoints")
+
+            # The human episode, replayed.
+            if human_run:
+                play.close_session()
+                pump(lambda: human_run in window._runs, 30, "the human run row")
+                window.select_run(human_run)
+                window.run_view.tabs.setCurrentIndex(1)
+                settle(1)
+                shoot(window, out, "replay")
+        finally:
+            client.shutdown()
+            window.close()
+    app.quit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots"))

@@ -1,0 +1,1 @@
+"""The Qt cockpit: windows, docks, tabs, forms, presenters and charts (the only package that imports Qt)."""

@@ -1,0 +1,251 @@
+"""The left dock: Human | Agent, the environment picker with its Game Info, the worker roster and its form."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QStackedWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gym_gui.core.envs import catalog_by_family, env_doc, family_info
+from gym_gui.core.workers import ROSTER, WORKERS
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.presenters import presenter_for
+
+HUMAN, AGENT = "human", "agent"
+# The baseline every agent is compared against, listed after the roster.
+BASELINES = ("random",)
+
+
+class EnvPicker(QWidget):
+    """Environments grouped by family, with the selected one's Game Info (the catalog's Markdown)."""
+
+    env_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.combo = QComboBox()
+        self.combo.setObjectName("envPicker")
+        for family, entries in catalog_by_family().items():
+            if not entries:
+                continue
+            self.combo.addItem(f"— {family_info(family).title} —")
+            header = self.combo.model().item(self.combo.count() - 1)  # type: ignore[attr-defined]
+            header.setEnabled(False)
+            for entry in entries:
+                self.combo.addItem(f"{entry.env_id}", entry.env_id)
+        self.info = QTextBrowser()
+        self.info.setObjectName("gameInfo")
+        self.info.setOpenExternalLinks(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.combo)
+        layout.addWidget(self.info, 1)
+        self.combo.currentIndexChanged.connect(self._changed)
+
+    @property
+    def env_id(self) -> str:
+        return str(self.combo.currentData() or "")
+
+    def set_env(self, env_id: str) -> None:
+        index = self.combo.findData(env_id)
+        if index >= 0:
+            self.combo.setCurrentIndex(index)
+
+    def _changed(self, _index: int) -> None:
+        env_id = self.env_id
+        if not env_id:
+            return
+        try:
+            self.info.setMarkdown(env_doc(env_id))
+        except KeyError:
+            self.info.setPlainText(env_id)
+        self.env_changed.emit(env_id)
+
+
+class Roster(QListWidget):
+    """The worker roster, exactly as named; kinds that cannot run yet are greyed with their reason."""
+
+    worker_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("roster")
+        for kind in (*ROSTER, *BASELINES):
+            spec = WORKERS[kind]
+            item = QListWidgetItem(spec.display_name)
+            item.setData(Qt.ItemDataRole.UserRole, kind)
+            item.setToolTip(f"{spec.display_name}: {spec.lane.value} lane")
+            if not spec.available:
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled & ~Qt.ItemFlag.ItemIsSelectable)
+                item.setToolTip(f"{spec.display_name} is unavailable: {spec.unavailable_reason}")
+                item.setText(f"{spec.display_name} (unavailable)")
+            self.addItem(item)
+        self.currentItemChanged.connect(self._changed)
+
+    def kind(self) -> str:
+        item = self.currentItem()
+        return str(item.data(Qt.ItemDataRole.UserRole)) if item else ""
+
+    def select(self, kind: str) -> None:
+        for row in range(self.count()):
+            item = self.item(row)
+            if item.data(Qt.ItemDataRole.UserRole) == kind and item.flags() & Qt.ItemFlag.ItemIsEnabled:
+                self.setCurrentRow(row)
+                return
+
+    def display_names(self) -> list[str]:
+        return [self.item(row).text() for row in range(self.count())]
+
+    def _changed(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
+        if current is not None:
+            self.worker_changed.emit(str(current.data(Qt.ItemDataRole.UserRole)))
+
+
+class UseTrainedPanel(QWidget):
+    """Pick a finished CleanRL training run with a saved model and watch its agent play."""
+
+    evaluate_requested = Signal(str, int)  # run id, episodes
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.runs = QComboBox()
+        self.runs.setObjectName("trainedRuns")
+        self.episodes = QSpinBox()
+        self.episodes.setRange(1, 1000)
+        self.episodes.setValue(5)
+        self.button = QPushButton("Watch it play")
+        self.button.setObjectName("watchTrained")
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Trained run"))
+        layout.addWidget(self.runs)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Episodes"))
+        row.addWidget(self.episodes)
+        layout.addLayout(row)
+        layout.addWidget(self.button)
+        layout.addStretch(1)
+        self.button.clicked.connect(self._evaluate)
+
+    def offer(self, run_id: str) -> None:
+        if self.runs.findText(run_id) < 0:
+            self.runs.insertItem(0, run_id)
+            self.runs.setCurrentIndex(0)
+
+    def _evaluate(self) -> None:
+        if self.runs.currentText():
+            self.evaluate_requested.emit(self.runs.currentText(), self.episodes.value())
+
+
+class ControlPanel(QWidget):
+    """Everything on the left: what to play or train, and how."""
+
+    mode_changed = Signal(str)
+    env_changed = Signal(str)
+    worker_changed = Signal(str)
+
+    def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.link = link
+        self.human = QRadioButton("Human")
+        self.agent = QRadioButton("Agent")
+        self.human.setChecked(True)
+        modes = QButtonGroup(self)
+        modes.addButton(self.human)
+        modes.addButton(self.agent)
+        mode_row = QHBoxLayout()
+        mode_row.addWidget(self.human)
+        mode_row.addWidget(self.agent)
+
+        self.env_picker = EnvPicker()
+        env_box = QGroupBox("Environment")
+        QVBoxLayout(env_box).addWidget(self.env_picker)
+
+        self.roster = Roster()
+        self.train_new = QRadioButton("Train new")
+        self.use_trained = QRadioButton("Use trained")
+        self.train_new.setChecked(True)
+        train_modes = QButtonGroup(self)
+        train_modes.addButton(self.train_new)
+        train_modes.addButton(self.use_trained)
+        train_row = QHBoxLayout()
+        train_row.addWidget(self.train_new)
+        train_row.addWidget(self.use_trained)
+        self.forms = QStackedWidget()
+        self.no_form = QLabel("Choose a worker.")
+        self.no_form.setWordWrap(True)
+        self.forms.addWidget(self.no_form)
+        self.trained = UseTrainedPanel()
+        self.forms.addWidget(self.trained)
+        self._forms: dict[str, QWidget] = {}
+
+        self.agent_box = QGroupBox("Agent")
+        agent_layout = QVBoxLayout(self.agent_box)
+        agent_layout.addWidget(self.roster)
+        agent_layout.addLayout(train_row)
+        agent_layout.addWidget(self.forms, 1)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(mode_row)
+        layout.addWidget(env_box, 2)
+        layout.addWidget(self.agent_box, 3)
+
+        self.human.toggled.connect(self._mode)
+        self.env_picker.env_changed.connect(self.env_changed)
+        self.roster.worker_changed.connect(self._worker)
+        self.train_new.toggled.connect(lambda _on: self._show_form())
+        self._mode(True)
+
+    @property
+    def mode(self) -> str:
+        return HUMAN if self.human.isChecked() else AGENT
+
+    def set_mode(self, mode: str) -> None:
+        (self.human if mode == HUMAN else self.agent).setChecked(True)
+
+    def _mode(self, _checked: bool) -> None:
+        self.agent_box.setEnabled(self.mode == AGENT)
+        self.mode_changed.emit(self.mode)
+
+    def _worker(self, kind: str) -> None:
+        self.worker_changed.emit(kind)
+        self._show_form()
+
+    def form(self, kind: str) -> QWidget | None:
+        """The form of ``kind``, built once from what the daemon says about it."""
+        if kind not in self._forms:
+            form = presenter_for(kind).form(self.link)
+            if form is None:
+                return None
+            self._forms[kind] = form
+            self.forms.addWidget(form)
+        return self._forms[kind]
+
+    def _show_form(self) -> None:
+        kind = self.roster.kind()
+        if self.use_trained.isChecked():
+            self.forms.setCurrentWidget(self.trained)
+            return
+        form = self.form(kind) if kind else None
+        if form is None:
+            self.no_form.setText(
+                "Human-Only plays in the centre view: switch to Human mode."
+                if kind == "human"
+                else "Choose a worker."
+            )
+            self.forms.setCurrentWidget(self.no_form)
+        else:
+            self.forms.setCurrentWidget(form)

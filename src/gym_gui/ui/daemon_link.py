@@ -1,0 +1,209 @@
+"""DaemonLink: the window's connection to the daemon — every call off the GUI thread, results as Qt signals."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from gym_gui.core.errors import GymGuiError
+from gym_gui.protocol.client import DaemonClient, TelemetryStream
+
+log = logging.getLogger(__name__)
+
+
+class _Delivery(QObject):
+    """Carries a result from a worker thread to the GUI thread (queued signal)."""
+
+    done = Signal(object, object)  # callback, value
+
+
+class TelemetrySubscription(QObject):
+    """One run's live telemetry as Qt signals, delivered on the GUI thread.
+
+    Step batches are lossy: the subscription holds a credit window and grants one credit back
+    each time the view calls :meth:`consumed` after drawing, so a slow view makes the daemon
+    coalesce (latest frame wins) instead of piling up. Episodes, metrics and state changes
+    always arrive.
+    """
+
+    steps = Signal(object)  # pb.StepBatch
+    episode = Signal(object)  # pb.Episode
+    metrics = Signal(object)  # pb.MetricBatch
+    state = Signal(object)  # pb.StateChange
+    worker_event = Signal(object)  # pb.WorkerEvent
+    starved = Signal(bool)  # True on STARVED, False on RESUMED
+    ended = Signal()
+
+    def __init__(self, client: DaemonClient, run_id: str, credits: int = 4) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self._stream: TelemetryStream = client.subscribe(run_id, credits=credits)
+        self._thread = threading.Thread(target=self._pump, name=f"subscription-{run_id}", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for event in self._stream:
+                body = event.WhichOneof("body")
+                if body == "steps":
+                    self.steps.emit(event.steps)
+                elif body == "episode":
+                    self.episode.emit(event.episode)
+                elif body == "metrics":
+                    self.metrics.emit(event.metrics)
+                elif body == "state":
+                    self.state.emit(event.state)
+                elif body == "event":
+                    self.worker_event.emit(event.event)
+                elif body == "starved":
+                    self.starved.emit(True)
+                elif body == "resumed":
+                    self.starved.emit(False)
+        except GymGuiError as exc:
+            log.info("subscription to %s ended: %s", self.run_id, exc)
+        except RuntimeError:  # the Qt object went away while the stream still ran
+            return
+        try:
+            self.ended.emit()
+        except RuntimeError:
+            return
+
+    def consumed(self, credits: int = 1) -> None:
+        """The view has drawn what it got: let ``credits`` more step batches come."""
+        self._stream.grant(credits)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class DaemonLink(QObject):
+    """Owns the DaemonClient of the window.
+
+    - ``call(fn, on_done, on_error)`` runs ``fn(client)`` on a worker thread and hands the result
+      to ``on_done`` (or the error message to ``on_error``) on the GUI thread.
+    - The runs table is kept current from a WatchRuns stream (``run_updated`` / ``run_removed``).
+    - When the daemon goes away, ``connection_changed(False, message)`` fires, everything shown
+      stays, and the link reconnects (starting a daemon) on :meth:`reconnect`.
+    """
+
+    connection_changed = Signal(bool, str)
+    run_updated = Signal(object)  # pb.RunInfo
+    run_removed = Signal(str)
+    error = Signal(str)
+
+    def __init__(self, home: Path, autostart: bool = True) -> None:
+        super().__init__()
+        self.home = home
+        self.autostart = autostart
+        self.client: DaemonClient | None = None
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="daemon-call")
+        self._delivery = _Delivery()
+        self._delivery.done.connect(self._deliver)
+        self._watch_thread: threading.Thread | None = None
+        self._closing = False
+        self._watch_generation = 0
+
+    # ------------------------------------------------------------ connection
+
+    def connect_daemon(self) -> None:
+        """Connect (starting a daemon when none answers) without blocking the GUI."""
+        future = self._pool.submit(DaemonClient.connect, self.home, autostart=self.autostart)
+
+        def connected(client: Any) -> None:
+            if isinstance(client, BaseException):
+                self.connection_changed.emit(False, str(client))
+                return
+            self.client = client
+            self.connection_changed.emit(True, client.info.address)
+            self._start_watch()
+
+        future.add_done_callback(lambda f: self._delivery.done.emit(connected, f.exception() or f.result()))
+
+    reconnect = connect_daemon
+
+    @property
+    def connected(self) -> bool:
+        return self.client is not None
+
+    def _start_watch(self) -> None:
+        self._watch_generation += 1
+        generation = self._watch_generation
+        client = self.client
+        assert client is not None
+
+        def watch() -> None:
+            try:
+                for event in client.watch_runs(include_archived=True):
+                    if self._closing or generation != self._watch_generation:
+                        return
+                    kind = event.WhichOneof("kind")
+                    if kind in ("snapshot", "updated"):
+                        self.run_updated.emit(getattr(event, kind))
+                    elif kind == "removed":
+                        self.run_removed.emit(event.removed)
+            except GymGuiError as exc:
+                if not self._closing and generation == self._watch_generation:
+                    self._delivery.done.emit(self._lost, str(exc))
+            except RuntimeError:
+                return
+
+        self._watch_thread = threading.Thread(target=watch, name="watch-runs", daemon=True)
+        self._watch_thread.start()
+
+    def _lost(self, message: str) -> None:
+        self.client = None
+        self.connection_changed.emit(False, message)
+
+    # ------------------------------------------------------------ calls
+
+    def call(
+        self,
+        fn: Callable[[DaemonClient], Any],
+        on_done: Callable[[Any], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        """Run ``fn(client)`` off the GUI thread; callbacks run on the GUI thread."""
+        client = self.client
+        if client is None:
+            message = "not connected to the gym_gui daemon"
+            (on_error or self.error.emit)(message)
+            return
+
+        def run() -> Any:
+            return fn(client)
+
+        def finished(future: Any) -> None:
+            exc = future.exception()
+            if exc is not None:
+                message = str(exc) if isinstance(exc, GymGuiError) else f"{type(exc).__name__}: {exc}"
+                self._delivery.done.emit(on_error or self.error.emit, message)
+            elif on_done is not None:
+                self._delivery.done.emit(on_done, future.result())
+
+        self._pool.submit(run).add_done_callback(finished)
+
+    def subscribe(self, run_id: str, credits: int = 4) -> TelemetrySubscription | None:
+        if self.client is None:
+            return None
+        return TelemetrySubscription(self.client, run_id, credits)
+
+    @Slot(object, object)
+    def _deliver(self, callback: Callable[[Any], None], value: Any) -> None:
+        try:
+            callback(value)
+        except Exception:  # a view's bug must not take the window down
+            log.exception("callback failed")
+
+    def close(self) -> None:
+        self._closing = True
+        self._watch_generation += 1
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,346 @@
+"""The main window: composes the docks and asks each run's presenter for its tabs; it knows no worker kind."""
+
+from __future__ import annotations
+
+import logging
+
+from gym_gui_sdk import trainer_pb2 as pb
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.compare import CompareView
+from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.human_play import HumanPlayWidget
+from gym_gui.ui.presenters import presenter_for
+from gym_gui.ui.runs_table import LogDrawer, RunsTable
+from gym_gui.ui.settings import Settings
+from gym_gui.ui.tabs.base import RunTab
+
+log = logging.getLogger(__name__)
+
+SHORTCUTS = (
+    ("Ctrl+Return", "Start a run from the selected worker's form"),
+    ("Ctrl+.", "Cancel the selected run"),
+    ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
+    ("Ctrl+H", "Human play"),
+    ("Space / Left / Right", "Replay: play-pause / step back / step forward"),
+    ("Arrow keys, W A S D …", "Human play: the environment's key map (see Game Info)"),
+)
+
+
+class RunView(QWidget):
+    """The selected run's tabs, as its worker's presenter decided."""
+
+    follow_run = Signal(str)  # a tab started a new run (an evaluation) to switch to
+
+    def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.link = link
+        self.title = QLabel("No run selected.")
+        self.title.setObjectName("runTitle")
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("runTabs")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.title)
+        layout.addWidget(self.tabs, 1)
+        self.run: pb.RunInfo | None = None
+        self._tabs: list[RunTab] = []
+
+    def show_run(self, run: pb.RunInfo) -> None:
+        self.clear()
+        self.run = run
+        self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
+        self._tabs = presenter_for(run.worker).tabs(run, self.link)
+        for tab in self._tabs:
+            self.tabs.addTab(tab, tab.title)
+            started = getattr(tab, "evaluation_started", None)
+            if started is not None:
+                started.connect(self.follow_run)
+            tab.attach(run)
+
+    def run_changed(self, run: pb.RunInfo) -> None:
+        if self.run is not None and run.run_id == self.run.run_id:
+            self.run = run
+            self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
+            for tab in self._tabs:
+                tab.run_changed(run)
+
+    def clear(self) -> None:
+        for tab in self._tabs:
+            tab.detach()
+        self.tabs.clear()
+        for tab in self._tabs:
+            tab.deleteLater()
+        self._tabs = []
+        self.run = None
+
+    def tab_list(self) -> list[RunTab]:
+        return list(self._tabs)
+
+
+class MainWindow(QMainWindow):
+    """Left: what to play or train. Centre: human play or the selected run's tabs. Bottom: the runs."""
+
+    def __init__(self, link: DaemonLink, settings: Settings) -> None:
+        super().__init__()
+        self.link = link
+        self.settings = settings
+        self.setWindowTitle("gym_gui — RL research cockpit")
+        self.resize(1400, 900)
+
+        self.control = ControlPanel(link)
+        left = QDockWidget("Control", self)
+        left.setObjectName("controlDock")
+        left.setWidget(self.control)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, left)
+
+        self.human_play = HumanPlayWidget(link)
+        self.run_view = RunView(link)
+        self.centre = QStackedWidget()
+        self.centre.addWidget(self.human_play)
+        self.centre.addWidget(self.run_view)
+        self.setCentralWidget(self.centre)
+
+        self.runs = RunsTable(link)
+        self.logs = LogDrawer()
+        bottom_split = QSplitter(Qt.Orientation.Horizontal)
+        bottom_split.setObjectName("bottomSplit")
+        bottom_split.addWidget(self.runs)
+        bottom_split.addWidget(self.logs)
+        bottom_split.setStretchFactor(0, 3)
+        bottom_split.setStretchFactor(1, 2)
+        self.bottom_split = bottom_split
+        bottom = QDockWidget("Runs", self)
+        bottom.setObjectName("runsDock")
+        bottom.setWidget(bottom_split)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, bottom)
+
+        self.connection = QLabel("connecting to the daemon…")
+        self.reconnect_button = QPushButton("Start daemon")
+        self.reconnect_button.setVisible(False)
+        self.statusBar().addPermanentWidget(self.connection)
+        self.statusBar().addPermanentWidget(self.reconnect_button)
+
+        self.compare = CompareView()
+        compare_dock = QDockWidget("Compare", self)
+        compare_dock.setObjectName("compareDock")
+        compare_dock.setWidget(self.compare)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, compare_dock)
+        compare_dock.hide()
+        self.compare_dock = compare_dock
+
+        self._runs: dict[str, pb.RunInfo] = {}
+        self._pending_select: str | None = None
+        self._wire()
+        self._menus()
+        self._restore()
+        if link.connected:
+            self._backfill()
+
+    # ------------------------------------------------------------ wiring
+
+    def _wire(self) -> None:
+        link = self.link
+        link.connection_changed.connect(self._connection)
+        link.run_updated.connect(self._run_updated)
+        link.run_removed.connect(self._run_removed)
+        link.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
+        self.reconnect_button.clicked.connect(link.reconnect)
+        self.control.mode_changed.connect(self._mode)
+        self.control.env_changed.connect(self.human_play.set_env)
+        self.control.trained.evaluate_requested.connect(self.evaluate)
+        self.runs.run_selected.connect(self.select_run)
+        self.runs.run_selected.connect(self._show_logs)
+        self.runs.selection_changed.connect(self._compare)
+        self.run_view.follow_run.connect(self._follow_new_run)
+        self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
+
+    def _menus(self) -> None:
+        run_menu = self.menuBar().addMenu("&Run")
+        start = QAction("Start run", self)
+        start.setShortcut(QKeySequence("Ctrl+Return"))
+        start.triggered.connect(self.start_run)
+        cancel = QAction("Cancel selected run", self)
+        cancel.setShortcut(QKeySequence("Ctrl+."))
+        cancel.triggered.connect(self.cancel_selected)
+        human = QAction("Human play", self)
+        human.setShortcut(QKeySequence("Ctrl+H"))
+        human.triggered.connect(lambda: self.control.set_mode(HUMAN))
+        for action in (start, cancel, human):
+            run_menu.addAction(action)
+        view_menu = self.menuBar().addMenu("&View")
+        for index in range(9):
+            action = QAction(f"Tab {index + 1}", self)
+            action.setShortcut(QKeySequence(f"Ctrl+{index + 1}"))
+            action.triggered.connect(lambda _=False, i=index: self.run_view.tabs.setCurrentIndex(i))
+            view_menu.addAction(action)
+        help_menu = self.menuBar().addMenu("&Help")
+        shortcuts = QAction("Keyboard shortcuts", self)
+        shortcuts.triggered.connect(self.show_shortcuts)
+        help_menu.addAction(shortcuts)
+
+    def show_shortcuts(self) -> None:
+        text = "\n".join(f"{keys}\t{what}" for keys, what in SHORTCUTS)
+        QMessageBox.information(self, "Keyboard shortcuts", text)
+
+    # ------------------------------------------------------------ daemon
+
+    def _connection(self, connected: bool, message: str) -> None:
+        if connected:
+            self.connection.setText(f"daemon at {message}")
+            self.reconnect_button.setVisible(False)
+            self._backfill()
+        else:
+            # Keep everything shown; say so, and offer to start a daemon again.
+            self.connection.setText(f"daemon unreachable: {message}")
+            self.reconnect_button.setVisible(True)
+
+    def _backfill(self) -> None:
+        """Every run the daemon knows, whatever the watch stream said before this window listened."""
+
+        def listed(runs: list[pb.RunInfo]) -> None:
+            for run in runs:
+                self._run_updated(run)
+
+        self.link.call(lambda client: client.list_runs(include_archived=True), on_done=listed)
+
+    def _run_updated(self, run: pb.RunInfo) -> None:
+        self._runs[run.run_id] = run
+        self.run_view.run_changed(run)
+        if run.worker == "cleanrl" and run.lane == "analytics" and run.state == RunState.COMPLETED.value:
+            self.control.trained.offer(run.run_id)
+
+    def _run_removed(self, run_id: str) -> None:
+        self._runs.pop(run_id, None)
+        if self.run_view.run is not None and self.run_view.run.run_id == run_id:
+            self.run_view.clear()
+            self.run_view.title.setText(f"Run {run_id} was deleted.")
+
+    # ------------------------------------------------------------ actions
+
+    def _mode(self, mode: str) -> None:
+        self.centre.setCurrentWidget(self.human_play if mode == HUMAN else self.run_view)
+        if mode == HUMAN:
+            self.human_play.set_env(self.control.env_picker.env_id)
+
+    def select_run(self, run_id: str) -> None:
+        run = self._runs.get(run_id)
+        if run is None:
+            return
+        if self.run_view.run is None or self.run_view.run.run_id != run_id:
+            self.run_view.show_run(run)
+        self.control.set_mode(AGENT)
+        self.centre.setCurrentWidget(self.run_view)
+
+    def _compare(self, run_ids: list[str]) -> None:
+        """Several runs selected: overlay a chosen metric of them (mean ± std across seeds)."""
+        runs = [self._runs[r] for r in run_ids if r in self._runs]
+        if len(runs) >= 2:
+            self.compare.set_runs(runs)
+            self.compare_dock.show()
+
+    def _show_logs(self, run_id: str) -> None:
+        run = self._runs.get(run_id)
+        if run is not None:
+            self.logs.show_run(run)
+
+    def start_run(self) -> None:
+        form = self.control.forms.currentWidget()
+        submit = getattr(form, "submit", None)
+        if callable(submit):
+            submit()
+
+    def cancel_selected(self) -> None:
+        run = self.run_view.run
+        if run is not None and not RunState(run.state).terminal:
+            self.link.call(lambda client: client.cancel(run.run_id))
+
+    def evaluate(self, run_id: str, episodes: int) -> None:
+        """Start an evaluation of a trained run and switch to its Live tab once it exists."""
+        source = self._runs.get(run_id)
+        if source is None:
+            return
+
+        def submit(client: DaemonClient) -> str:
+            detail = client.get_run(run_id)
+            import json
+
+            trained = json.loads(detail.config_json or "{}")
+            config = parse_run_config(
+                {
+                    "worker": "cleanrl",
+                    "mode": "evaluate",
+                    "env_id": source.env_id,
+                    "algorithm": trained.get("algorithm"),
+                    "seed": trained.get("seed"),
+                    "budget": {"episodes": episodes},
+                    "evaluation": {"run_id": run_id},
+                    "source": trained.get("source") or {},
+                    "telemetry": {"render_fps": 30},
+                }
+            )
+            record, _ = client.submit(config)
+            return record.run_id
+
+        self.link.call(submit, on_done=self._follow_new_run)
+
+    def _follow_new_run(self, run_id: str) -> None:
+        """Select a run as soon as its row arrives (the watch stream may lag the submit)."""
+        if run_id in self._runs:
+            self.select_run(run_id)
+            return
+        self._pending_select = run_id
+        self.link.run_updated.connect(self._select_when_known)
+
+    def _select_when_known(self, run: pb.RunInfo) -> None:
+        if run.run_id == self._pending_select:
+            self.link.run_updated.disconnect(self._select_when_known)
+            self._pending_select = None
+            self.select_run(run.run_id)
+
+    # ------------------------------------------------------------ state across starts
+
+    def _restore(self) -> None:
+        self.settings.restore_window(self)
+        sizes = self.settings.splitter_sizes("bottom")
+        if sizes:
+            self.bottom_split.setSizes(sizes)
+        env = self.settings.last_env()
+        if env:
+            self.control.env_picker.set_env(env)
+        worker = self.settings.last_worker()
+        if worker:
+            self.control.roster.select(worker)
+        mode = self.settings.last_mode()
+        if mode:
+            self.control.set_mode(mode)
+        self._mode(self.control.mode)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Closing the window leaves the daemon and its runs going; the next window re-attaches."""
+        self.settings.save_window(self)
+        self.settings.set_splitter_sizes("bottom", self.bottom_split.sizes())
+        self.settings.set_last_env(self.control.env_picker.env_id)
+        self.settings.set_last_worker(self.control.roster.kind())
+        self.settings.set_last_mode(self.control.mode)
+        self.run_view.clear()
+        self.human_play.close_session()
+        self.link.close()
+        super().closeEvent(event)

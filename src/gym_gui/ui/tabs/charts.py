@@ -1,0 +1,599 @@
+"""The Charts tab: a run's scalar metrics as live pyqtgraph plots, plus the chart pieces the Compare view shares."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from gym_gui_sdk import trainer_pb2 as pb
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QSlider,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import MetricPoint
+from gym_gui.core.states import TERMINAL_STATES
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
+from gym_gui.ui.tabs.base import RunTab
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TAG = "charts/episodic_return"
+DEFAULT_SMOOTHING = 0.6  # TensorBoard's default
+REDRAW_MS = 100  # DESIGN.md §5: charts redraw at ~10 Hz whatever the stream rate
+X_STEP = "step"
+X_WALL = "wall time"
+
+# Rows of the EMA computed per matrix product: small enough that w**(i-k) never under- or
+# overflows badly, large enough that the Python loop over blocks is short (1M points: 16k turns).
+_EMA_BLOCK = 64
+
+
+def is_terminal(state: str) -> bool:
+    """Whether a run in ``state`` (a RunInfo's state string) has ended; unknown states have not."""
+    return state in TERMINAL_STATES
+
+
+class Background(QObject):
+    """Runs callables on worker threads and hands their results to callbacks on the GUI thread.
+
+    The owner is the Qt parent: once it is deleted, results still on their way are dropped
+    instead of reaching a dead widget. Storage reads, subprocesses and HTTP polls go through
+    here so the GUI thread never waits on them.
+    """
+
+    _done = Signal(object, object)  # callback, value
+
+    def __init__(self, owner: QObject) -> None:
+        super().__init__(owner)
+        self._done.connect(self._deliver)
+
+    def run(
+        self,
+        fn: Callable[[], Any],
+        on_done: Callable[[Any], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        name: str = "background",
+    ) -> None:
+        """Call ``fn()`` on a new daemon thread; ``on_done(result)`` or ``on_error(message)`` on the GUI thread."""
+
+        def work() -> None:
+            try:
+                result = fn()
+            except Exception as exc:  # reported to the view, which shows the message
+                message = (
+                    str(exc) if isinstance(exc, GymGuiError | OSError) else f"{type(exc).__name__}: {exc}"
+                )
+                if not isinstance(exc, GymGuiError | OSError):
+                    log.exception("%s failed", name)
+                self._emit(on_error, message)
+                return
+            self._emit(on_done, result)
+
+        threading.Thread(target=work, name=name, daemon=True).start()
+
+    def _emit(self, callback: Callable[[Any], None] | None, value: Any) -> None:
+        if callback is None:
+            return
+        try:
+            self._done.emit(callback, value)
+        except RuntimeError:  # the owner was deleted meanwhile
+            return
+
+    @Slot(object, object)
+    def _deliver(self, callback: Callable[[Any], None], value: Any) -> None:
+        try:
+            callback(value)
+        except Exception:  # a view's bug must not take the window down
+            log.exception("background callback failed")
+
+
+# ---------------------------------------------------------------- series and smoothing
+
+
+class MetricSeries:
+    """One tag's points in arrival order, kept in growable numpy arrays (appending is amortised O(1))."""
+
+    def __init__(self) -> None:
+        self._steps = np.empty(256, dtype=np.float64)
+        self._walls = np.empty(256, dtype=np.float64)
+        self._values = np.empty(256, dtype=np.float64)
+        self.size = 0
+        # Bumped whenever points are replaced rather than appended, so cached smoothing restarts.
+        self.version = 0
+
+    def extend(self, steps: Iterable[float], walls: Iterable[float], values: Iterable[float]) -> None:
+        s = np.asarray(steps, dtype=np.float64).ravel()
+        w = np.asarray(walls, dtype=np.float64).ravel()
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if not (len(s) == len(w) == len(v)):
+            raise ValueError(f"steps, walls and values differ in length: {len(s)}, {len(w)}, {len(v)}")
+        end = self.size + len(s)
+        if end > len(self._steps):
+            capacity = max(end, 2 * len(self._steps))
+            self._steps = _grown(self._steps, capacity, self.size)
+            self._walls = _grown(self._walls, capacity, self.size)
+            self._values = _grown(self._values, capacity, self.size)
+        self._steps[self.size : end] = s
+        self._walls[self.size : end] = w
+        self._values[self.size : end] = v
+        self.size = end
+
+    def replace(self, steps: Iterable[float], walls: Iterable[float], values: Iterable[float]) -> None:
+        self.size = 0
+        self.version += 1
+        self.extend(steps, walls, values)
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self._steps[: self.size]
+
+    @property
+    def walls(self) -> np.ndarray:
+        return self._walls[: self.size]
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._values[: self.size]
+
+    @property
+    def last_step(self) -> int | None:
+        return int(self._steps[self.size - 1]) if self.size else None
+
+
+def _grown(array: np.ndarray, capacity: int, used: int) -> np.ndarray:
+    bigger = np.empty(capacity, dtype=array.dtype)
+    bigger[:used] = array[:used]
+    return bigger
+
+
+def ema(
+    values: np.ndarray, weight: float, state: tuple[float, int] = (0.0, 0)
+) -> tuple[np.ndarray, tuple[float, int]]:
+    """TensorBoard's smoothing: a debiased exponential moving average, continued from ``state``.
+
+    Like TensorBoard, ``last = last * weight + (1 - weight) * value`` starting from 0, divided
+    by ``1 - weight ** n`` so the first points are not dragged towards zero; non-finite values
+    are shown as they are and do not enter the average.
+
+    Args:
+        values: the new points.
+        weight: 0 (no smoothing) to < 1.
+        state: ``(last, n)`` returned by the previous call for the points before ``values``.
+
+    Returns:
+        The smoothed points and the state to continue from.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    last, count = state
+    if len(x) == 0:
+        return x.copy(), state
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    finite = np.isfinite(x)
+    out = x.copy()
+    xs = x[finite]
+    m = len(xs)
+    if m == 0:
+        return out, state
+    if weight == 0.0:
+        out[finite] = xs
+        return out, (float(xs[-1]), count + m)
+    # Blocked linear recurrence: inside a block the average is a matrix product with the
+    # lower-triangular T[i, k] = w**(i-k); blocks are chained by the value carried out of each.
+    block = _EMA_BLOCK
+    blocks = -(-m // block)
+    padded = np.zeros(blocks * block)
+    padded[:m] = xs
+    i = np.arange(block)
+    lag = i[:, None] - i[None, :]
+    transfer = np.where(lag >= 0, weight ** np.maximum(lag, 0), 0.0)
+    local = (1.0 - weight) * (padded.reshape(blocks, block) @ transfer.T)
+    decay = weight ** (i + 1.0)
+    carries = np.empty(blocks)
+    carry = last
+    tail = local[:, -1]
+    end_decay = decay[-1]
+    for b in range(blocks):
+        carries[b] = carry
+        carry = tail[b] + end_decay * carry
+    raw = (local + decay[None, :] * carries[:, None]).ravel()[:m]
+    carried = float(raw[-1])
+    # The debiasing factor 1 - w**n is 1 to double precision once w**n < 1e-17: only the first
+    # points of a series need it (computing it for all of a million costs more than the EMA).
+    needed = max(0, min(m, int(np.ceil(-17.0 / np.log10(weight))) - count))
+    if needed:
+        raw = raw.copy()
+        raw[:needed] /= 1.0 - weight ** (count + 1.0 + np.arange(needed))
+    out[finite] = raw
+    return out, (carried, count + m)
+
+
+class _Smoothed:
+    """The EMA of one series, extended as points arrive and recomputed when the weight changes."""
+
+    def __init__(self) -> None:
+        self.weight = -1.0
+        self.version = -1
+        self.values = np.empty(0)
+        self.state: tuple[float, int] = (0.0, 0)
+
+    def of(self, series: MetricSeries, weight: float) -> np.ndarray:
+        if weight != self.weight or series.version != self.version or len(self.values) > series.size:
+            self.weight, self.version = weight, series.version
+            self.values, self.state = ema(series.values, weight)
+        elif len(self.values) < series.size:
+            more, self.state = ema(series.values[len(self.values) :], weight, self.state)
+            self.values = np.concatenate([self.values, more])
+        return self.values
+
+
+def new_curve(plot: pg.PlotItem, color: Any, width: float = 1.5, name: str | None = None) -> pg.PlotDataItem:
+    """A curve that stays smooth with a million points: peak-preserving downsampling, clipped to the view."""
+    curve = plot.plot(pen=pg.mkPen(color, width=width), name=name)
+    curve.setDownsampling(auto=True, method="peak")
+    curve.setClipToView(True)
+    curve.setSkipFiniteCheck(True)
+    return curve
+
+
+def faint(color: Any, alpha: int = 70) -> Any:
+    qcolor = pg.mkColor(color)
+    qcolor.setAlpha(alpha)
+    return qcolor
+
+
+def smoothing_slider(initial: float = DEFAULT_SMOOTHING) -> tuple[QSlider, QLabel]:
+    """A 0–0.99 smoothing slider and the label showing its value."""
+    slider = QSlider(Qt.Orientation.Horizontal)
+    slider.setRange(0, 99)
+    slider.setValue(round(initial * 100))
+    slider.setToolTip("Exponential moving average, as TensorBoard smooths (0: raw points)")
+    label = QLabel(f"{initial:.2f}")
+    label.setMinimumWidth(32)
+    slider.valueChanged.connect(lambda v: label.setText(f"{v / 100:.2f}"))
+    return slider, label
+
+
+# ---------------------------------------------------------------- the tab
+
+
+def _read_metrics(path: Path, since: dict[str, int]) -> dict[str, list[MetricPoint]]:
+    """Every tag's points from storage (after ``since[tag]`` when given); runs off the GUI thread."""
+    if not path.is_file():
+        return {}
+    reader = TelemetryReader(path)
+    try:
+        return {tag: reader.metrics(tag, since_step=since.get(tag)) for tag in reader.metric_tags()}
+    finally:
+        reader.close()
+
+
+class _TagPlot:
+    """The plot of one tag: its raw points (faint when smoothed) and the smoothed curve."""
+
+    def __init__(self, plot: pg.PlotItem, color: Any) -> None:
+        self.plot = plot
+        self.color = color
+        self.raw = new_curve(plot, color, width=1.0)
+        self.smooth = new_curve(plot, color, width=2.0)
+        self.smoothed = _Smoothed()
+        self.shown: pg.PlotDataItem | None = None  # the curve the last redraw filled
+
+
+class ChartsTab(RunTab):
+    """Live plots of a run's metrics, one per chosen tag, stacked.
+
+    On attach the tab subscribes first, then back-fills from the run's telemetry.sqlite off the
+    GUI thread; live points that arrive meanwhile are held and merged after the stored ones, so
+    nothing is shown twice or missed. Points only mark the tab dirty; a 10 Hz timer redraws the
+    visible plots (a hidden tab draws nothing).
+    """
+
+    title = "Charts"
+
+    def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
+        super().__init__(link, parent)
+        self._series: dict[str, MetricSeries] = {}
+        self._plots: dict[str, _TagPlot] = {}
+        self._pending: list[pb.MetricBatch] | None = None  # live batches held until the back-fill lands
+        self._floor: dict[str, int] = {}  # per tag, the last step storage gave us
+        self._subscription: TelemetrySubscription | None = None
+        self._generation = 0
+        self._dirty = False
+        self._background = Background(self)
+
+        self.tags = QListWidget()
+        self.tags.setToolTip("Tick the metrics to plot; each gets its own chart")
+        self.tags.itemChanged.connect(self._tags_changed)
+        self.smoothing, smoothing_value = smoothing_slider()
+        self.smoothing.valueChanged.connect(self._mark_dirty)
+        self.x_axis = QComboBox()
+        self.x_axis.addItems([X_STEP, X_WALL])
+        self.x_axis.currentTextChanged.connect(self._rebuild_plots)
+        self.status = QLabel("No run selected.")
+        self.status.setWordWrap(True)
+        self.canvas = pg.GraphicsLayoutWidget()
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Smoothing"))
+        controls.addWidget(self.smoothing, 1)
+        controls.addWidget(smoothing_value)
+        controls.addSpacing(12)
+        controls.addWidget(QLabel("X axis"))
+        controls.addWidget(self.x_axis)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addLayout(controls)
+        right_layout.addWidget(self.canvas, 1)
+        right_layout.addWidget(self.status)
+        split = QSplitter()
+        split.addWidget(self.tags)
+        split.addWidget(right)
+        split.setStretchFactor(1, 1)
+        split.setSizes([200, 800])
+        layout = QVBoxLayout(self)
+        layout.addWidget(split)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(REDRAW_MS)
+        self._timer.timeout.connect(self._tick)
+
+    # ------------------------------------------------------------ RunTab
+
+    def attach(self, run: pb.RunInfo) -> None:
+        self.detach()
+        super().attach(run)
+        self._generation += 1
+        self._pending = []
+        self.status.setText("Loading stored metrics…")
+        self._subscription = None if is_terminal(run.state) else self.link.subscribe(run.run_id)
+        if self._subscription is not None:
+            self._subscription.metrics.connect(self._on_metrics)
+        self._backfill({})
+        self._timer.start()
+
+    def run_changed(self, run: pb.RunInfo) -> None:
+        was_active = self.run is not None and not is_terminal(self.run.state)
+        super().run_changed(run)
+        if was_active and is_terminal(run.state) and self._pending is None:
+            # The stream may have dropped points in its last moments (or the daemon went away):
+            # top up from storage, which is lossless.
+            self._backfill({tag: s.last_step for tag, s in self._series.items() if s.last_step is not None})
+
+    def detach(self) -> None:
+        self._generation += 1
+        self._timer.stop()
+        if self._subscription is not None:
+            self._subscription.metrics.disconnect(self._on_metrics)
+            self._subscription.close()
+            self._subscription = None
+        self._pending = None
+        self._floor.clear()
+        self._series.clear()
+        self.tags.clear()
+        self._rebuild_plots()
+        self.status.setText("No run selected.")
+        super().detach()
+
+    # ------------------------------------------------------------ data in
+
+    def _backfill(self, since: dict[str, int]) -> None:
+        run = self.run
+        if run is None:
+            return
+        generation = self._generation
+        path = Path(run.run_dir) / "telemetry.sqlite"
+        self._background.run(
+            lambda: _read_metrics(path, since),
+            lambda stored: self._stored(generation, stored),
+            lambda message: self._failed(generation, message),
+            name=f"charts-backfill-{run.run_id}",
+        )
+
+    def _stored(self, generation: int, stored: dict[str, list[MetricPoint]]) -> None:
+        if generation != self._generation:
+            return
+        for tag, points in stored.items():
+            series = self._series.setdefault(tag, MetricSeries())
+            # A top-up after live points arrived appends only what is past them.
+            last = series.last_step
+            fresh = [p for p in points if last is None or p.step > last]
+            series.extend([p.step for p in fresh], [p.wall_time for p in fresh], [p.value for p in fresh])
+            if series.last_step is not None:
+                self._floor[tag] = series.last_step
+        pending, self._pending = self._pending, None
+        for batch in pending or []:
+            self._on_metrics(batch)
+        self._tags_arrived()
+        self._mark_dirty()
+
+    def _failed(self, generation: int, message: str) -> None:
+        if generation != self._generation:
+            return
+        # A run that has just started may not have initialised its database yet; its points
+        # arrive live, so only a run without a live feed has something to report.
+        if self._subscription is None:
+            self.status.setText(f"Stored metrics could not be read: {message}")
+        else:
+            self.status.setText("Waiting for the run's first metrics…")
+        pending, self._pending = self._pending, None
+        for batch in pending or []:
+            self._on_metrics(batch)
+
+    @Slot(object)
+    def _on_metrics(self, batch: pb.MetricBatch) -> None:
+        if self._pending is not None:
+            self._pending.append(batch)
+            return
+        by_tag: dict[str, tuple[list[float], list[float], list[float]]] = {}
+        for metric in batch.metrics:
+            # Points storage already gave us arrive again where the stream overlaps the back-fill.
+            floor = self._floor.get(metric.tag)
+            if floor is not None and metric.step <= floor:
+                continue
+            steps, walls, values = by_tag.setdefault(metric.tag, ([], [], []))
+            steps.append(metric.step)
+            walls.append(metric.wall_time)
+            values.append(metric.value)
+        if not by_tag:
+            return
+        new_tag = False
+        for tag, (steps, walls, values) in by_tag.items():
+            if tag not in self._series:
+                self._series[tag] = MetricSeries()
+                new_tag = True
+            self._series[tag].extend(steps, walls, values)
+        if new_tag:
+            self._tags_arrived()
+        self._mark_dirty()
+
+    def add_points(
+        self, tag: str, steps: Iterable[float], walls: Iterable[float], values: Iterable[float]
+    ) -> None:
+        """Append points of ``tag`` (what live batches do), e.g. to show data from elsewhere."""
+        is_new = tag not in self._series
+        self._series.setdefault(tag, MetricSeries()).extend(steps, walls, values)
+        if is_new:
+            self._tags_arrived()
+        self._mark_dirty()
+
+    # ------------------------------------------------------------ tag picker
+
+    def _tags_arrived(self) -> None:
+        known = {self.tags.item(i).text() for i in range(self.tags.count())}
+        self.tags.blockSignals(True)
+        for tag in sorted(set(self._series) - known):
+            item = QListWidgetItem(tag)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            self.tags.addItem(item)
+        self.tags.sortItems()
+        if not self.checked_tags() and self.tags.count():
+            default = self.tags.findItems(DEFAULT_TAG, Qt.MatchFlag.MatchExactly)
+            (default[0] if default else self.tags.item(0)).setCheckState(Qt.CheckState.Checked)
+        self.tags.blockSignals(False)
+        self._rebuild_plots()
+
+    def checked_tags(self) -> list[str]:
+        """The tags being plotted, in picker order."""
+        return [
+            self.tags.item(i).text()
+            for i in range(self.tags.count())
+            if self.tags.item(i).checkState() == Qt.CheckState.Checked
+        ]
+
+    def set_checked_tags(self, tags: Iterable[str]) -> None:
+        wanted = set(tags)
+        self.tags.blockSignals(True)
+        for i in range(self.tags.count()):
+            item = self.tags.item(i)
+            item.setCheckState(Qt.CheckState.Checked if item.text() in wanted else Qt.CheckState.Unchecked)
+        self.tags.blockSignals(False)
+        self._rebuild_plots()
+
+    def _tags_changed(self, _item: QListWidgetItem) -> None:
+        self._rebuild_plots()
+
+    def _rebuild_plots(self) -> None:
+        wanted = self.checked_tags()
+        if list(self._plots) == wanted and self._axis_matches():
+            return
+        self.canvas.clear()
+        self._plots.clear()
+        wall = self.x_axis.currentText() == X_WALL
+        for row, tag in enumerate(wanted):
+            axis = {"bottom": pg.DateAxisItem(orientation="bottom")} if wall else None
+            plot = self.canvas.addPlot(row=row, col=0, title=tag, axisItems=axis)
+            plot.showGrid(x=True, y=True, alpha=0.2)
+            plot.setLabel("bottom", X_WALL if wall else X_STEP)
+            self._plots[tag] = _TagPlot(plot, pg.intColor(row, hues=max(len(wanted), 6)))
+        self._mark_dirty()
+
+    def _axis_matches(self) -> bool:
+        wall = self.x_axis.currentText() == X_WALL
+        return all(
+            isinstance(p.plot.getAxis("bottom"), pg.DateAxisItem) == wall for p in self._plots.values()
+        )
+
+    # ------------------------------------------------------------ drawing
+
+    def _mark_dirty(self, *_args: object) -> None:
+        self._dirty = True
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._dirty = True
+
+    def _tick(self) -> None:
+        if self._dirty and self.isVisible():
+            self._dirty = False
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Hand every plotted tag's current data to its curves (the timer calls this at most 10×/s)."""
+        weight = self.smoothing.value() / 100
+        wall = self.x_axis.currentText() == X_WALL
+        total = 0
+        for tag, tag_plot in self._plots.items():
+            series = self._series.get(tag)
+            if series is None or series.size == 0:
+                tag_plot.raw.setData([], [])
+                tag_plot.smooth.setData([], [])
+                tag_plot.shown = None
+                continue
+            xs = series.walls if wall else series.steps
+            total += series.size
+            if weight > 0:
+                tag_plot.raw.setPen(pg.mkPen(faint(tag_plot.color), width=1.0))
+                tag_plot.raw.setData(xs, series.values)
+                tag_plot.smooth.setData(xs, tag_plot.smoothed.of(series, weight))
+                tag_plot.smooth.setVisible(True)
+                shown = tag_plot.smooth
+            else:
+                tag_plot.raw.setPen(pg.mkPen(tag_plot.color, width=1.5))
+                tag_plot.raw.setData(xs, series.values)
+                tag_plot.smooth.setVisible(False)
+                shown = tag_plot.raw
+            tag_plot.shown = shown
+        if self.run is not None:
+            last = max((s.last_step or 0 for s in self._series.values()), default=0)
+            self.status.setText(
+                f"{len(self._series)} tags · {total:,} points plotted · last step {last:,}"
+                if self._series
+                else "No metrics stored yet; they appear here as the run reports them."
+            )
+
+    # ------------------------------------------------------------ for tests and callers
+
+    def series(self, tag: str) -> tuple[np.ndarray, np.ndarray]:
+        """The raw points of ``tag`` held by the tab: (steps, values)."""
+        found = self._series.get(tag)
+        if found is None:
+            return np.empty(0), np.empty(0)
+        return found.steps.copy(), found.values.copy()
+
+    def points_drawn(self, tag: str) -> int:
+        """How many points of ``tag`` are on screen: the last redraw's data after downsampling and clipping to the view."""
+        plot = self._plots.get(tag)
+        if plot is None or plot.shown is None:
+            return 0
+        xs, _ = plot.shown.getData()
+        return 0 if xs is None else len(xs)

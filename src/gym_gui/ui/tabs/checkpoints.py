@@ -1,0 +1,409 @@
+"""The Checkpoints tab: a run's saved models with their step, evaluation of one, and the videos it captured."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_gui_sdk import trainer_pb2 as pb
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDoubleSpinBox,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.errors import ConfigError
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.tabs.charts import Background
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EPISODES = 5
+DEFAULT_RENDER_FPS = 30.0
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """One saved model of a run: ``path`` is relative to the run directory."""
+
+    kind: str  # "model" (the final one) or "checkpoint" (periodic, or on cancel)
+    path: str
+    step: int
+    exists: bool
+    size: int
+
+
+@dataclass(frozen=True)
+class Video:
+    """One captured video: ``path`` is relative to the run directory."""
+
+    path: str
+    episode: int | None
+    step: int
+    exists: bool
+
+
+@dataclass(frozen=True)
+class RunArtifacts:
+    """What the tab lists for a run, read from its manifest.json and config.json."""
+
+    models: list[SavedModel]
+    videos: list[Video]
+    evaluable: str | None  # None when the run's models can be evaluated, else why not
+
+
+def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
+    """The run's saved models (by step) and videos, from its manifest (blocking: call it off the GUI thread)."""
+    manifest = _json_file(run_dir / "manifest.json")
+    config = _json_file(run_dir / "config.json")
+    models: dict[str, SavedModel] = {}
+    for entry in manifest.get("checkpoints") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        file = run_dir / entry["path"]
+        size = file.stat().st_size if file.is_file() else 0
+        # A path registered twice (re-registered after a reconnect) is one model.
+        models[entry["path"]] = SavedModel(
+            str(entry.get("kind") or "checkpoint"),
+            entry["path"],
+            int(entry.get("step") or 0),
+            file.is_file(),
+            size,
+        )
+    videos = []
+    for entry in manifest.get("videos") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        meta = entry.get("meta")
+        episode = meta.get("episode") if isinstance(meta, dict) else None
+        videos.append(
+            Video(
+                entry["path"],
+                int(episode) if isinstance(episode, int | float) else None,
+                int(entry.get("step") or 0),
+                (run_dir / entry["path"]).is_file(),
+            )
+        )
+    if worker != "cleanrl":
+        evaluable: str | None = f"evaluation plays CleanRL models; this is a {worker} run"
+    elif config.get("mode", "train") != "train":
+        evaluable = "this run is itself an evaluation; evaluate the training run it played"
+    else:
+        evaluable = None
+    return RunArtifacts(
+        sorted(models.values(), key=lambda m: (m.step, m.kind == "model")),
+        sorted(videos, key=lambda v: (v.episode if v.episode is not None else -1, v.path)),
+        evaluable,
+    )
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def submit_evaluation(
+    client: DaemonClient, run_id: str, checkpoint: str, episodes: int, render_fps: float
+) -> str:
+    """Submit an evaluation run of ``checkpoint`` of ``run_id`` (what `gym-gui eval` submits); returns its id."""
+    detail = client.get_run(run_id)
+    trained = json.loads(detail.config_json or "{}")
+    if detail.info.worker != "cleanrl" or trained.get("mode", "train") != "train":
+        raise ConfigError(f"run {run_id} is not a CleanRL training run; only those have models to play")
+    config = parse_run_config(
+        {
+            "worker": "cleanrl",
+            "mode": "evaluate",
+            "env_id": detail.info.env_id,
+            "algorithm": trained.get("algorithm"),
+            "seed": trained.get("seed"),
+            "budget": {"episodes": episodes},
+            "evaluation": {"run_id": run_id, "checkpoint": checkpoint},
+            "source": trained.get("source") or {},
+            "telemetry": {"render_fps": render_fps},
+        }
+    )
+    record, _ = client.submit(config)
+    return record.run_id
+
+
+def _item(text: str, data: Any = None, align_right: bool = False) -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    if data is not None:
+        item.setData(Qt.ItemDataRole.UserRole, data)
+    if align_right:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    return item
+
+
+def _table(headers: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.verticalHeader().setVisible(False)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
+
+
+class CheckpointsTab(RunTab):
+    """The run's saved models and captured videos.
+
+    Evaluate submits a telemetry-lane run that plays the selected model (the same run
+    `gym-gui eval RUN --checkpoint PATH` starts) and emits ``evaluation_started(run_id)`` so the
+    window can switch to it. Videos open in the system's player: QtMultimedia is not part of
+    PySide6-Essentials.
+    """
+
+    title = "Checkpoints"
+    evaluation_started = Signal(str)
+
+    def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
+        super().__init__(link, parent)
+        self.artifacts: RunArtifacts | None = None
+        self._generation = 0
+        self._background = Background(self)
+
+        self.models = _table(["step", "kind", "size", "path"])
+        self.models.itemSelectionChanged.connect(self._update_buttons)
+        self.models_message = QLabel("No run selected.")
+        self.models_message.setWordWrap(True)
+        self.episodes = QSpinBox()
+        self.episodes.setRange(1, 10_000)
+        self.episodes.setValue(DEFAULT_EPISODES)
+        self.episodes.setToolTip("Episodes the evaluation plays")
+        self.render_fps = QDoubleSpinBox()
+        self.render_fps.setRange(0.0, 240.0)
+        self.render_fps.setDecimals(0)
+        self.render_fps.setValue(DEFAULT_RENDER_FPS)
+        self.render_fps.setToolTip("Frames per second stored for the Live and Replay tabs (0: none)")
+        self.evaluate_button = QPushButton("Evaluate")
+        self.evaluate_button.setToolTip("Play the selected model as a new, replayable run")
+        self.evaluate_button.clicked.connect(self.evaluate)
+        self.evaluate_status = QLabel("")
+        self.evaluate_status.setWordWrap(True)
+
+        self.videos = _table(["episode", "step", "file"])
+        self.videos.itemSelectionChanged.connect(self._update_buttons)
+        self.videos.cellDoubleClicked.connect(lambda _row, _col: self.open_video())
+        self.videos_message = QLabel("")
+        self.videos_message.setWordWrap(True)
+        self.open_button = QPushButton("Open")
+        self.open_button.setToolTip("Open the video in the system's player")
+        self.open_button.clicked.connect(self.open_video)
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Episodes"))
+        controls.addWidget(self.episodes)
+        controls.addWidget(QLabel("Render fps"))
+        controls.addWidget(self.render_fps)
+        controls.addWidget(self.evaluate_button)
+        controls.addWidget(self.evaluate_status, 1)
+        models_box = QGroupBox("Saved models")
+        models_layout = QVBoxLayout(models_box)
+        models_layout.addWidget(self.models_message)
+        models_layout.addWidget(self.models, 1)
+        models_layout.addLayout(controls)
+        video_controls = QHBoxLayout()
+        video_controls.addWidget(self.videos_message, 1)
+        video_controls.addWidget(self.open_button)
+        videos_box = QGroupBox("Videos")
+        videos_layout = QVBoxLayout(videos_box)
+        videos_layout.addWidget(self.videos, 1)
+        videos_layout.addLayout(video_controls)
+        layout = QVBoxLayout(self)
+        layout.addWidget(models_box, 3)
+        layout.addWidget(videos_box, 2)
+        self._update_buttons()
+
+    # ------------------------------------------------------------ RunTab
+
+    def attach(self, run: pb.RunInfo) -> None:
+        super().attach(run)
+        self._show(None)
+        self.models_message.setText("Reading the run's manifest…")
+        self.evaluate_status.setText("")
+        self.refresh()
+
+    def run_changed(self, run: pb.RunInfo) -> None:
+        super().run_changed(run)
+        self.refresh()
+
+    def detach(self) -> None:
+        self._generation += 1
+        self._show(None)
+        self.models_message.setText("No run selected.")
+        self.evaluate_status.setText("")
+        super().detach()
+
+    def refresh(self) -> None:
+        """Re-read the run's manifest (off the GUI thread) and list what it holds."""
+        run = self.run
+        if run is None:
+            return
+        self._generation += 1
+        generation = self._generation
+        run_dir, worker = Path(run.run_dir), run.worker
+        self._background.run(
+            lambda: read_artifacts(run_dir, worker),
+            lambda artifacts: self._show(artifacts) if generation == self._generation else None,
+            lambda message: (
+                self.models_message.setText(f"The run's manifest could not be read: {message}")
+                if generation == self._generation
+                else None
+            ),
+            name=f"checkpoints-{run.run_id}",
+        )
+
+    # ------------------------------------------------------------ showing
+
+    def _show(self, artifacts: RunArtifacts | None) -> None:
+        selected_model = self.selected_model()
+        selected_video = self.selected_video()
+        self.artifacts = artifacts
+        self.models.setRowCount(0)
+        self.videos.setRowCount(0)
+        if artifacts is not None:
+            for row, model in enumerate(artifacts.models):
+                self.models.insertRow(row)
+                size = f"{model.size / 1024:,.0f} KiB" if model.exists else "missing"
+                self.models.setItem(row, 0, _item(f"{model.step:,}", model.path, align_right=True))
+                self.models.setItem(row, 1, _item("final" if model.kind == "model" else model.kind))
+                self.models.setItem(row, 2, _item(size, align_right=True))
+                self.models.setItem(row, 3, _item(model.path))
+            for row, video in enumerate(artifacts.videos):
+                self.videos.insertRow(row)
+                episode = "?" if video.episode is None else str(video.episode)
+                self.videos.setItem(row, 0, _item(episode, video.path, align_right=True))
+                self.videos.setItem(row, 1, _item(f"{video.step:,}", align_right=True))
+                self.videos.setItem(row, 2, _item(video.path if video.exists else f"{video.path} (missing)"))
+            self.models_message.setText(
+                f"{len(artifacts.models)} saved model(s)."
+                if artifacts.models
+                else "No saved model yet: CleanRL runs save their final model when training ends, "
+                "and a checkpoint every N steps when the training form asks for it."
+            )
+            self.videos_message.setText(
+                f"{len(artifacts.videos)} video(s); they open in the system's video player."
+                if artifacts.videos
+                else "No videos: tick “capture video” in the training form to record some."
+            )
+            self._reselect(self.models, selected_model)
+            self._reselect(self.videos, selected_video)
+            if self.models.currentRow() < 0 and artifacts.models:
+                # Default to the newest model, the one most often wanted.
+                self.models.selectRow(len(artifacts.models) - 1)
+        self._update_buttons()
+
+    @staticmethod
+    def _reselect(table: QTableWidget, path: str | None) -> None:
+        if path is None:
+            return
+        for row in range(table.rowCount()):
+            item = table.item(row, 0)
+            if item is not None and item.data(Qt.ItemDataRole.UserRole) == path:
+                table.selectRow(row)
+                return
+
+    def _update_buttons(self) -> None:
+        model = self.selected_model()
+        reason = self._evaluate_blocked_reason(model)
+        self.evaluate_button.setEnabled(reason is None)
+        self.evaluate_button.setToolTip(reason or "Play the selected model as a new, replayable run")
+        self.open_button.setEnabled(self.selected_video() is not None)
+
+    def _evaluate_blocked_reason(self, model: str | None) -> str | None:
+        if self.artifacts is None:
+            return "no run selected"
+        if self.artifacts.evaluable is not None:
+            return self.artifacts.evaluable
+        if model is None:
+            return "select a saved model"
+        found = next((m for m in self.artifacts.models if m.path == model), None)
+        if found is None or not found.exists:
+            return f"{model} is not on disk"
+        return None
+
+    # ------------------------------------------------------------ selection
+
+    def selected_model(self) -> str | None:
+        """The selected model's path inside the run directory."""
+        return self._selected(self.models)
+
+    def selected_video(self) -> str | None:
+        return self._selected(self.videos)
+
+    def select_model(self, path: str) -> None:
+        self._reselect(self.models, path)
+
+    def select_video(self, path: str) -> None:
+        self._reselect(self.videos, path)
+
+    @staticmethod
+    def _selected(table: QTableWidget) -> str | None:
+        rows = table.selectionModel().selectedRows() if table.selectionModel() else []
+        if not rows:
+            return None
+        item = table.item(rows[0].row(), 0)
+        return None if item is None else item.data(Qt.ItemDataRole.UserRole)
+
+    # ------------------------------------------------------------ actions
+
+    def evaluate(self) -> None:
+        """Submit an evaluation run of the selected model; ``evaluation_started`` fires with its id."""
+        run, model = self.run, self.selected_model()
+        reason = self._evaluate_blocked_reason(model)
+        if run is None or model is None or reason is not None:
+            self.evaluate_status.setText(reason or "")
+            return
+        run_id, episodes, fps = run.run_id, self.episodes.value(), self.render_fps.value()
+        self.evaluate_button.setEnabled(False)
+        self.evaluate_status.setText(f"Starting an evaluation of {model}…")
+        self.link.call(
+            lambda client: submit_evaluation(client, run_id, model, episodes, fps),
+            self._evaluation_submitted,
+            self._evaluation_failed,
+        )
+
+    def _evaluation_submitted(self, run_id: str) -> None:
+        self.evaluate_status.setText(f"Evaluation {run_id} started.")
+        self._update_buttons()
+        self.evaluation_started.emit(run_id)
+
+    def _evaluation_failed(self, message: str) -> None:
+        self.evaluate_status.setText(f"The evaluation could not start: {message}")
+        self._update_buttons()
+
+    def open_video(self) -> None:
+        """Open the selected video in the system's player (QtMultimedia is not in PySide6-Essentials)."""
+        video = self.selected_video()
+        if video is None or self.run is None:
+            return
+        path = Path(self.run.run_dir) / video
+        if not path.is_file():
+            self.videos_message.setText(f"{path} is missing.")
+            return
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            self.videos_message.setText(f"No program opens {path.suffix} files here; the file is {path}.")

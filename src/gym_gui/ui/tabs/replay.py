@@ -1,0 +1,665 @@
+"""ReplayTab: step through any stored episode of the selected run, read straight from its telemetry.sqlite."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_gui_sdk import trainer_pb2 as pb
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSlider,
+    QSplitter,
+    QStyle,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gym_gui.core.errors import StorageError
+from gym_gui.core.records import EpisodeRecord, StepRecord
+from gym_gui.core.states import RunState
+from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.env_view import EnvView
+from gym_gui.ui.tabs.base import RunTab
+
+log = logging.getLogger(__name__)
+
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+DEFAULT_FPS = 30.0
+# Steps held in memory around the slider; a seek outside them reads one new window (a primary-key range).
+WINDOW = 256
+MAX_TEXT = 20_000
+POLL_MS = 1000
+MAX_TICK_HZ = 30.0
+
+
+@functools.cache
+def env_fps(env_id: str) -> float:
+    """Steps per second of 1× replay: the env's ``render_fps`` (4 for toy text, 50 for CartPole), else 30."""
+    try:
+        import gymnasium
+
+        from gym_gui.envs.check import env_status
+
+        env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
+        spec = gymnasium.spec(env_id)
+        entry_point = spec.entry_point
+        creator = (
+            gymnasium.envs.registration.load_env_creator(entry_point)
+            if isinstance(entry_point, str)
+            else entry_point
+        )
+        fps = getattr(creator, "metadata", {}).get("render_fps")
+    except Exception as exc:  # an env this interpreter cannot make still replays, at the default pace
+        log.info("no render_fps for %s (%s): replaying at %s steps/s", env_id, exc, DEFAULT_FPS)
+        return DEFAULT_FPS
+    return float(fps) if isinstance(fps, int | float) and fps > 0 else DEFAULT_FPS
+
+
+def _pretty(text: str) -> str:
+    try:
+        shown = json.dumps(json.loads(text), indent=2, sort_keys=True)
+    except (ValueError, TypeError):
+        shown = text
+    return shown if len(shown) <= MAX_TEXT else shown[:MAX_TEXT] + "\n…"
+
+
+def _episode_label(episode: EpisodeRecord) -> str:
+    return f"episode {episode.episode} — return {episode.total_reward:.6g}, {episode.steps} steps"
+
+
+@dataclass
+class _RenderHit:
+    """The latest payload at or before ``upto`` in ``episode`` is the one of ``step`` (-1: none)."""
+
+    episode: int
+    upto: int
+    step: int
+    payload: bytes | None
+
+
+class ReplayTab(RunTab):
+    """Replay of the attached run's stored episodes.
+
+    Storage is read directly (read-only, WAL: safe while the daemon writes). Only a window of
+    :data:`WINDOW` steps around the slider is in memory; ``rows_loaded`` counts every step row
+    read. Pixel runs store frames only at their render rate, so a step without one shows the
+    latest frame at or before it, found with one indexed query (``render_queries`` counts them).
+    While the run is active the episode list is polled for new episodes every second.
+    """
+
+    title = "Replay"
+
+    def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
+        super().__init__(link, parent)
+        self.reader: TelemetryReader | None = None
+        self._db: sqlite3.Connection | None = None
+        self.render_kind = ""
+        self.rows_loaded = 0
+        self.render_queries = 0
+        self.episode: int | None = None
+        self._episodes: list[EpisodeRecord] = []
+        self._live: tuple[int, int] | None = None  # the episode being played now and its last stored step
+        self._last_step = -1  # of the selected episode
+        self._step = 0
+        self._window: dict[int, StepRecord] = {}
+        self._lo = 0
+        self._hi = 0
+        self._render_hit: _RenderHit | None = None
+        self._shown_render: tuple[int, int] | None = None
+        self._updating = False
+        self._speed = 1.0
+        self._play_pos = 0.0
+        self._play_clock = 0.0
+        self._play_timer = QTimer(self)
+        self._play_timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._play_timer.timeout.connect(self._tick)
+        self._poll_timer = QTimer(self)
+        self._poll_timer.setInterval(POLL_MS)
+        self._poll_timer.timeout.connect(self.refresh_episodes)
+        self._build()
+        self._set_enabled(False)
+
+    def _build(self) -> None:
+        self.episode_combo = QComboBox()
+        self.episode_combo.setMinimumContentsLength(32)
+        # Sizing to the contents would measure every label: runs have tens of thousands of episodes.
+        self.episode_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.episode_combo.currentIndexChanged.connect(self._combo_changed)
+        self.notice = QLabel()
+
+        self.env_view = EnvView(self)
+        self.step_fields = {
+            name: QLabel() for name in ("step", "action", "reward", "terminated", "truncated")
+        }
+        for label in self.step_fields.values():
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.observation_text = QPlainTextEdit(readOnly=True)
+        self.observation_text.setMaximumBlockCount(2000)
+        self.info_text = QPlainTextEdit(readOnly=True)
+        details = QWidget()
+        form = QFormLayout(details)
+        for name, label in self.step_fields.items():
+            form.addRow(name.capitalize(), label)
+        form.addRow("Observation", self.observation_text)
+        form.addRow("Info", self.info_text)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.env_view)
+        splitter.addWidget(details)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+
+        style = self.style()
+        self.back_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward), "")
+        self.back_button.setToolTip("One step back (Left)")
+        self.play_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "")
+        self.play_button.setToolTip("Play / pause (Space)")
+        self.forward_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward), "")
+        self.forward_button.setToolTip("One step forward (Right)")
+        self.back_button.clicked.connect(self.step_back)
+        self.play_button.clicked.connect(self.toggle_play)
+        self.forward_button.clicked.connect(self.step_forward)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.position_label = QLabel()
+        self.speed_combo = QComboBox()
+        for speed in SPEEDS:
+            self.speed_combo.addItem(f"{speed:g}×", speed)
+        self.speed_combo.setCurrentIndex(SPEEDS.index(1.0))
+        self.speed_combo.setToolTip("Replay speed; 1× is the environment's own frame rate")
+        self.speed_combo.currentIndexChanged.connect(lambda i: self.set_speed(SPEEDS[i]))
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Episode"))
+        top.addWidget(self.episode_combo, 1)
+        top.addWidget(self.notice, 1)
+        transport = QHBoxLayout()
+        for widget in (self.back_button, self.play_button, self.forward_button):
+            transport.addWidget(widget)
+        transport.addWidget(self.slider, 1)
+        transport.addWidget(self.position_label)
+        transport.addWidget(QLabel("Speed"))
+        transport.addWidget(self.speed_combo)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(splitter, 1)
+        layout.addLayout(transport)
+
+        context = Qt.ShortcutContext.WidgetWithChildrenShortcut
+        for key, slot in (
+            (Qt.Key.Key_Space, self.toggle_play),
+            (Qt.Key.Key_Left, self.step_back),
+            (Qt.Key.Key_Right, self.step_forward),
+        ):
+            shortcut = QShortcut(QKeySequence(key), self)
+            shortcut.setContext(context)
+            shortcut.activated.connect(slot)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def _set_enabled(self, enabled: bool) -> None:
+        for widget in (
+            self.back_button,
+            self.play_button,
+            self.forward_button,
+            self.slider,
+            self.speed_combo,
+        ):
+            widget.setEnabled(enabled)
+
+    # ------------------------------------------------------------ RunTab
+
+    def attach(self, run: pb.RunInfo) -> None:
+        super().attach(run)
+        self._close_storage()
+        self._episodes = []
+        self._live = None
+        self.episode = None
+        self.rows_loaded = 0
+        self.render_queries = 0
+        self.episode_combo.blockSignals(True)
+        self.episode_combo.clear()
+        self.episode_combo.blockSignals(False)
+        self._clear_step("Loading…")
+        self.refresh_episodes()  # selects the first episode
+        self._update_polling()
+
+    def run_changed(self, run: pb.RunInfo) -> None:
+        super().run_changed(run)
+        self.refresh_episodes()
+        self._update_polling()
+
+    def detach(self) -> None:
+        self.pause()
+        self._poll_timer.stop()
+        self._close_storage()
+        self._episodes = []
+        self._live = None
+        self.episode = None
+        self.episode_combo.blockSignals(True)
+        self.episode_combo.clear()
+        self.episode_combo.blockSignals(False)
+        self._clear_step("No run selected.")
+        super().detach()
+
+    def _update_polling(self) -> None:
+        run = self.run
+        active = False
+        if run is not None:
+            try:
+                active = not RunState(run.state).terminal
+            except ValueError:
+                active = False
+        if active:
+            self._poll_timer.start()
+        else:
+            self._poll_timer.stop()
+
+    # ------------------------------------------------------------ storage
+
+    @property
+    def telemetry_path(self) -> Path | None:
+        return (
+            Path(self.run.run_dir) / "telemetry.sqlite" if self.run is not None and self.run.run_dir else None
+        )
+
+    def _open_storage(self) -> bool:
+        if self.reader is not None:
+            return True
+        path = self.telemetry_path
+        if path is None or not path.is_file():
+            return False
+        try:
+            self.reader = TelemetryReader(path)
+            # Our own connection for the two indexed lookups the reader does not offer.
+            self._db = open_telemetry_db(path, readonly=True)
+            self.render_kind = self.reader.meta("render_kind") or ""
+        except StorageError as exc:
+            self._close_storage()
+            self.notice.setText(str(exc))
+            return False
+        return True
+
+    def _close_storage(self) -> None:
+        self.pause()
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._window = {}
+        self._lo = self._hi = 0
+        self._render_hit = None
+        self._shown_render = None
+
+    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        if self._db is None:
+            return []
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            self.notice.setText(f"reading the run's telemetry failed: {exc}")
+            return []
+
+    def _max_step(self, episode: int) -> int:
+        # MAX over the (episode, step) primary key: one index descent, whatever the episode's length.
+        rows = self._query("SELECT MAX(step) FROM steps WHERE episode = ?", (episode,))
+        value = rows[0][0] if rows else None
+        return int(value) if isinstance(value, int) else -1
+
+    def _latest_render(self, episode: int, step: int) -> tuple[int, bytes | None]:
+        """The latest payload at or before ``step``: one backwards walk of the primary key."""
+        self.render_queries += 1
+        rows = self._query(
+            "SELECT step, render FROM steps WHERE episode = ? AND step <= ? AND render IS NOT NULL "
+            "ORDER BY step DESC LIMIT 1",
+            (episode, step),
+        )
+        if not rows:
+            return -1, None
+        found, payload = rows[0]
+        return int(found), payload if isinstance(payload, bytes) else None
+
+    # ------------------------------------------------------------ episodes
+
+    def _episode_numbers(self) -> list[int]:
+        numbers = [episode.episode for episode in self._episodes]
+        if self._live is not None:
+            numbers.append(self._live[0])
+        return numbers
+
+    def refresh_episodes(self) -> None:
+        """Read episodes stored since the last refresh (and the one in progress) into the list."""
+        if not self._open_storage():
+            self._clear_step("The run has stored no telemetry yet.")
+            return
+        reader = self.reader
+        assert reader is not None
+        try:
+            new = reader.episodes(offset=len(self._episodes))
+        except StorageError as exc:
+            self.notice.setText(str(exc))
+            return
+        self.notice.setText("")
+        rows = self._query("SELECT MAX(episode) FROM steps", ())
+        newest = rows[0][0] if rows else None
+        finished = new or self._episodes
+        last_finished = finished[-1] if finished else None
+        live: tuple[int, int] | None = None
+        if isinstance(newest, int) and (last_finished is None or newest > last_finished.episode):
+            live = (newest, self._max_step(newest))
+        if not new and live == self._live:
+            return
+        combo = self.episode_combo
+        combo.blockSignals(True)
+        try:
+            if self._live is not None:
+                combo.removeItem(combo.count() - 1)
+            self._episodes.extend(new)
+            combo.addItems([_episode_label(episode) for episode in new])
+            self._live = live
+            if live is not None:
+                combo.addItem(f"episode {live[0]} — in progress, {live[1] + 1} steps so far")
+            numbers = self._episode_numbers()
+            if self.episode is not None:
+                combo.setCurrentIndex(numbers.index(self.episode) if self.episode in numbers else -1)
+        finally:
+            combo.blockSignals(False)
+        if self.episode is None:
+            numbers = self._episode_numbers()
+            if numbers:
+                self.select_episode(numbers[0])
+            else:
+                self._clear_step("No steps stored yet.")
+        else:
+            self._extend_current()
+
+    def _extend_current(self) -> None:
+        """The selected episode may have grown (live) or ended since it was selected."""
+        if self.episode is None:
+            return
+        last = self._max_step(self.episode)
+        if last != self._last_step:
+            self._last_step = last
+            self._window = {}
+            self._lo = self._hi = 0
+            self._configure_slider()
+
+    def select_episode(self, n: int) -> None:
+        """Show episode ``n`` from its first step.
+
+        Raises:
+            ValueError: when the run has no episode ``n`` (stored or in progress).
+        """
+        numbers = self._episode_numbers()
+        if n not in numbers:
+            raise ValueError(
+                f"run {self.run.run_id if self.run else ''} has no episode {n}; it has {len(numbers)}"
+            )
+        self.pause()
+        self.episode = n
+        self._window = {}
+        self._lo = self._hi = 0
+        self._render_hit = None
+        self._shown_render = None
+        self._last_step = self._max_step(n)
+        self.episode_combo.blockSignals(True)
+        self.episode_combo.setCurrentIndex(numbers.index(n))
+        self.episode_combo.blockSignals(False)
+        self._configure_slider()
+        if self._last_step < 0:
+            self._clear_step(f"Episode {n} has no stored steps (the run did not store steps).")
+            return
+        self._set_enabled(True)
+        self.seek(0)
+
+    def _combo_changed(self, index: int) -> None:
+        numbers = self._episode_numbers()
+        if 0 <= index < len(numbers):
+            self.select_episode(numbers[index])
+
+    def _configure_slider(self) -> None:
+        self._updating = True
+        try:
+            self.slider.setRange(0, max(0, self._last_step))
+            self.slider.setPageStep(max(1, (self._last_step + 1) // 20))
+        finally:
+            self._updating = False
+        self._show_position()
+
+    # ------------------------------------------------------------ seeking
+
+    def current_step(self) -> StepRecord | None:
+        """The step shown now, None when nothing is."""
+        if self.episode is None or self._last_step < 0:
+            return None
+        return self._record(self._step)
+
+    @property
+    def step(self) -> int:
+        return self._step
+
+    @property
+    def last_step(self) -> int:
+        """The last stored step of the selected episode (-1 when it has none)."""
+        return self._last_step
+
+    def seek(self, step: int) -> None:
+        """Show ``step`` of the selected episode (clamped to the stored steps)."""
+        if self.episode is None:
+            return
+        if step > self._last_step and self._live is not None and self.episode == self._live[0]:
+            self._extend_current()
+        step = max(0, min(step, self._last_step))
+        self._step = step
+        record = self._record(step)
+        self._updating = True
+        try:
+            self.slider.setValue(step)
+        finally:
+            self._updating = False
+        self._show_position()
+        if record is None:
+            self._clear_fields(f"Step {step} is not stored.")
+            return
+        self.step_fields["step"].setText(str(record.step))
+        self.step_fields["action"].setText(record.action)
+        self.step_fields["reward"].setText(f"{record.reward:g}")
+        self.step_fields["terminated"].setText("yes" if record.terminated else "no")
+        self.step_fields["truncated"].setText("yes" if record.truncated else "no")
+        observation = record.observation
+        self.observation_text.setPlainText(
+            observation if len(observation) <= MAX_TEXT else observation[:MAX_TEXT] + "…"
+        )
+        self.info_text.setPlainText(_pretty(record.info))
+        self._show_picture(record)
+
+    def _slider_moved(self, value: int) -> None:
+        if not self._updating:
+            self.seek(value)
+
+    def _show_position(self) -> None:
+        total = self._last_step + 1 if self._last_step >= 0 else 0
+        self.position_label.setText(f"step {self._step} / {max(0, total - 1)}")
+
+    def _record(self, step: int) -> StepRecord | None:
+        record = self._window.get(step)
+        if record is None and (not self._lo <= step < self._hi or self._is_live()):
+            self._load_window(step)
+            record = self._window.get(step)
+        return record
+
+    def _is_live(self) -> bool:
+        return self._live is not None and self.episode == self._live[0]
+
+    def _load_window(self, step: int) -> None:
+        if self.reader is None or self.episode is None:
+            return
+        # Going back, keep most of the window behind the step; otherwise ahead of it (play goes forward).
+        behind = 3 * WINDOW // 4 if step < self._lo else WINDOW // 4
+        start = max(0, step - behind)
+        try:
+            rows = self.reader.steps(self.episode, start, start + WINDOW)
+        except StorageError as exc:
+            self.notice.setText(str(exc))
+            return
+        self.rows_loaded += len(rows)
+        self._window = {record.step: record for record in rows}
+        self._lo, self._hi = start, start + WINDOW
+
+    # ------------------------------------------------------------ the picture
+
+    def _show_picture(self, record: StepRecord) -> None:
+        payload: bytes | None = record.render
+        if payload:
+            step = record.step
+        else:
+            step, payload = self._payload_before(record.episode, record.step)
+        if payload is None:
+            self._shown_render = None
+            self.env_view.clear("No picture stored at or before this step.")
+            return
+        shown = (record.episode, step)
+        if shown != self._shown_render:  # the same frame again (sparse pixel frames): nothing to redraw
+            self._shown_render = shown
+            self.env_view.show_payload(payload)
+
+    def _payload_before(self, episode: int, step: int) -> tuple[int, bytes | None]:
+        # ``step`` is in the window (its record was just read), so the window covers [lo, step].
+        hit = self._render_hit
+        known = hit if hit is not None and hit.episode == episode and hit.step <= step else None
+        if known is not None and step <= known.upto:
+            return known.step, known.payload
+        bottom = self._lo if known is None else max(self._lo, known.upto + 1)
+        for s in range(step, bottom - 1, -1):
+            record = self._window.get(s)
+            if record is not None and record.render:
+                self._render_hit = _RenderHit(episode, step, s, record.render)
+                return s, record.render
+        if known is not None and known.upto + 1 >= self._lo:
+            found, payload = known.step, known.payload  # nothing newer between what was known and here
+        elif self._lo == 0:
+            found, payload = -1, None  # the window reaches the episode's start: no picture at all
+        else:
+            found, payload = self._latest_render(episode, step)
+        self._render_hit = _RenderHit(episode, step, found, payload)
+        return found, payload
+
+    # ------------------------------------------------------------ playing
+
+    @property
+    def playing(self) -> bool:
+        return self._play_timer.isActive()
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    def set_speed(self, speed: float) -> None:
+        """Replay at ``speed`` × the environment's frame rate (0.25 to 8)."""
+        self._speed = min(max(speed, SPEEDS[0]), SPEEDS[-1])
+        index = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - self._speed))
+        if self.speed_combo.currentIndex() != index:
+            self.speed_combo.blockSignals(True)
+            self.speed_combo.setCurrentIndex(index)
+            self.speed_combo.blockSignals(False)
+        if self.playing:
+            self._play_timer.setInterval(self._tick_ms())
+
+    def steps_per_second(self) -> float:
+        env_id = self.run.env_id if self.run is not None else ""
+        return (env_fps(env_id) if env_id else DEFAULT_FPS) * self._speed
+
+    def _tick_ms(self) -> int:
+        # At most ~30 ticks a second: faster replays advance several steps per tick.
+        return max(int(1000 / MAX_TICK_HZ), int(1000 / self.steps_per_second()))
+
+    def play(self) -> None:
+        """Advance through the episode at the chosen speed (from the start when at its end)."""
+        if self.episode is None or self._last_step < 0:
+            return
+        if self._step >= self._last_step and not self._is_live():
+            self.seek(0)
+        self._play_pos = float(self._step)
+        self._play_clock = time.monotonic()
+        self._play_timer.start(self._tick_ms())
+        self.play_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPause))
+
+    def pause(self) -> None:
+        self._play_timer.stop()
+        self.play_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay))
+
+    def toggle_play(self) -> None:
+        if self.playing:
+            self.pause()
+        else:
+            self.play()
+
+    def step_back(self) -> None:
+        self.pause()
+        self.seek(self._step - 1)
+
+    def step_forward(self) -> None:
+        self.pause()
+        self.seek(self._step + 1)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self._play_pos += (now - self._play_clock) * self.steps_per_second()
+        self._play_clock = now
+        target = int(self._play_pos)
+        if target > self._last_step and self._is_live():
+            self._extend_current()
+        if target >= self._last_step and not self._is_live():
+            self.seek(self._last_step)
+            self.pause()
+            return
+        if target != self._step:
+            self.seek(target)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        # The shortcuts need an active window; this catches the keys when they could not fire.
+        key = event.key()
+        if key == Qt.Key.Key_Space:
+            self.toggle_play()
+        elif key == Qt.Key.Key_Left:
+            self.step_back()
+        elif key == Qt.Key.Key_Right:
+            self.step_forward()
+        else:
+            super().keyPressEvent(event)
+            return
+        event.accept()
+
+    # ------------------------------------------------------------ empty states
+
+    def _clear_fields(self, message: str) -> None:
+        for label in self.step_fields.values():
+            label.setText("")
+        self.observation_text.setPlainText("")
+        self.info_text.setPlainText(message)
+
+    def _clear_step(self, message: str) -> None:
+        self.pause()
+        self._set_enabled(False)
+        self._clear_fields("")
+        self._shown_render = None
+        self.env_view.clear(message)
+        self.position_label.setText("")

@@ -1,0 +1,377 @@
+"""The TensorBoard tab: a TensorBoard server on loopback for the run, started on first view and embedded or linked."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from gym_gui_sdk import trainer_pb2 as pb
+from PySide6.QtCore import QCoreApplication, Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QShowEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
+
+from gym_gui.core.errors import GymGuiError
+from gym_gui.daemon.bundles import BundleManager
+from gym_gui.storage.home import Home
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.tabs.charts import Background
+
+log = logging.getLogger(__name__)
+
+BUNDLE = "cleanrl"  # the bundle that carries tensorboard (the app's own venv does not)
+READY_TIMEOUT = 90.0  # a cold start imports TensorFlow's stubs and scans the logdir
+STOP_GRACE = 5.0
+LOG_TAIL_LINES = 12
+
+# Every server this process started, so none outlives it even when Qt never gets to say goodbye.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+class TensorBoardError(GymGuiError):
+    """TensorBoard could not be started or did not answer; the message says why and where its log is."""
+
+
+def _kill_all() -> None:
+    with _LIVE_LOCK:
+        processes = list(_LIVE)
+    for process in processes:
+        _signal_group(process, signal.SIGKILL)
+
+
+atexit.register(_kill_all)
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    # The server leads its own session (start_new_session), so its group holds it and any helper
+    # (the Rust data server) it spawned.
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def tensorboard_logdir(run_dir: Path) -> Path:
+    """The directory TensorBoard should read for a run.
+
+    CleanRL writes its event files into ``runs/<its run name>/`` and the manifest records that
+    directory. TensorBoard is pointed at its parent, so the run is listed under its CleanRL name
+    rather than ".", and a worker that writes several event directories shows all of them.
+    Before the manifest names one, ``runs/`` is where it will appear (TensorBoard reloads).
+    """
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    recorded = manifest.get("tensorboard_dir") if isinstance(manifest, dict) else None
+    if not isinstance(recorded, str) or not recorded:
+        return run_dir / "runs"
+    relative = Path(recorded)
+    return run_dir / (relative.parent if relative.parent != Path(".") else relative)
+
+
+class TensorBoardServer:
+    """One TensorBoard process: started with an argument list in its own session, stopped with its group."""
+
+    def __init__(self, python: Path, logdir: Path, log_path: Path) -> None:
+        self.python = python
+        self.logdir = logdir
+        self.log_path = log_path
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def command(self) -> list[str]:
+        return [
+            str(self.python),
+            "-m",
+            "tensorboard.main",
+            "--logdir",
+            str(self.logdir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+
+    def start(self) -> subprocess.Popen[bytes]:
+        self.port = free_port()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # The app venv's PYTHONPATH must not leak packages into the bundle's interpreter.
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        with open(self.log_path, "ab") as log_file:
+            log_file.write(f"\n$ {' '.join(self.command())}\n".encode())
+            log_file.flush()
+            self.process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+                cwd=str(self.log_path.parent),
+            )
+        with _LIVE_LOCK:
+            _LIVE.add(self.process)
+        return self.process
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT, cancelled: threading.Event | None = None) -> None:
+        """Block until the server answers HTTP (call it off the GUI thread).
+
+        Raises:
+            TensorBoardError: the process exited, or did not answer within ``timeout`` seconds.
+        """
+        process = self.process
+        if process is None:
+            raise TensorBoardError("TensorBoard was not started")
+        deadline = time.monotonic() + timeout
+        while True:
+            if cancelled is not None and cancelled.is_set():
+                raise TensorBoardError("TensorBoard start was abandoned (the run's tabs closed)")
+            code = process.poll()
+            if code is not None:
+                raise TensorBoardError(
+                    f"TensorBoard exited with code {code} before answering; its log {self.log_path} ends:\n"
+                    + self.log_tail()
+                )
+            try:
+                with urllib.request.urlopen(self.url, timeout=2.0) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TensorBoardError(
+                    f"TensorBoard did not answer on {self.url} within {timeout:.0f} s; see {self.log_path}"
+                )
+            time.sleep(0.25)
+
+    def log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-LOG_TAIL_LINES:])
+
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Terminate the server's process group, wait up to ``grace`` seconds, then kill it (blocks)."""
+        process = self.process
+        if process is None:
+            return
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(grace)
+        with _LIVE_LOCK:
+            _LIVE.discard(process)
+
+
+def _web_view_class() -> type[QWidget] | None:
+    """QWebEngineView when the optional `web` extra (PySide6-WebEngine) is installed."""
+    try:
+        from PySide6.QtWebEngineWidgets import QWebEngineView
+    except ImportError:
+        return None
+    return QWebEngineView
+
+
+class TensorBoardTab(RunTab):
+    """TensorBoard for the selected run.
+
+    Nothing starts until the tab is first shown for a run: then the cleanrl bundle's interpreter
+    runs ``tensorboard.main`` on a free loopback port, the tab waits (off the GUI thread) until
+    it answers, and embeds it (QWebEngineView) or offers it in the browser. The server stops on
+    detach and when the application quits.
+    """
+
+    title = "TensorBoard"
+
+    def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
+        super().__init__(link, parent)
+        self.server: TensorBoardServer | None = None
+        self.url: str | None = None
+        self.ready = False
+        self._started = False
+        self._cancel = threading.Event()
+        self._background = Background(self)
+
+        self.message = QLabel("No run selected.")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.open_button = QPushButton("Open in browser")
+        self.open_button.setVisible(False)
+        self.open_button.clicked.connect(self.open_in_browser)
+        self.restart_button = QPushButton("Try again")
+        self.restart_button.setVisible(False)
+        self.restart_button.clicked.connect(self._restart)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.open_button)
+        buttons.addWidget(self.restart_button)
+        buttons.addStretch(1)
+        info = QWidget()
+        info_layout = QVBoxLayout(info)
+        info_layout.addWidget(self.message)
+        info_layout.addLayout(buttons)
+        info_layout.addStretch(1)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(info)
+        self.web_view: QWidget | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.pages)
+
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self._stop_now)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The running server's process (None before the tab is first shown)."""
+        return None if self.server is None else self.server.process
+
+    # ------------------------------------------------------------ RunTab
+
+    def attach(self, run: pb.RunInfo) -> None:
+        self.detach()
+        super().attach(run)
+        self._started = False
+        self.message.setText("TensorBoard starts when this tab is opened.")
+        if self.isVisible():
+            self._start()
+
+    def detach(self) -> None:
+        self._cancel.set()
+        self._cancel = threading.Event()
+        server, self.server = self.server, None
+        if server is not None:
+            self._background.run(server.stop, name="tensorboard-stop")
+        self.url = None
+        self.ready = False
+        self._started = False
+        self.open_button.setVisible(False)
+        self.restart_button.setVisible(False)
+        self.pages.setCurrentIndex(0)
+        if self.web_view is not None:
+            self.pages.removeWidget(self.web_view)
+            self.web_view.deleteLater()
+            self.web_view = None
+        self.message.setText("No run selected.")
+        super().detach()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self.run is not None and not self._started:
+            self._start()
+
+    # ------------------------------------------------------------ server
+
+    def _start(self) -> None:
+        run = self.run
+        assert run is not None
+        self._started = True
+        self.restart_button.setVisible(False)
+        self.message.setText("Starting TensorBoard…")
+        run_dir = Path(run.run_dir)
+        bundles = Home(self.link.home).bundles_dir
+        cancelled = self._cancel
+
+        def launch() -> TensorBoardServer:
+            status = BundleManager(bundles).status(BUNDLE)
+            if not status.installed:
+                raise TensorBoardError(
+                    f"TensorBoard runs from the {BUNDLE} bundle, which is not ready: {status.reason}.\n"
+                    f"Install it with `gym-gui bundles install {BUNDLE}`."
+                )
+            server = TensorBoardServer(
+                status.python, tensorboard_logdir(run_dir), run_dir / "logs" / "tensorboard.log"
+            )
+            server.start()
+            if cancelled.is_set():  # the tab let go of the run while we launched
+                server.stop()
+                raise TensorBoardError("TensorBoard start was abandoned (the run's tabs closed)")
+            return server
+
+        self._background.run(
+            launch, lambda server: self._launched(cancelled, server), self._failed, name="tensorboard-start"
+        )
+
+    def _launched(self, cancelled: threading.Event, server: TensorBoardServer) -> None:
+        if cancelled.is_set():
+            self._background.run(server.stop, name="tensorboard-stop")
+            return
+        self.server = server
+        self.message.setText(f"Waiting for TensorBoard on {server.url} (reading {server.logdir})…")
+        self._background.run(
+            lambda: server.wait_ready(cancelled=cancelled),
+            lambda _none: self._ready(cancelled, server),
+            lambda message: None if cancelled.is_set() else self._failed(message),
+            name="tensorboard-ready",
+        )
+
+    def _ready(self, cancelled: threading.Event, server: TensorBoardServer) -> None:
+        if cancelled.is_set() or server is not self.server:
+            return
+        self.url = server.url
+        self.ready = True
+        view_class = _web_view_class()
+        if view_class is not None:
+            view = view_class()
+            view.setUrl(QUrl(server.url))  # type: ignore[attr-defined]
+            self.web_view = view
+            self.pages.addWidget(view)
+            self.pages.setCurrentWidget(view)
+            return
+        self.message.setText(
+            f"TensorBoard for this run is at {server.url}\n"
+            f"(reading {server.logdir}; log in {server.log_path}).\n"
+            "Install gym_gui's optional `web` extra (PySide6-WebEngine) to see it inside this window."
+        )
+        self.open_button.setVisible(True)
+
+    def _failed(self, message: str) -> None:
+        if self.run is None:
+            return
+        self.message.setText(message)
+        self.restart_button.setVisible(True)
+
+    def _restart(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            self._background.run(server.stop, name="tensorboard-stop")
+        if self.run is not None:
+            self._start()
+
+    def open_in_browser(self) -> None:
+        if self.url:
+            QDesktopServices.openUrl(QUrl(self.url))
+
+    def _stop_now(self) -> None:
+        # The application is quitting: no event loop will deliver a background result any more.
+        self._cancel.set()
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop(grace=2.0)

@@ -1,0 +1,385 @@
+"""The analytics tabs (Charts, TensorBoard, W&B, Checkpoints) and the Compare view against real CleanRL runs."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from gym_gui_sdk import trainer_pb2 as pb
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.ui import compare as compare_module
+from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.tabs import checkpoints as checkpoints_module
+from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab, ema
+from gym_gui.ui.tabs.checkpoints import CheckpointsTab
+from gym_gui.ui.tabs.tensorboard import TensorBoardTab
+from gym_gui.ui.tabs.wandb import WandbTab
+from tests.conftest import SHARED_BUNDLES
+from tests.support import kill_run_workers, stop_daemon
+
+RETURN = DEFAULT_TAG
+FINAL_MODEL = "checkpoints/final.cleanrl_model"
+
+
+def ppo(seed: int, timesteps: int = 4096, **extra: Any) -> RunConfig:
+    return parse_run_config(
+        {
+            "worker": "cleanrl",
+            "algorithm": "ppo",
+            "env_id": "CartPole-v1",
+            "seed": seed,
+            "budget": {"timesteps": timesteps},
+            "params": {"num-steps": 128},
+            **extra,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def analytics_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonClient, Home]]:
+    """One daemon for the module: CleanRL runs are the slow part, so the tests share them."""
+    root = tmp_path_factory.mktemp("analytics_home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GYM_GUI_HOME", str(root))
+        env.setenv("GYM_GUI_BUNDLES", SHARED_BUNDLES)
+        env.setenv("OMP_NUM_THREADS", "1")
+        home = Home(root).ensure()
+        # Three at once: the two short runs train while the live-charts test watches a third.
+        client = DaemonClient.connect(
+            home.root, daemon_args=["--max-concurrent", "3", "--cancel-grace", "10"]
+        )
+        try:
+            yield client, home
+        finally:
+            kill_run_workers(home)
+            stop_daemon(client)
+
+
+# conftest's `link` fixture connects to whatever `home` and `client` are: here, the module's daemon.
+@pytest.fixture
+def home(analytics_daemon: tuple[DaemonClient, Home]) -> Home:
+    return analytics_daemon[1]
+
+
+@pytest.fixture
+def client(analytics_daemon: tuple[DaemonClient, Home]) -> DaemonClient:
+    return analytics_daemon[0]
+
+
+@pytest.fixture(scope="module")
+def submitted(analytics_daemon: tuple[DaemonClient, Home]) -> dict[str, str]:
+    """Two short PPO runs that differ only in seed (and tracking): seed 1 logs to W&B offline."""
+    client, _home = analytics_daemon
+    seed1, _ = client.submit(ppo(1, tracking={"wandb_mode": "offline"}))
+    seed2, _ = client.submit(ppo(2))
+    return {"seed1": seed1.run_id, "seed2": seed2.run_id}
+
+
+@pytest.fixture(scope="module")
+def trained(analytics_daemon: tuple[DaemonClient, Home], submitted: dict[str, str]) -> dict[str, pb.RunInfo]:
+    client, _home = analytics_daemon
+    infos = {}
+    for name, run_id in submitted.items():
+        final = client.wait_for_end(run_id, timeout=240)
+        assert final.state is RunState.COMPLETED, final.reason
+        infos[name] = client.get_run(run_id).info
+    return infos
+
+
+def show(qtbot: QtBot, widget: Any) -> None:
+    qtbot.addWidget(widget)
+    widget.resize(900, 600)
+    widget.show()
+
+
+# ---------------------------------------------------------------- Charts
+
+
+def test_charts_tab_receives_live_points_while_a_run_trains(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, submitted: dict[str, str]
+) -> None:
+    record, _ = client.submit(ppo(3, timesteps=1_000_000))
+    tab = ChartsTab(link)
+    show(qtbot, tab)
+    tab.attach(client.get_run(record.run_id).info)
+    try:
+        qtbot.waitUntil(lambda: len(tab.series(RETURN)[0]) > 0, timeout=90_000)
+        seen = len(tab.series(RETURN)[0])
+        qtbot.waitUntil(lambda: len(tab.series(RETURN)[0]) > seen, timeout=60_000)
+        qtbot.waitUntil(lambda: tab.points_drawn(RETURN) > 0, timeout=5_000)
+        assert tab.checked_tags() == [RETURN]
+        steps, _values = tab.series(RETURN)
+        assert np.all(np.diff(steps) >= 0)
+    finally:
+        client.cancel(record.run_id)
+        tab.detach()
+    assert client.wait_for_end(record.run_id, timeout=60).state is RunState.CANCELLED
+
+
+def test_charts_tab_backfills_a_finished_run_from_storage(
+    qtbot: QtBot, link: DaemonLink, home: Home, trained: dict[str, pb.RunInfo]
+) -> None:
+    run = trained["seed1"]
+    tab = ChartsTab(link)
+    show(qtbot, tab)
+    tab.attach(run)
+    qtbot.waitUntil(lambda: tab.points_drawn(RETURN) > 0, timeout=10_000)
+    reader = TelemetryReader(home.telemetry_path(run.run_id))
+    stored = reader.metrics(RETURN)
+    tags = reader.metric_tags()
+    reader.close()
+    steps, values = tab.series(RETURN)
+    assert len(steps) == len(stored)
+    assert list(values) == [p.value for p in stored]
+    assert tab.checked_tags() == [RETURN]
+    assert [tab.tags.item(i).text() for i in range(tab.tags.count())] == tags
+
+    # Several tags: one plot each, stacked; the wall-time axis and smoothing redraw them.
+    tab.set_checked_tags([RETURN, "charts/SPS"])
+    tab.x_axis.setCurrentText("wall time")
+    tab.smoothing.setValue(0)
+    qtbot.waitUntil(lambda: tab.points_drawn("charts/SPS") > 0, timeout=5_000)
+    # A few hundred points are drawn as they are (downsampling only thins dense series).
+    qtbot.waitUntil(lambda: tab.points_drawn(RETURN) == len(stored), timeout=5_000)
+    tab.detach()
+    assert tab.series(RETURN)[0].size == 0
+
+
+def test_charts_decimate_a_million_points_and_smooth_like_tensorboard(qtbot: QtBot, link: DaemonLink) -> None:
+    tab = ChartsTab(link)
+    show(qtbot, tab)
+    n = 1_000_000
+    steps = np.arange(n, dtype=np.float64)
+    values = np.sin(steps / 5e4) + np.random.default_rng(0).normal(0, 0.3, n)
+    tab.add_points(RETURN, steps, 1.7e9 + steps / 1000, values)
+    started = time.perf_counter()
+    tab.redraw()
+    QApplication.processEvents()  # the paint, where downsampling to the view happens
+    first = time.perf_counter() - started
+    qtbot.waitUntil(lambda: 0 < tab.points_drawn(RETURN) < 20_000, timeout=5_000)
+    tab.add_points(RETURN, [n], [1.7e9 + n / 1000], [0.0])
+    started = time.perf_counter()
+    tab.redraw()
+    QApplication.processEvents()
+    again = time.perf_counter() - started
+    assert 0 < tab.points_drawn(RETURN) < 20_000
+    # A live point costs a redraw of the decimated curve, not of a million points.
+    assert first < 2.0 and again < 0.5, (first, again)
+
+    # TensorBoard's debiased EMA, point by point.
+    raw = np.array([1.0, 5.0, 2.0, np.nan, 4.0])
+    smoothed, _ = ema(raw, 0.6)
+    last, expected = 0.0, []
+    for k, value in enumerate([1.0, 5.0, 2.0, 4.0], start=1):
+        last = last * 0.6 + 0.4 * value
+        expected.append(last / (1 - 0.6**k))
+    assert np.allclose(smoothed[[0, 1, 2, 4]], expected) and np.isnan(smoothed[3])
+
+
+# ---------------------------------------------------------------- TensorBoard
+
+
+def _tensorboard_runs(url: str) -> list[str]:
+    try:
+        with urllib.request.urlopen(url + "data/runs", timeout=5) as response:
+            return list(json.loads(response.read()))
+    except OSError:
+        return []
+
+
+def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
+    qtbot: QtBot, link: DaemonLink, home: Home, trained: dict[str, pb.RunInfo]
+) -> None:
+    run = trained["seed1"]
+    tab = TensorBoardTab(link)
+    qtbot.addWidget(tab)
+    tab.attach(run)
+    assert tab.process is None  # nothing starts until the tab is shown
+    tab.show()
+    qtbot.waitUntil(lambda: tab.ready, timeout=90_000)
+    url = tab.url
+    assert url is not None and url.startswith("http://127.0.0.1:")
+    event_dir = json.loads((home.run_dir(run.run_id) / "manifest.json").read_text())["tensorboard_dir"]
+    qtbot.waitUntil(lambda: Path(event_dir).name in _tensorboard_runs(url), timeout=30_000)
+    assert tab.open_button.isVisible() or tab.web_view is not None
+    assert (home.run_dir(run.run_id) / "logs" / "tensorboard.log").exists()
+
+    process = tab.process
+    assert process is not None and process.poll() is None
+    tab.detach()
+    qtbot.waitUntil(lambda: process.poll() is not None, timeout=15_000)
+
+
+def test_tensorboard_tab_without_the_bundle_says_how_to_install_it(
+    qtbot: QtBot,
+    link: DaemonLink,
+    trained: dict[str, pb.RunInfo],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GYM_GUI_BUNDLES", str(tmp_path / "no_bundles"))
+    tab = TensorBoardTab(link)
+    show(qtbot, tab)
+    tab.attach(trained["seed2"])
+    qtbot.waitUntil(lambda: "gym-gui bundles install cleanrl" in tab.message.text(), timeout=10_000)
+    assert tab.process is None
+
+
+# ---------------------------------------------------------------- Checkpoints and videos
+
+
+def test_checkpoints_tab_lists_the_model_and_evaluates_it(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, trained: dict[str, pb.RunInfo]
+) -> None:
+    run = trained["seed1"]
+    tab = CheckpointsTab(link)
+    show(qtbot, tab)
+    tab.attach(run)
+    qtbot.waitUntil(lambda: tab.models.rowCount() > 0, timeout=10_000)
+    assert tab.artifacts is not None
+    final = next(m for m in tab.artifacts.models if m.path == FINAL_MODEL)
+    assert final.step == 4096 and final.exists and final.kind == "model"
+    tab.select_model(FINAL_MODEL)
+    assert tab.selected_model() == FINAL_MODEL
+    assert tab.evaluate_button.isEnabled()
+    tab.episodes.setValue(2)
+    tab.render_fps.setValue(0)
+    with qtbot.waitSignal(tab.evaluation_started, timeout=30_000) as started:
+        tab.evaluate_button.click()
+    evaluation_id = started.args[0]
+    final_state = client.wait_for_end(evaluation_id, timeout=180)
+    assert final_state.state is RunState.COMPLETED, final_state.reason
+    detail = client.get_run(evaluation_id)
+    config = json.loads(detail.config_json)
+    assert config["mode"] == "evaluate" and config["budget"]["episodes"] == 2
+    assert config["evaluation"] == {"run_id": run.run_id, "checkpoint": FINAL_MODEL}
+    assert detail.info.lane == "telemetry"
+
+    # An evaluation run has nothing to evaluate itself.
+    tab.attach(detail.info)
+    qtbot.waitUntil(lambda: tab.artifacts is not None, timeout=10_000)
+    assert not tab.evaluate_button.isEnabled()
+
+
+def test_checkpoints_tab_lists_videos_and_opens_them_outside(
+    qtbot: QtBot, link: DaemonLink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "CartPole-v1__ppo__1__1"
+    (run_dir / "videos" / "x").mkdir(parents=True)
+    video = run_dir / "videos" / "x" / "rl-video-episode-8.mp4"
+    video.write_bytes(b"\0")
+    relative = "videos/x/rl-video-episode-8.mp4"
+    entry = {"kind": "video", "path": relative, "step": 900, "meta": {"episode": 8}}
+    (run_dir / "manifest.json").write_text(json.dumps({"checkpoints": [], "videos": [entry]}))
+    opened: list[QUrl] = []
+
+    class Desktop:
+        @staticmethod
+        def openUrl(url: QUrl) -> bool:
+            opened.append(url)
+            return True
+
+    monkeypatch.setattr(checkpoints_module, "QDesktopServices", Desktop)
+    tab = CheckpointsTab(link)
+    show(qtbot, tab)
+    tab.attach(pb.RunInfo(run_id=run_dir.name, worker="cleanrl", state="COMPLETED", run_dir=str(run_dir)))
+    qtbot.waitUntil(lambda: tab.videos.rowCount() == 1, timeout=10_000)
+    episode = tab.videos.item(0, 0)
+    assert episode is not None and episode.text() == "8"
+    assert "No saved model yet" in tab.models_message.text()
+    assert not tab.evaluate_button.isEnabled()
+    tab.select_video(relative)
+    tab.open_button.click()
+    assert [url.toLocalFile() for url in opened] == [str(video)]
+
+
+# ---------------------------------------------------------------- Compare
+
+
+def test_compare_view_overlays_runs_and_bands_seeds(qtbot: QtBot, trained: dict[str, pb.RunInfo]) -> None:
+    view = CompareView()
+    show(qtbot, view)
+    runs = [trained["seed1"], trained["seed2"]]
+    view.set_runs(runs)
+    qtbot.waitUntil(lambda: len(view.curves()) == 2, timeout=10_000)
+    assert RETURN in view.tags() and view.tag.currentText() == RETURN
+    assert set(view.curves()) == {r.run_id for r in runs}
+    (band,) = view.bands()
+    assert set(band.run_ids) == {r.run_id for r in runs}
+    assert len(band.steps) == compare_module.GRID_POINTS
+    assert np.all(band.std >= 0) and np.any(band.std > 0)
+
+    # Another tag redraws from storage; no smoothing keeps each curve's raw points.
+    view.smoothing.setValue(0)
+    view.tag.setCurrentText("charts/SPS")
+    qtbot.waitUntil(lambda: "charts/SPS" in view.status.text(), timeout=10_000)
+    assert len(view.curves()) == 2 and len(view.bands()) == 1
+
+
+def test_runs_are_grouped_by_config_without_seed_notes_or_tracking() -> None:
+    base = ppo(1).model_dump()
+    other_seed = ppo(2, notes="again", tracking={"wandb_mode": "offline"}).model_dump()
+    other_lr = ppo(1, params={"num-steps": 128, "learning-rate": 1e-3}).model_dump()
+    assert experiment_key(base) == experiment_key(other_seed)
+    assert experiment_key(base) != experiment_key(other_lr)
+    band = mean_std_band(
+        ["a", "b"],
+        [
+            (np.array([0.0, 10.0]), np.array([0.0, 10.0])),
+            (np.array([0.0, 5.0, 10.0]), np.array([2.0, 7.0, 12.0])),
+        ],
+        points=3,
+    )
+    assert band is not None
+    assert np.allclose(band.mean, [1.0, 6.0, 11.0]) and np.allclose(band.std, [1.0, 1.0, 1.0])
+
+
+# ---------------------------------------------------------------- W&B
+
+
+def test_wandb_tab_on_a_run_without_wandb_says_so(
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo]
+) -> None:
+    tab = WandbTab(link)
+    show(qtbot, tab)
+    tab.attach(trained["seed2"])
+    qtbot.waitUntil(lambda: tab.info is not None, timeout=10_000)
+    assert "does not log to Weights & Biases" in tab.message.text()
+    assert not tab.sync_button.isVisible() and not tab.open_button.isVisible()
+
+
+def test_wandb_tab_shows_an_offline_run_and_needs_the_api_key_to_sync(
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    tab = WandbTab(link)
+    show(qtbot, tab)
+    tab.attach(trained["seed1"])
+    qtbot.waitUntil(lambda: tab.info is not None, timeout=60_000)
+    assert tab.info is not None and tab.info.mode == "offline", tab.message.text()
+    config = tab.config()
+    assert config is not None, tab.notes.text()
+    assert config["seed"] == 1 and config["env_id"] == "CartPole-v1" and config["exp_name"] == "ppo"
+    summary = tab.summary()
+    assert summary is not None and summary["global_step"] == 4096
+    assert tab.config_tree.topLevelItemCount() == len(config)
+    assert tab.sync_button.isVisible() and not tab.sync_button.isEnabled()
+    assert "WANDB_API_KEY" in tab.sync_button.toolTip()
+    assert "WANDB_API_KEY" in tab.sync_status.text()
+    monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
+    assert tab.sync_blocked_reason() is None

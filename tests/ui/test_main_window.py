@@ -1,0 +1,151 @@
+"""The real main window against a real daemon: roster, lane decision per worker kind, runs, robustness."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+from gym_gui_sdk import trainer_pb2 as pb
+from pytestqt.qtbot import QtBot
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.ui.control_panel import AGENT
+from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.main_window import MainWindow
+from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
+from gym_gui.ui.settings import Settings
+from tests.support import pid_alive, wait_until
+
+
+@pytest.fixture
+def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.run_view.clear()
+
+
+def run_info(worker: str, lane: str, state: str = "COMPLETED") -> pb.RunInfo:
+    return pb.RunInfo(
+        run_id=f"CartPole-v1__{worker}__0__1", worker=worker, env_id="CartPole-v1", lane=lane, state=state
+    )
+
+
+def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWindow) -> None:
+    names = window.control.roster.display_names()
+    assert names[:4] == [
+        "Human-Only",
+        "Spade BDI Worker (unavailable)",
+        "LLM Multi-Step Worker (unavailable)",
+        "CleanRL Worker",
+    ]
+    assert "Random Baseline" in names
+    spade = window.control.roster.item(1)
+    assert "unavailable" in spade.toolTip() and not spade.flags() & spade.flags().ItemIsEnabled
+
+
+@pytest.mark.parametrize(
+    ("worker", "lane", "titles"),
+    [
+        ("random", "telemetry", ["Live", "Replay"]),
+        ("human", "telemetry", ["Live", "Replay"]),
+        ("cleanrl", "analytics", ["Live", "Charts", "TensorBoard", "W&B", "Checkpoints"]),
+        ("cleanrl", "telemetry", ["Live", "Replay"]),  # an evaluation run of a trained model
+    ],
+)
+def test_each_presenter_decides_its_lane_tabs(
+    link: DaemonLink, worker: str, lane: str, titles: list[str]
+) -> None:
+    tabs = presenter_for(worker).tabs(run_info(worker, lane), link)
+    try:
+        assert [tab.title for tab in tabs] == titles
+        live = tabs[0]
+        banner = getattr(live, "banner_text", None)
+        assert (banner() if callable(banner) else banner) == (ANALYTICS_BANNER if lane == "analytics" else "")
+    finally:
+        for tab in tabs:
+            tab.deleteLater()
+
+
+def test_a_random_run_appears_in_the_table_and_its_live_tab_updates(
+    qtbot: QtBot, window: MainWindow, client: DaemonClient
+) -> None:
+    config = parse_run_config(
+        {"worker": "random", "env_id": "FrozenLake-v1", "seed": 0, "budget": {"timesteps": 30_000_000}}
+    )
+    record, _ = client.submit(config)
+    qtbot.waitUntil(lambda: record.run_id in window._runs, timeout=20_000)
+    window.select_run(record.run_id)
+    assert window.control.mode == AGENT
+    live = window.run_view.tab_list()[0]
+    qtbot.waitUntil(lambda: live.steps_seen > 100, timeout=30_000)
+    qtbot.waitUntil(lambda: live.frames_drawn > 3, timeout=30_000)
+    client.cancel(record.run_id)
+    assert client.wait_for_end(record.run_id, timeout=60).state is RunState.CANCELLED
+
+
+def test_closing_the_window_leaves_runs_training_and_a_new_window_reattaches(
+    qtbot: QtBot, home: Home, client: DaemonClient
+) -> None:
+    link = DaemonLink(home.root, autostart=False)
+    link.connect_daemon()
+    qtbot.waitUntil(lambda: link.connected, timeout=20_000)
+    first = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(first)
+    record, _ = client.submit(
+        parse_run_config({"worker": "random", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000_000}})
+    )
+    qtbot.waitUntil(lambda: record.run_id in first._runs, timeout=20_000)
+    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 30, "the run to start")
+    first.close()
+    steps = client.get_run(record.run_id).progress.steps
+    # The run outlives the window: it keeps producing steps.
+    wait_until(lambda: client.get_run(record.run_id).progress.steps > steps + 1000, 30, "more steps")
+    assert client.get_run(record.run_id).info.state == "RUNNING"
+
+    link2 = DaemonLink(home.root, autostart=False)
+    link2.connect_daemon()
+    qtbot.waitUntil(lambda: link2.connected, timeout=20_000)
+    second = MainWindow(link2, Settings(home.root))
+    qtbot.addWidget(second)
+    qtbot.waitUntil(lambda: record.run_id in second._runs, timeout=20_000)  # back-filled from the daemon
+    second.select_run(record.run_id)
+    live = second.run_view.tab_list()[0]
+    qtbot.waitUntil(lambda: live.steps_seen > 100, timeout=30_000)
+    client.cancel(record.run_id)
+    client.wait_for_end(record.run_id, timeout=60)
+    second.close()
+
+
+def test_the_window_says_when_the_daemon_dies_and_starts_one_on_request(
+    qtbot: QtBot, home: Home, client: DaemonClient
+) -> None:
+    link = DaemonLink(home.root, autostart=True)
+    link.connect_daemon()
+    qtbot.waitUntil(lambda: link.connected, timeout=20_000)
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    window.show()
+    record, _ = client.submit(
+        parse_run_config({"worker": "random", "env_id": "FrozenLake-v1", "budget": {"episodes": 3}})
+    )
+    qtbot.waitUntil(lambda: record.run_id in window._runs, timeout=20_000)
+    pid = client.info.pid
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(pid), 20, "the daemon to die")
+    qtbot.waitUntil(lambda: "unreachable" in window.connection.text(), timeout=20_000)
+    assert record.run_id in window._runs  # what was shown stays
+    assert window.reconnect_button.isVisible()
+    window.reconnect_button.click()
+    qtbot.waitUntil(lambda: link.connected and "daemon at" in window.connection.text(), timeout=30_000)
+    restarted = link.client
+    assert restarted is not None and restarted.info.pid != pid
+    restarted.shutdown()
+    wait_until(lambda: not pid_alive(restarted.info.pid), 20, "the restarted daemon to stop")
+    window.close()
