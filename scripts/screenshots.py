@@ -97,7 +97,12 @@ def main(out_dir: str) -> int:
             window.control.roster.select("cleanrl")
             ppo, _ = client.submit(
                 parse_run_config(
-                    {"worker": "cleanrl", "algorithm": "ppo", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000}}
+                    {
+                        "worker": "cleanrl",
+                        "algorithm": "ppo",
+                        "env_id": "CartPole-v1",
+                        "budget": {"timesteps": 30_000},
+                    }
                 )
             )
             pump(lambda: ppo.run_id in window._runs, 30, "the PPO run")
