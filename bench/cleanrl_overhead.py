@@ -20,10 +20,20 @@ SDL dummy drivers as the worker has them, and ``CUDA_VISIBLE_DEVICES=""``.
 
 The goal figure is CleanRL's own throughput, measured identically on both sides: the script's last
 ``SPS: N`` line (global_step / seconds since the script's ``start_time``, i.e. after its imports
-and env creation), read from the raw run's stdout and from the run's ``logs/worker.stdout.log``.
-As a second figure (reported, not the goal) it times the whole thing: raw process start to exit
-against gym_gui submit to COMPLETED, which adds the daemon's command resolution, the worker's
-start-up and the final model save.
+and env creation), read from the raw run's stdout and from the run's ``logs/worker.stdout.log``
+(and checked to have reached telemetry.sqlite as ``charts/SPS``). As a second figure (reported,
+not the goal) it times the whole thing: raw process start to exit against gym_gui submit to
+COMPLETED, which adds the daemon's command resolution, the worker's start-up and the final model
+save.
+
+Shared machines: torch's OpenMP threads make a CleanRL script's SPS collapse (several times, not
+a few percent) whenever anything else wants a core, so a stranger's burst during one run would
+decide the ratio. Each run therefore starts in an idle moment (``--settle``), and its CPU is
+accounted on Linux: the run's own process tree (raw: the script; gym_gui: daemon, worker and
+script) against the whole machine's busy time (/proc/stat); a run during which other processes
+averaged more than ``--max-others`` cores is measured again (``--retries``) and the least
+disturbed attempt kept. The CPU seconds of each side are printed too: gym_gui's extra CPU per run
+is a noise-resistant view of its cost. Running the bench under ``nice -n -10`` (root) also helps.
 
 Per-run lines, then per algorithm the medians and their ratio are printed; the ratio of the worse
 algorithm comes last. Usage::
@@ -42,6 +52,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -49,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,79 +90,114 @@ _WORKER_EXTRA_ENV = {
     "SDL_AUDIODRIVER": "dummy",
     "CUDA_VISIBLE_DEVICES": "",
 }
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class BenchError(RuntimeError):
     """The benchmark cannot report a figure (a run failed, or its output has no SPS line)."""
 
 
+# ------------------------------------------------------------ CPU accounting
+
+
+def _machine_busy() -> float | None:
+    """CPU seconds the whole machine has been busy since boot (Linux), None elsewhere."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice, already inside user/nice]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
+
+
+def _tree_cpu(pid: int) -> float | None:
+    """CPU seconds of process ``pid`` and of its children it has reaped (so a finished worker and script)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + stime + cutime + cstime) / _TICK
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 @dataclass(frozen=True)
-class Measure:
-    """One run of one side: CleanRL's own last SPS and the wall time around it."""
-
-    side: str  # "raw" | "gym_gui"
-    algo: str
-    sps: float
+class Usage:
     wall_seconds: float
-    where: str  # the raw run's directory or the gym_gui run id
-    busy_cores: float | None  # whole machine, averaged over the run: shows when others competed
-
-    def line(self, round_no: int, repeat: int, steps: int) -> str:
-        return (
-            f"[{round_no}/{repeat}] {self.algo:<4} {self.side:<8} SPS {self.sps:>7,.0f}  "
-            f"wall {self.wall_seconds:6.2f} s ({steps / self.wall_seconds:>6,.0f} steps/s)  "
-            f"machine busy {_cores(self.busy_cores)}  {self.where}"
-        )
+    cpu_seconds: float  # the run's own process tree (and this process while it waited)
+    others_cores: float | None  # what everything else on the machine used meanwhile, on average
 
 
-def _cores(busy: float | None) -> str:
-    return "?" if busy is None else f"{busy:.1f}/{os.cpu_count()} cores"
+class Window:
+    """Wall time and CPU of one run; ``tree`` reads the CPU seconds of the run's process tree so far."""
 
+    def __init__(self, tree: Callable[[], float | None]) -> None:
+        self._tree = tree
+        self._start = time.monotonic()
+        self._machine = _machine_busy()
+        self._own = _own_cpu()
+        self._tree_start = tree()
 
-class MachineLoad:
-    """CPU cores busy on the whole machine between start and stop (Linux /proc/stat; None elsewhere).
-
-    A run alone uses a steady share of the machine; a much higher figure for one run than its
-    twins means something else was competing for the CPUs while it ran, and its SPS is suspect.
-    """
-
-    def __init__(self) -> None:
-        self._start = self._read()
-
-    @staticmethod
-    def _read() -> tuple[int, int] | None:
-        try:
-            with open("/proc/stat", encoding="ascii") as stat:
-                fields = [int(x) for x in stat.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-        return sum(fields) - idle, sum(fields)
-
-    def stop(self) -> float | None:
-        end = self._read()
-        if self._start is None or end is None or end[1] == self._start[1]:
-            return None
-        busy, total = end[0] - self._start[0], end[1] - self._start[1]
-        return busy / total * (os.cpu_count() or 1)
+    def close(self) -> Usage:
+        wall = time.monotonic() - self._start
+        machine, tree = _machine_busy(), self._tree()
+        cpu = _own_cpu() - self._own
+        if tree is not None and self._tree_start is not None:
+            cpu += tree - self._tree_start
+        others = None
+        if machine is not None and self._machine is not None and tree is not None:
+            others = max(0.0, (machine - self._machine - cpu) / wall)
+        return Usage(wall, cpu, others)
 
 
 def settle(limit: float, idle_cores: float) -> float | None:
-    """Wait (at most ``limit`` s) until the machine is idle for a whole second; return the busy cores seen last.
-
-    On a shared machine another process's burst during one side's run would decide the ratio; the
-    bench cannot stop others, but it can start each run in a quiet moment.
-    """
+    """Wait (at most ``limit`` s) until the machine is idle for a whole second; return the busy cores seen last."""
     deadline = time.monotonic() + limit
     while True:
-        load = MachineLoad()
+        before = _machine_busy()
         time.sleep(1.0)
-        busy = load.stop()
-        if busy is None or busy <= idle_cores or time.monotonic() >= deadline:
+        after = _machine_busy()
+        if before is None or after is None:
+            return None
+        busy = after - before
+        if busy <= idle_cores or time.monotonic() >= deadline:
             return busy
 
 
 # ------------------------------------------------------------ setup
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One run of one side: CleanRL's own last SPS and what the run cost."""
+
+    side: str  # "raw" | "gym_gui"
+    algo: str
+    sps: float
+    usage: Usage
+    where: str  # the raw run's directory or the gym_gui run id
+
+    def line(self, label: str, steps: int, max_others: float) -> str:
+        u = self.usage
+        others = "others ?" if u.others_cores is None else f"others {u.others_cores:.2f} cores"
+        if u.others_cores is not None and u.others_cores > max_others:
+            others += " (disturbed)"
+        return (
+            f"{label} {self.algo:<4} {self.side:<8} SPS {self.sps:>7,.0f}  "
+            f"wall {u.wall_seconds:6.2f} s ({steps / u.wall_seconds:>6,.0f} steps/s)  "
+            f"cpu {u.cpu_seconds:5.2f} s, {others}  {self.where}"
+        )
 
 
 def find_bundles(explicit: Path | None) -> Path:
@@ -166,7 +213,7 @@ def find_bundles(explicit: Path | None) -> Path:
         shared = os.environ.get(BUNDLES_ENV_VAR)
         if shared:
             candidates.append(Path(shared))
-        # make test installs into the checkout's .bundles; most developers have it there.
+        # `make test` installs into the checkout's .bundles; most developers have it there.
         candidates.append(Path(__file__).resolve().parent.parent / ".bundles")
         candidates.append(Home().bundles_dir)
     for directory in candidates:
@@ -222,7 +269,7 @@ def resolve_flags(client: DaemonClient, home: Home, algo: str, steps: int, timeo
     return command[2:]
 
 
-# ------------------------------------------------------------ measuring
+# ------------------------------------------------------------ the two sides
 
 
 def last_sps(text: str, what: str) -> float:
@@ -232,13 +279,12 @@ def last_sps(text: str, what: str) -> float:
     return float(found[-1])
 
 
-def run_raw(python: Path, algo: str, flags: list[str], root: Path, round_no: int, timeout: float) -> Measure:
-    cwd = root / f"raw-{algo}-{round_no}"
+def run_raw(python: Path, algo: str, flags: list[str], cwd: Path, timeout: float) -> Measure:
     cwd.mkdir(parents=True)
     out_path, err_path = cwd / "stdout.log", cwd / "stderr.log"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        load = MachineLoad()
-        start = time.monotonic()
+        # The daemon (our child too) is never reaped meanwhile, so RUSAGE_CHILDREN grows by the script alone.
+        window = Window(_children_cpu)
         process = subprocess.Popen(
             [str(python), "-m", f"cleanrl.{algo}", *flags],
             cwd=cwd,
@@ -253,13 +299,12 @@ def run_raw(python: Path, algo: str, flags: list[str], root: Path, round_no: int
             process.kill()
             process.wait()
             raise BenchError(f"raw {algo} did not finish within {timeout:.0f}s") from None
-        wall = time.monotonic() - start
-        busy = load.stop()
+        usage = window.close()
     if code != 0:
         tail = err_path.read_text(errors="replace").strip().splitlines()[-3:]
         raise BenchError(f"raw {algo} exited with code {code}: " + " | ".join(tail))
     sps = last_sps(out_path.read_text(errors="replace"), f"raw {algo} ({cwd})")
-    return Measure("raw", algo, sps, wall, str(cwd), busy)
+    return Measure("raw", algo, sps, usage, str(cwd))
 
 
 def sps_stored(home: Home, run_id: str, value: float) -> bool:
@@ -278,12 +323,13 @@ def sps_stored(home: Home, run_id: str, value: float) -> bool:
 def run_gym_gui(
     client: DaemonClient, home: Home, algo: str, steps: int, flags: list[str], timeout: float
 ) -> Measure:
-    load = MachineLoad()
-    submitted = time.monotonic()
+    daemon_pid = client.info.pid
+    # The daemon reaps the worker (which reaped the script) before the run is final, so the
+    # daemon's own plus its children's CPU covers the whole gym_gui side, helpers included.
+    window = Window(lambda: _tree_cpu(daemon_pid))
     record, _token = client.submit(run_config(algo, steps))
     final = client.wait_for_end(record.run_id, timeout)
-    wall = time.monotonic() - submitted
-    busy = load.stop()
+    usage = window.close()
     run_id = record.run_id
     if final.state is not RunState.COMPLETED:
         raise BenchError(f"gym_gui {algo} run {run_id} ended {final.state.value}: {final.reason}")
@@ -296,7 +342,7 @@ def run_gym_gui(
         raise BenchError(
             f"run {run_id}: its last SPS line ({sps:.0f}) is not a {SPS_TAG} metric in telemetry.sqlite"
         )
-    return Measure("gym_gui", algo, sps, wall, f"run {run_id}", busy)
+    return Measure("gym_gui", algo, sps, usage, f"run {run_id}")
 
 
 def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
@@ -323,29 +369,39 @@ def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
 # ------------------------------------------------------------ main
 
 
-def _spread(measures: list[Measure]) -> str:
-    values = [m.sps for m in measures]
+def _spread(values: list[float]) -> str:
     return f"[{min(values):,.0f}–{max(values):,.0f}]"
 
 
-def summarise(measures: list[Measure], algos: list[str], steps: int) -> dict[str, float]:
+def summarise(measures: list[Measure], algos: list[str], steps: int, max_others: float) -> dict[str, float]:
     ratios: dict[str, float] = {}
     for algo in algos:
         raw = [m for m in measures if m.algo == algo and m.side == "raw"]
         gui = [m for m in measures if m.algo == algo and m.side == "gym_gui"]
         raw_sps = statistics.median(m.sps for m in raw)
         gui_sps = statistics.median(m.sps for m in gui)
-        raw_wall = statistics.median(m.wall_seconds for m in raw)
-        gui_wall = statistics.median(m.wall_seconds for m in gui)
         ratios[algo] = gui_sps / raw_sps
-        print(
-            f"{algo}: median SPS raw {raw_sps:,.0f} {_spread(raw)}, gym_gui {gui_sps:,.0f} {_spread(gui)}: "
-            f"ratio {ratios[algo]:.3f} ({len(raw)} runs each)"
+        disturbed = sum(
+            1 for m in raw + gui if m.usage.others_cores is not None and m.usage.others_cores > max_others
         )
+        note = f", {disturbed} of them disturbed" if disturbed else ""
+        print(
+            f"{algo}: median SPS raw {raw_sps:,.0f} {_spread([m.sps for m in raw])}, "
+            f"gym_gui {gui_sps:,.0f} {_spread([m.sps for m in gui])}: ratio {ratios[algo]:.3f} "
+            f"({len(raw)} runs each{note})"
+        )
+        raw_wall = statistics.median(m.usage.wall_seconds for m in raw)
+        gui_wall = statistics.median(m.usage.wall_seconds for m in gui)
         print(
             f"{algo}: median wall raw {raw_wall:.2f} s (process start→exit), gym_gui {gui_wall:.2f} s "
             f"(submit→COMPLETED) for {steps} steps, {gui_wall - raw_wall:+.2f} s: "
             f"wall steps/s gym_gui/raw {raw_wall / gui_wall:.2f} (not the goal figure)"
+        )
+        raw_cpu = statistics.median(m.usage.cpu_seconds for m in raw)
+        gui_cpu = statistics.median(m.usage.cpu_seconds for m in gui)
+        print(
+            f"{algo}: median CPU raw {raw_cpu:.2f} s (script), gym_gui {gui_cpu:.2f} s "
+            f"(daemon + worker + script): gym_gui adds {gui_cpu - raw_cpu:+.2f} CPU-s per run"
         )
     return ratios
 
@@ -359,18 +415,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--settle",
         type=float,
-        default=120.0,
+        default=60.0,
         help="wait up to this long for an idle machine before each run (s)",
     )
     parser.add_argument(
         "--idle-cores", type=float, default=0.3, help="busy cores below which the machine counts as idle"
     )
+    parser.add_argument(
+        "--max-others",
+        type=float,
+        default=0.2,
+        help="cores other processes may use during a run before it is measured again",
+    )
+    parser.add_argument("--retries", type=int, default=2, help="extra attempts for a disturbed run")
     parser.add_argument("--timeout", type=float, default=900.0, help="longest one run may take (s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary GYM_GUI_HOME and raw dirs")
     args = parser.parse_args(argv)
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
-    if args.steps < 1 or args.repeat < 1 or not algos:
-        parser.error("--steps and --repeat must be at least 1 and --algos name at least one script")
+    if args.steps < 1 or args.repeat < 1 or args.retries < 0 or not algos:
+        parser.error("--steps and --repeat must be at least 1, --retries 0 or more, --algos not empty")
 
     try:
         bundles = find_bundles(args.bundles)
@@ -382,7 +445,6 @@ def main(argv: list[str] | None = None) -> int:
     python = BundleManager(bundles).python(BUNDLE)
 
     home = Home(Path(tempfile.mkdtemp(prefix="gym-gui-bench-")))
-    raw_root = home.root / "raw"
     measures: list[Measure] = []
     client = DaemonClient.connect(home.root)
     try:
@@ -398,15 +460,26 @@ def main(argv: list[str] | None = None) -> int:
             raw_first = round_no % 2 == 1
             for algo in algos:
                 for side in ("raw", "gym_gui") if raw_first else ("gym_gui", "raw"):
-                    busy = settle(args.settle, args.idle_cores) if args.settle > 0 else None
-                    if busy is not None and busy > args.idle_cores:
-                        print(f"  (machine still busy before this run: {_cores(busy)})", flush=True)
-                    if side == "raw":
-                        m = run_raw(python, algo, flags[algo], raw_root, round_no, args.timeout)
-                    else:
-                        m = run_gym_gui(client, home, algo, args.steps, flags[algo], args.timeout)
-                    measures.append(m)
-                    print(m.line(round_no, args.repeat, args.steps), flush=True)
+                    attempts: list[Measure] = []
+                    for attempt in range(1, args.retries + 2):
+                        busy = settle(args.settle, args.idle_cores) if args.settle > 0 else None
+                        if busy is not None and busy > args.idle_cores:
+                            print(f"  (machine not idle before this run: {busy:.2f} cores busy)", flush=True)
+                        if side == "raw":
+                            cwd = home.root / "raw" / f"{algo}-{round_no}-{attempt}"
+                            m = run_raw(python, algo, flags[algo], cwd, args.timeout)
+                        else:
+                            m = run_gym_gui(client, home, algo, args.steps, flags[algo], args.timeout)
+                        attempts.append(m)
+                        label = f"[{round_no}/{args.repeat}]" + (
+                            f" retry {attempt - 1}" if attempt > 1 else ""
+                        )
+                        print(m.line(label, args.steps, args.max_others), flush=True)
+                        others = m.usage.others_cores
+                        if others is None or others <= args.max_others:
+                            break
+                    # Chosen by how quiet the machine was, never by SPS, so neither side is favoured.
+                    measures.append(min(attempts, key=lambda a: a.usage.others_cores or 0.0))
     except (BenchError, GymGuiError) as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
@@ -417,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(home.root, ignore_errors=True)
 
-    ratios = summarise(measures, algos, args.steps)
+    ratios = summarise(measures, algos, args.steps, args.max_others)
     worst = min(ratios, key=lambda algo: ratios[algo])
     each = ", ".join(f"{algo} {ratio:.3f}" for algo, ratio in ratios.items())
     print(f"ratio gym_gui/raw SPS = {ratios[worst]:.2f} (goal >= {GOAL}), from {worst}: the lower of {each}")

@@ -434,23 +434,7 @@ def eval_(
     """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable."""
     run_id = validate_run_id(run)
     with _client() as client:
-        detail = client.get_run(run_id)
-        trained = json.loads(detail.config_json or "{}")
-        if detail.info.worker != "cleanrl" or trained.get("mode", "train") != "train":
-            raise ConfigError(f"run {run_id} is not a CleanRL training run; only those have models to play")
-        config = parse_run_config(
-            {
-                "worker": "cleanrl",
-                "mode": "evaluate",
-                "env_id": detail.info.env_id,
-                "algorithm": trained.get("algorithm"),
-                "seed": trained.get("seed") if seed is None else seed,
-                "budget": {"episodes": episodes},
-                "evaluation": {"run_id": run_id, "checkpoint": checkpoint},
-                "source": trained.get("source") or {},
-                "telemetry": {"render_fps": render_fps},
-            }
-        )
+        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps)
         record, _ = client.submit(config)
         console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
         if detach:

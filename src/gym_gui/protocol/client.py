@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
@@ -17,9 +18,9 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.worker import channel_options
 
-from gym_gui.core.config import RunConfig
+from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
-from gym_gui.core.errors import GymGuiError
+from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.records import RunRecord
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
@@ -206,6 +207,37 @@ class DaemonClient:
             worker=worker, algorithm=algorithm, scripts_dir=scripts_dir, python=python
         )
         return self._call("DescribeWorker", request, 300)
+
+    def evaluation_config(
+        self,
+        run_id: str,
+        episodes: int,
+        checkpoint: str | None = None,
+        seed: int | None = None,
+        render_fps: float = 30.0,
+    ) -> RunConfig:
+        """The config of an evaluation run that plays a trained run's model (its final one by default).
+
+        Raises:
+            ConfigError: when ``run_id`` is not a CleanRL training run.
+        """
+        detail = self.get_run(run_id)
+        trained = json.loads(detail.config_json or "{}")
+        if detail.info.worker != "cleanrl" or trained.get("mode", "train") != "train":
+            raise ConfigError(f"run {run_id} is not a CleanRL training run; only those have models to play")
+        return parse_run_config(
+            {
+                "worker": "cleanrl",
+                "mode": "evaluate",
+                "env_id": detail.info.env_id,
+                "algorithm": trained.get("algorithm"),
+                "seed": trained.get("seed") if seed is None else seed,
+                "budget": {"episodes": episodes},
+                "evaluation": {"run_id": run_id, "checkpoint": checkpoint},
+                "source": trained.get("source") or {},
+                "telemetry": {"render_fps": render_fps},
+            }
+        )
 
     def shutdown(self) -> None:
         self._call("Shutdown", pb.ShutdownRequest())

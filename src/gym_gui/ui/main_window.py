@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.compare import CompareView
@@ -274,28 +273,11 @@ class MainWindow(QMainWindow):
 
     def evaluate(self, run_id: str, episodes: int) -> None:
         """Start an evaluation of a trained run and switch to its Live tab once it exists."""
-        source = self._runs.get(run_id)
-        if source is None:
+        if run_id not in self._runs:
             return
 
         def submit(client: DaemonClient) -> str:
-            detail = client.get_run(run_id)
-            import json
-
-            trained = json.loads(detail.config_json or "{}")
-            config = parse_run_config(
-                {
-                    "worker": "cleanrl",
-                    "mode": "evaluate",
-                    "env_id": source.env_id,
-                    "algorithm": trained.get("algorithm"),
-                    "seed": trained.get("seed"),
-                    "budget": {"episodes": episodes},
-                    "evaluation": {"run_id": run_id},
-                    "source": trained.get("source") or {},
-                    "telemetry": {"render_fps": 30},
-                }
-            )
+            config = client.evaluation_config(run_id, episodes)
             record, _ = client.submit(config)
             return record.run_id
 

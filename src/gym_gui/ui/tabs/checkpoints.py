@@ -26,8 +26,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.config import parse_run_config
-from gym_gui.core.errors import ConfigError
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
@@ -126,23 +124,7 @@ def submit_evaluation(
     client: DaemonClient, run_id: str, checkpoint: str, episodes: int, render_fps: float
 ) -> str:
     """Submit an evaluation run of ``checkpoint`` of ``run_id`` (what `gym-gui eval` submits); returns its id."""
-    detail = client.get_run(run_id)
-    trained = json.loads(detail.config_json or "{}")
-    if detail.info.worker != "cleanrl" or trained.get("mode", "train") != "train":
-        raise ConfigError(f"run {run_id} is not a CleanRL training run; only those have models to play")
-    config = parse_run_config(
-        {
-            "worker": "cleanrl",
-            "mode": "evaluate",
-            "env_id": detail.info.env_id,
-            "algorithm": trained.get("algorithm"),
-            "seed": trained.get("seed"),
-            "budget": {"episodes": episodes},
-            "evaluation": {"run_id": run_id, "checkpoint": checkpoint},
-            "source": trained.get("source") or {},
-            "telemetry": {"render_fps": render_fps},
-        }
-    )
+    config = client.evaluation_config(run_id, episodes, checkpoint, render_fps=render_fps)
     record, _ = client.submit(config)
     return record.run_id
 

@@ -333,11 +333,14 @@ class LiveTab(RunTab):
         self.chart.setLabel("left", "return")
         self.chart.addLegend(offset=(10, 10))
         item = self.chart.getPlotItem()
-        item.setDownsampling(auto=True, mode="peak")
+        # Thousands of episodes are drawn as about one point per pixel column; subsampling is the
+        # cheapest way there, and hairline pens stay on Qt's fast path (wider ones are stroked).
+        item.setDownsampling(auto=True, mode="subsample")
         item.setClipToView(True)
-        self._raw_curve = self.chart.plot(pen=pg.mkPen((120, 144, 176), width=1), name="return")
+        self._view_box = item.getViewBox()
+        self._raw_curve = self.chart.plot(pen=pg.mkPen((150, 170, 196), width=1), name="return")
         self._mean_curve = self.chart.plot(
-            pen=pg.mkPen((230, 126, 34), width=2), name=f"mean of {MEAN_WINDOW}"
+            pen=pg.mkPen((230, 110, 0), width=1), name=f"mean of {MEAN_WINDOW}"
         )
 
         header = QHBoxLayout()
@@ -608,6 +611,9 @@ class LiveTab(RunTab):
             self._mean_curve.setData(x[window - 1 :], mean)
         else:
             self._mean_curve.setData([], [])
+        # Settle the auto-range now: left to the paint, it changes the range there and costs a
+        # second full paint of the chart.
+        self._view_box.prepareForPaint()
 
     def _flush_rows(self) -> None:
         if not self._rows:
