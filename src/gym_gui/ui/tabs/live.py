@@ -58,13 +58,13 @@ MAX_PLAYBACK_DELAY = 0.5
 DELAY_WINDOW = 30
 # Payloads waiting for their turn at most (a bound, whatever the stream does).
 MAX_QUEUED_FRAMES = 64
-# Batches that arrive together are taken in one go a few ms later (one table update per burst),
-# and their credits go back only once the view has taken them.
+# Batches that arrive together are taken in one go a few ms later, and their credits go back only
+# once the view has taken them.
 TAKE_DELAY_MS = 5
 
 
 class StepTableModel(QAbstractTableModel):
-    """The latest steps of a run over a bounded ring buffer, appended batch by batch.
+    """The latest steps of a run over a bounded ring buffer, appended in bulk.
 
     Rows are plain tuples formatted only when the view asks for a visible cell, so a table of
     thousands of rows costs what its visible rows cost. Rows beyond ``capacity`` are dropped
