@@ -146,7 +146,10 @@ class EnvView(QWidget):
         pending, self._pending = self._pending, None
         if pending is None:
             return
-        self._last_apply = time.monotonic()
+        # Draw on a fixed cadence (the previous slot + 1/fps), so a late timer is made up at the
+        # next slot instead of pushing every later draw back; after an idle spell, start afresh.
+        now = time.monotonic()
+        self._last_apply = max(self._last_apply + self._interval, now - self._interval)
         kind, value = pending
         if kind == "payload":
             try:
