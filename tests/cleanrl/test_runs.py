@@ -396,6 +396,7 @@ def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[D
     client, _home = cleanrl_daemon
     description = client.describe_worker("cleanrl", "ppo")
     assert description.lane == "analytics" and description.bundle_installed
+    assert description.gpu_available is False  # the bundle's torch is the CPU build
     algorithms = {a["name"]: a for a in json.loads(description.algorithms_json)}
     for name in (
         "ppo",

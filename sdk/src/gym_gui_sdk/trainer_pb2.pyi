@@ -206,7 +206,7 @@ class DescribeWorkerRequest(_message.Message):
     def __init__(self, worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., scripts_dir: _Optional[str] = ..., python: _Optional[str] = ...) -> None: ...
 
 class WorkerDescription(_message.Message):
-    __slots__ = ("worker", "display_name", "lane", "available", "unavailable_reason", "bundle", "bundle_installed", "algorithms_json", "arguments_json")
+    __slots__ = ("worker", "display_name", "lane", "available", "unavailable_reason", "bundle", "bundle_installed", "algorithms_json", "arguments_json", "gpu_available")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     LANE_FIELD_NUMBER: _ClassVar[int]
@@ -216,6 +216,7 @@ class WorkerDescription(_message.Message):
     BUNDLE_INSTALLED_FIELD_NUMBER: _ClassVar[int]
     ALGORITHMS_JSON_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    GPU_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     worker: str
     display_name: str
     lane: str
@@ -225,7 +226,8 @@ class WorkerDescription(_message.Message):
     bundle_installed: bool
     algorithms_json: str
     arguments_json: str
-    def __init__(self, worker: _Optional[str] = ..., display_name: _Optional[str] = ..., lane: _Optional[str] = ..., available: bool = ..., unavailable_reason: _Optional[str] = ..., bundle: _Optional[str] = ..., bundle_installed: bool = ..., algorithms_json: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+    gpu_available: bool
+    def __init__(self, worker: _Optional[str] = ..., display_name: _Optional[str] = ..., lane: _Optional[str] = ..., available: bool = ..., unavailable_reason: _Optional[str] = ..., bundle: _Optional[str] = ..., bundle_installed: bool = ..., algorithms_json: _Optional[str] = ..., arguments_json: _Optional[str] = ..., gpu_available: bool = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
     __slots__ = ()

@@ -205,8 +205,9 @@ class CleanRLLauncher:
             config.env_id,
         )
 
-    def _gpu_available(self, python: Path) -> bool:
-        return _cuda_available(python)
+    def gpu_available(self, source: ScriptSource) -> bool:
+        """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
+        return _cuda_available(self.python(source))
 
     def _environment(self, config: RunConfig, python: Path) -> dict[str, Any]:
         """The interpreter the script runs in and its exact package set (pip freeze)."""
@@ -253,7 +254,7 @@ class CleanRLLauncher:
 
         gpu = False
         if config.resources.gpu:
-            gpu = self._gpu_available(python)
+            gpu = _cuda_available(python)
             if not gpu and config.resources.gpu_mandatory:
                 raise ConfigError(f"a GPU is mandatory for this run, but torch in {python} sees none")
             if not gpu:

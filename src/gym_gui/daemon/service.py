@@ -253,6 +253,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         if isinstance(launcher, CleanRLLauncher) and (description.bundle_installed or request.python):
             source = ScriptSource(scripts_dir=request.scripts_dir or None, python=request.python or None)
             description.algorithms_json = json.dumps(launcher.algorithms(source))
+            description.gpu_available = launcher.gpu_available(source)
             if request.algorithm:
                 description.arguments_json = json.dumps(launcher.describe(source, request.algorithm))
         return description

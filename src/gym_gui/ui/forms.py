@@ -700,6 +700,11 @@ class CleanRLForm(RunForm):
         if generation != self._generation:
             return
         self.bundle_installed = description.bundle_installed
+        if description.bundle_installed:
+            # Say up front what the daemon will find at launch.
+            self.gpu_check.setText(
+                "GPU" if description.gpu_available else "GPU (none in the bundle: CPU fallback)"
+            )
         self.algorithms = json.loads(description.algorithms_json) if description.algorithms_json else []
         self._show_error("")
         self.status_label.setText("")
