@@ -103,7 +103,7 @@ class Trainer:
             sys.stdout.flush()
             points = self.parser.parse(line)
             if points:
-                self._send(self.dedupe.from_stdout(points))
+                self._send(points, from_stdout=True)
 
     def _read_stderr(self, stream: IO[str]) -> None:
         for line in stream:
@@ -121,15 +121,19 @@ class Trainer:
             kind = "model" if data.get("final") else "checkpoint"
             self.session.artifact(kind, checkpoint, int(data.get("step") or 0), {"algo": data.get("algo")})
 
-    def _send(self, points: list[tuple[str, int, float]]) -> None:
-        if points:
-            with self._lock:
-                self.session.metrics(points)
+    def _send(self, points: list[tuple[str, int, float]], from_stdout: bool) -> None:
+        # Both readers (stdout thread, event-file poll) share the deduplicator: one lock.
+        if not points:
+            return
+        with self._lock:
+            fresh = self.dedupe.from_stdout(points) if from_stdout else self.dedupe.from_events(points)
+            if fresh:
+                self.session.metrics(fresh)
 
     # ------------------------------------------------------------ files
 
     def _poll_files(self) -> None:
-        self._send(self.dedupe.from_events(self.events.poll()))
+        self._send(self.events.poll(), from_stdout=False)
         for directory in self.events.directories():
             self._register("tensorboard", directory)
         videos = self.run_dir / "videos"

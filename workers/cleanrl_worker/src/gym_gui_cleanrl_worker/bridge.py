@@ -93,33 +93,41 @@ class EventFileTail:
 
 
 class Deduplicator:
-    """Drops the TensorBoard copy of points already sent from stdout.
+    """Keeps one copy of the points that reach the bridge twice.
 
-    The same episodic return and SPS reach the bridge twice: first from stdout (immediately),
-    then from the event file (after TensorBoard's flush). Several episodes may end at one
-    global step (vector envs), so returns are matched by step and value, counted; SPS lines
-    carry no step of their own, so SPS is matched by value alone.
+    The same episodic return and SPS come from stdout (at once) and from the event file (after
+    TensorBoard's flush), in either order. Several episodes may end at one global step (vector
+    envs), so returns are matched by step and value, counted; SPS lines carry no step of their
+    own, so SPS is matched by value alone. Whichever copy comes first is sent; its twin is dropped.
     """
 
     def __init__(self) -> None:
-        self._pending: Counter[tuple[str, int, float]] = Counter()
+        self._from_stdout: Counter[tuple[str, int, float]] = Counter()
+        self._from_events: Counter[tuple[str, int, float]] = Counter()
 
     @staticmethod
     def _key(tag: str, step: int, value: float) -> tuple[str, int, float]:
         return (tag, step if tag == RETURN_TAG else -1, float(f"{value:.5g}"))
 
-    def from_stdout(self, points: list[Point]) -> list[Point]:
-        for tag, step, value in points:
-            self._pending[self._key(tag, step, value)] += 1
-        return points
-
-    def from_events(self, points: list[Point]) -> list[Point]:
+    def _fresh(
+        self,
+        points: list[Point],
+        mine: Counter[tuple[str, int, float]],
+        theirs: Counter[tuple[str, int, float]],
+    ) -> list[Point]:
         out = []
         for tag, step, value in points:
             if tag in (RETURN_TAG, SPS_TAG):
                 key = self._key(tag, step, value)
-                if self._pending[key] > 0:
-                    self._pending[key] -= 1
+                if theirs[key] > 0:
+                    theirs[key] -= 1
                     continue
+                mine[key] += 1
             out.append((tag, step, value))
         return out
+
+    def from_stdout(self, points: list[Point]) -> list[Point]:
+        return self._fresh(points, self._from_stdout, self._from_events)
+
+    def from_events(self, points: list[Point]) -> list[Point]:
+        return self._fresh(points, self._from_events, self._from_stdout)
