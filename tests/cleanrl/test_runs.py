@@ -207,6 +207,8 @@ def test_evaluation_of_a_periodic_checkpoint_and_refusal_of_one_outside_the_run(
         ("c51", "CartPole-v1", 1500, {"learning-starts": 500, "buffer-size": 2000, "train-frequency": 4}),
         ("ppo_continuous_action", "Pendulum-v1", 2048, {"num-steps": 512}),
         ("sac_continuous_action", "Pendulum-v1", 600, {"learning-starts": 200, "batch-size": 32}),
+        ("td3_continuous_action", "Pendulum-v1", 600, {"learning-starts": 200, "batch-size": 32}),
+        ("ddpg_continuous_action", "Pendulum-v1", 600, {"learning-starts": 200, "batch-size": 32}),
     ],
 )
 def test_each_algorithm_finishes_a_short_run_with_a_model(
