@@ -48,7 +48,6 @@ The cleanrl bundle is looked for in ``--bundles``, else ``$GYM_GUI_BUNDLES``, el
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -63,6 +62,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from _daemon import stop_daemon  # bench/ is on sys.path when a bench runs as a script
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import GymGuiError
@@ -343,27 +344,6 @@ def run_gym_gui(
             f"run {run_id}: its last SPS line ({sps:.0f}) is not a {SPS_TAG} metric in telemetry.sqlite"
         )
     return Measure("gym_gui", algo, sps, usage, f"run {run_id}")
-
-
-def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
-    """Ask the daemon to shut down and wait until its process is gone, so its files can be removed."""
-    pid = client.info.pid
-    with contextlib.suppress(GymGuiError):
-        client.shutdown()
-    client.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            # DaemonClient.connect started it, so it is our child: reap it (a zombie still "exists").
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-        time.sleep(0.05)
-    print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
 
 
 # ------------------------------------------------------------ main

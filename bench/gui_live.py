@@ -37,6 +37,7 @@ if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np
+from _daemon import stop_daemon  # bench/ is on sys.path when a bench runs as a script
 from PySide6.QtCore import QElapsedTimer, QEventLoop, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
@@ -201,27 +202,6 @@ def under_load(
         with contextlib.suppress(GymGuiError):
             client.cancel(record.run_id)
             client.wait_for_end(record.run_id, 30)
-
-
-def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
-    """Ask the daemon to shut down and wait until its process is gone, so its files can be removed."""
-    pid = client.info.pid
-    with contextlib.suppress(GymGuiError):
-        client.shutdown()
-    client.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            # DaemonClient.connect started it, so it is our child: reap it (a zombie still "exists").
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-        time.sleep(0.05)
-    print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,8 +24,6 @@ ratio are printed, the ratio last. Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import shutil
 import sqlite3
 import statistics
@@ -36,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _daemon import stop_daemon  # bench/ is on sys.path when a bench runs as a script
 from gym_gui_random_worker.__main__ import make_env
 
 from gym_gui.core.config import parse_run_config
@@ -172,27 +171,6 @@ def run_env_only(steps: int) -> float:
     seconds = time.perf_counter() - start
     env.close()
     return total / seconds
-
-
-def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
-    """Ask the daemon to shut down and wait until its process is gone, so its files can be removed."""
-    pid = client.info.pid
-    with contextlib.suppress(GymGuiError):
-        client.shutdown()
-    client.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            # DaemonClient.connect started it, so it is our child: reap it (a zombie still "exists").
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-        time.sleep(0.05)
-    print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
 
 
 def remove_db(path: Path) -> None:
