@@ -64,7 +64,8 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert form.algorithm() == "ppo"
     assert form.param_names() == [name for name in script_names if name not in MAPPED_FLAGS]
     assert not MAPPED_FLAGS & set(form.param_names())
-    assert "torch-deterministic" in form.param_names()  # not set from a common field
+    assert "torch-deterministic" not in form.param_names()  # set from the common "deterministic" box
+    assert form.deterministic_check.isChecked()
     assert _line(form, "learning-rate").text() == "0.00025"
     assert _line(form, "num-envs").text() == "4"
     anneal = form.param_editor("anneal-lr")

@@ -54,6 +54,9 @@ class Resources(_Strict):
     cpus: int = Field(default=1, ge=1, description="CPU cores the run expects to use.")
     gpu: bool = Field(default=False, description="Use a GPU when one is available.")
     gpu_mandatory: bool = Field(default=False, description="Fail before launch when no GPU is available.")
+    torch_deterministic: bool = Field(
+        default=True, description="Deterministic cuDNN kernels (CleanRL's --torch-deterministic)."
+    )
 
     @model_validator(mode="after")
     def _mandatory_means_wanted(self) -> Resources:

@@ -181,6 +181,7 @@ class CleanRLLauncher:
             "exp-name": config.algorithm,
             "env-id": config.env_id,
             "cuda": gpu,
+            "torch-deterministic": config.resources.torch_deterministic,
             "track": config.tracking.wandb_mode != "disabled",
             "capture-video": config.tracking.capture_video,
         }

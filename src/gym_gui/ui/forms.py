@@ -53,6 +53,7 @@ MAPPED_FLAGS = frozenset(
         "seed",
         "total-timesteps",
         "cuda",
+        "torch-deterministic",
         "track",
         "wandb-project-name",
         "wandb-entity",
@@ -549,6 +550,9 @@ class CleanRLForm(RunForm):
             "Use a GPU when torch in the worker's bundle sees one; without one the run goes on the CPU "
             "with a warning (the daemon checks at launch)."
         )
+        self.deterministic_check = QCheckBox("deterministic")
+        self.deterministic_check.setChecked(True)
+        self.deterministic_check.setToolTip("Deterministic cuDNN kernels (CleanRL's --torch-deterministic).")
         self.gpu_mandatory_check = QCheckBox("mandatory")
         self.gpu_mandatory_check.setToolTip("Fail before launch when no GPU is available.")
         self.tensorboard_check = QCheckBox("TensorBoard")
@@ -591,6 +595,7 @@ class CleanRLForm(RunForm):
         gpu_row = QHBoxLayout()
         gpu_row.addWidget(self.gpu_check)
         gpu_row.addWidget(self.gpu_mandatory_check)
+        gpu_row.addWidget(self.deterministic_check)
         gpu_row.addStretch(1)
         common = QGroupBox("Common")
         form = QFormLayout(common)
@@ -651,6 +656,7 @@ class CleanRLForm(RunForm):
         for box in (
             self.gpu_check,
             self.gpu_mandatory_check,
+            self.deterministic_check,
             self.tensorboard_check,
             self.capture_video_check,
             self.dry_run_check,
@@ -961,6 +967,7 @@ class CleanRLForm(RunForm):
             "resources": {
                 "gpu": self.gpu_check.isChecked(),
                 "gpu_mandatory": self.gpu_check.isChecked() and self.gpu_mandatory_check.isChecked(),
+                "torch_deterministic": self.deterministic_check.isChecked(),
             },
             "notes": self.notes_edit.toPlainText(),
             "dry_run": self.dry_run_check.isChecked(),
@@ -981,6 +988,7 @@ class CleanRLForm(RunForm):
             "exp-name": self.algorithm(),
             "env-id": self.env_combo.currentText().strip(),
             "cuda": self.gpu_check.isChecked(),
+            "torch-deterministic": self.deterministic_check.isChecked(),
             "track": tracked,
             "capture-video": self.capture_video_check.isChecked(),
             "seed": self.seed_spin.value(),
@@ -1058,6 +1066,7 @@ class CleanRLForm(RunForm):
             "total_timesteps": self.timesteps_edit.text(),
             "gpu": self.gpu_check.isChecked(),
             "gpu_mandatory": self.gpu_mandatory_check.isChecked(),
+            "torch_deterministic": self.deterministic_check.isChecked(),
             "tensorboard": self.tensorboard_check.isChecked(),
             "wandb_mode": self.wandb_mode_combo.currentText(),
             "wandb_project": self.wandb_project_edit.text(),
@@ -1099,6 +1108,7 @@ class CleanRLForm(RunForm):
         for key, box in (
             ("gpu", self.gpu_check),
             ("gpu_mandatory", self.gpu_mandatory_check),
+            ("torch_deterministic", self.deterministic_check),
             ("tensorboard", self.tensorboard_check),
             ("capture_video", self.capture_video_check),
         ):
