@@ -99,6 +99,7 @@ def test_ppo_trains_to_completion_and_its_run_directory_holds_everything(
         ("--total-timesteps", "20000"),
         ("--seed", "1"),
         ("--cuda", "False"),
+        ("--torch-deterministic", "True"),
     ]:
         assert flags[flags.index(flag) + 1] == value
     environment = manifest["environment"]
