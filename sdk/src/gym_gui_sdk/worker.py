@@ -19,7 +19,6 @@ import grpc
 from gym_gui_sdk import (
     ENV_DAEMON_ADDRESS,
     ENV_HOME,
-    ENV_RUN_DIR,
     ENV_RUN_ID,
     ENV_RUN_TOKEN,
     __version__,
@@ -132,10 +131,6 @@ class WorkerSession:
         return cls(
             os.environ[ENV_DAEMON_ADDRESS], os.environ[ENV_RUN_ID], os.environ[ENV_RUN_TOKEN], **kwargs
         )
-
-    @staticmethod
-    def run_dir_from_env() -> str | None:
-        return os.environ.get(ENV_RUN_DIR)
 
     def start(self) -> Registration:
         """Register with the daemon and open the Publish stream.

@@ -13,6 +13,13 @@ from gym_gui.core.ids import validate_run_id
 from gym_gui.core.workers import WORKERS
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
+
+
+def looks_secret(key: object) -> bool:
+    """Whether a setting or parameter named ``key`` would hold a secret (never stored, always redacted)."""
+    return _SECRET_KEY.search(str(key)) is not None
+
+
 REDACTED = "***"
 
 
@@ -160,7 +167,7 @@ class RunConfig(_Strict):
     @classmethod
     def _no_secret_params(cls, value: dict[str, Any]) -> dict[str, Any]:
         for key in value:
-            if _SECRET_KEY.search(key):
+            if looks_secret(key):
                 raise ValueError(
                     f"parameter {key!r} looks like a secret; pass secrets in the worker's environment"
                 )
@@ -213,7 +220,7 @@ def redact(mapping: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``mapping`` (nested) with every secret-looking key's value replaced by ``***``."""
     out: dict[str, Any] = {}
     for key, value in mapping.items():
-        if _SECRET_KEY.search(str(key)):
+        if looks_secret(key):
             out[key] = REDACTED
         elif isinstance(value, dict):
             out[key] = redact(value)

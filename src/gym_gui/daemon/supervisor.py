@@ -9,6 +9,7 @@ import logging
 import os
 import queue
 import secrets
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -343,7 +344,7 @@ class Supervisor:
             if run_dir.exists():
                 trash = run_dir.with_name(f".deleting-{run_id}-{secrets.token_hex(4)}")
                 run_dir.rename(trash)
-                _remove_tree(trash)
+                shutil.rmtree(trash, ignore_errors=True)
             self.registry.delete(run_id)
         self.bus.publish(RUNS_TOPIC, "removed", run_id)
         self.bus.close_run(run_id)
@@ -743,9 +744,3 @@ def _write_json(path: Path, data: object) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
     os.replace(tmp, path)
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

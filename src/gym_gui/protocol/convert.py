@@ -59,16 +59,6 @@ def state_change(transition: StateTransition) -> pb.StateChange:
     )
 
 
-def state_transition(change: pb.StateChange) -> StateTransition:
-    return StateTransition(
-        run_id=change.run_id,
-        from_state=RunState(change.from_state) if change.from_state else None,
-        to_state=RunState(change.to_state),
-        time=change.time,
-        reason=change.reason,
-    )
-
-
 def step_rows(batch: pb.StepBatch) -> list[StepRow]:
     """The rows of a column-wise step batch, in storage column order.
 
@@ -108,25 +98,6 @@ def step_rows(batch: pb.StepBatch) -> list[StepRow]:
     )
 
 
-def step_batch(rows: list[StepRow]) -> pb.StepBatch:
-    """The column-wise batch of ``rows`` (the inverse of :func:`step_rows`)."""
-    if not rows:
-        return pb.StepBatch()
-    cols = list(zip(*rows, strict=True))
-    return pb.StepBatch(
-        episode=cols[0],
-        step=cols[1],
-        reward=cols[2],
-        terminated=cols[3],
-        truncated=cols[4],
-        action=cols[5],
-        observation=cols[6],
-        info=cols[7],
-        render=[r or b"" for r in cols[8]],
-        wall_time=cols[9],
-    )
-
-
 def episode_record(message: pb.Episode) -> EpisodeRecord:
     return EpisodeRecord(
         episode=message.episode,
@@ -138,21 +109,6 @@ def episode_record(message: pb.Episode) -> EpisodeRecord:
         started_at=message.started_at,
         ended_at=message.ended_at,
         info=message.info or "{}",
-    )
-
-
-def episode_message(record: EpisodeRecord) -> pb.Episode:
-    return pb.Episode(
-        episode=record.episode,
-        seed=record.seed or 0,
-        has_seed=record.seed is not None,
-        steps=record.steps,
-        total_reward=record.total_reward,
-        terminated=record.terminated,
-        truncated=record.truncated,
-        started_at=record.started_at,
-        ended_at=record.ended_at,
-        info=record.info,
     )
 
 

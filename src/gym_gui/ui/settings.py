@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtWidgets import QMainWindow
 
+from gym_gui.core.config import looks_secret
 from gym_gui.storage.home import Home
 
-ORGANIZATION = "gym_gui"
-APPLICATION = "cockpit"
 FILE_NAME = "cockpit.ini"
-
-# The same notion of "looks like a secret" as RunConfig's parameter check.
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
 
 
 class SecretNotStored(ValueError):
@@ -27,7 +22,7 @@ class SecretNotStored(ValueError):
 def _refuse_secrets(value: Any, where: str) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
-            if _SECRET_KEY.search(str(key)):
+            if looks_secret(key):
                 raise SecretNotStored(f"{where}.{key} looks like a secret and is never stored")
             _refuse_secrets(item, f"{where}.{key}")
     elif isinstance(value, (list, tuple)):

@@ -140,11 +140,6 @@ class StepTableModel(QAbstractTableModel):
         self._rows.extend(rows)
         self.endInsertRows()
 
-    def append_batch(self, batch: pb.StepBatch) -> int:
-        """Append the steps of ``batch`` (only its last ``capacity`` can show); returns its step count."""
-        self.append_rows(batch_rows(batch, self.capacity))
-        return len(batch.step)
-
     def clear(self) -> None:
         self.beginResetModel()
         self._rows.clear()
