@@ -15,7 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gym_gui.storage.telemetry import TelemetryReader
-from gym_gui.ui.tabs.charts import DEFAULT_TAG, Background, ema, faint, new_curve, smoothing_slider
+from gym_gui.ui.background import Background
+from gym_gui.ui.tabs.charts import DEFAULT_TAG, ema, faint, new_curve, smoothing_slider
 
 log = logging.getLogger(__name__)
 

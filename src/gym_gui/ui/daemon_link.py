@@ -5,22 +5,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.protocol.client import DaemonClient, TelemetryStream
+from gym_gui.ui.background import Background
 
 log = logging.getLogger(__name__)
-
-
-class _Delivery(QObject):
-    """Carries a result from a worker thread to the GUI thread (queued signal)."""
-
-    done = Signal(object, object)  # callback, value
 
 
 class TelemetrySubscription(QObject):
@@ -102,9 +96,7 @@ class DaemonLink(QObject):
         self.home = home
         self.autostart = autostart
         self.client: DaemonClient | None = None
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="daemon-call")
-        self._delivery = _Delivery()
-        self._delivery.done.connect(self._deliver)
+        self._background = Background(self, workers=4, name="daemon-call")
         self._watch_thread: threading.Thread | None = None
         self._closing = False
         self._watch_generation = 0
@@ -113,17 +105,18 @@ class DaemonLink(QObject):
 
     def connect_daemon(self) -> None:
         """Connect (starting a daemon when none answers) without blocking the GUI."""
-        future = self._pool.submit(DaemonClient.connect, self.home, autostart=self.autostart)
 
-        def connected(client: Any) -> None:
-            if isinstance(client, BaseException):
-                self.connection_changed.emit(False, str(client))
-                return
+        def connected(client: DaemonClient) -> None:
             self.client = client
             self.connection_changed.emit(True, client.info.address)
             self._start_watch()
 
-        future.add_done_callback(lambda f: self._delivery.done.emit(connected, f.exception() or f.result()))
+        self._background.run(
+            lambda: DaemonClient.connect(self.home, autostart=self.autostart),
+            connected,
+            lambda message: self.connection_changed.emit(False, message),
+            name="connect",
+        )
 
     reconnect = connect_daemon
 
@@ -149,7 +142,7 @@ class DaemonLink(QObject):
                         self.run_removed.emit(event.removed)
             except GymGuiError as exc:
                 if not self._closing and generation == self._watch_generation:
-                    self._delivery.done.emit(self._lost, str(exc))
+                    self._background.post(self._lost, str(exc))
             except RuntimeError:
                 return
 
@@ -175,30 +168,12 @@ class DaemonLink(QObject):
             (on_error or self.error.emit)(message)
             return
 
-        def run() -> Any:
-            return fn(client)
-
-        def finished(future: Any) -> None:
-            exc = future.exception()
-            if exc is not None:
-                message = str(exc) if isinstance(exc, GymGuiError) else f"{type(exc).__name__}: {exc}"
-                self._delivery.done.emit(on_error or self.error.emit, message)
-            elif on_done is not None:
-                self._delivery.done.emit(on_done, future.result())
-
-        self._pool.submit(run).add_done_callback(finished)
+        self._background.run(lambda: fn(client), on_done, on_error or self.error.emit)
 
     def subscribe(self, run_id: str, credits: int = 4) -> TelemetrySubscription | None:
         if self.client is None:
             return None
         return TelemetrySubscription(self.client, run_id, credits)
-
-    @Slot(object, object)
-    def _deliver(self, callback: Callable[[Any], None], value: Any) -> None:
-        try:
-            callback(value)
-        except Exception:  # a view's bug must not take the window down
-            log.exception("callback failed")
 
     def close(self) -> None:
         self._closing = True
@@ -206,4 +181,4 @@ class DaemonLink(QObject):
         if self.client is not None:
             self.client.close()
             self.client = None
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._background.shutdown()

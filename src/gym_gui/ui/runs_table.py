@@ -7,7 +7,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ from PySide6.QtCore import (
     QTimer,
     QUrl,
     Signal,
-    Slot,
 )
 from PySide6.QtGui import QBrush, QColor, QDesktopServices, QFontDatabase, QPainter
 from PySide6.QtWidgets import (
@@ -56,6 +54,7 @@ from gym_gui.core.errors import GymGuiError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 
 log = logging.getLogger(__name__)
@@ -114,62 +113,6 @@ def format_elapsed(seconds: float) -> str:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
-
-
-# ------------------------------------------------------------------ background work without the daemon
-
-
-class _Delivery(QObject):
-    done = Signal(object, object)  # callback, value
-
-    @Slot(object, object)
-    def deliver(self, callback: Callable[[Any], None], value: Any) -> None:
-        try:
-            callback(value)
-        except Exception:  # a view's bug must not take the window down
-            log.exception("callback failed")
-
-
-class FileWork(QObject):
-    """Runs file work (log tails, exports) on its own thread and hands results to the GUI thread.
-
-    Unlike DaemonLink.call it needs no daemon: files are read where they are.
-    """
-
-    def __init__(self, parent: QObject | None = None, workers: int = 1) -> None:
-        super().__init__(parent)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="file-work")
-        self._delivery = _Delivery(self)
-        self._delivery.done.connect(self._delivery.deliver)
-
-    def run(
-        self,
-        fn: Callable[[], Any],
-        on_done: Callable[[Any], None] | None = None,
-        on_error: Callable[[str], None] | None = None,
-    ) -> None:
-        def finished(future: Any) -> None:
-            exc = future.exception()
-            try:
-                if exc is not None:
-                    message = (
-                        str(exc)
-                        if isinstance(exc, (GymGuiError, OSError))
-                        else f"{type(exc).__name__}: {exc}"
-                    )
-                    if on_error is not None:
-                        self._delivery.done.emit(on_error, message)
-                    else:
-                        log.error("file work failed: %s", message)
-                elif on_done is not None:
-                    self._delivery.done.emit(on_done, future.result())
-            except RuntimeError:  # the receiver went away meanwhile
-                return
-
-        self._pool.submit(fn).add_done_callback(finished)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ------------------------------------------------------------------ model
@@ -494,7 +437,7 @@ class RunsTable(QWidget):
         self.proxy = _ArchivedFilter(self)
         self.proxy.setSourceModel(self.model)
         self._in_flight: set[str] = set()
-        self._files = FileWork(self)
+        self._files = Background(self, workers=1, name="file-work")
 
         self.view = QTableView()
         self.view.setObjectName("runsTable")
@@ -854,7 +797,7 @@ class LogDrawer(QWidget):
     def __init__(self, link: DaemonLink | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.run: pb.RunInfo | None = None
-        self._files = FileWork(self)
+        self._files = Background(self, workers=1, name="file-work")
         self._reading = False
         self._seen: dict[str, tuple[int, int]] = {}
         self.title = QLabel("No run selected.")

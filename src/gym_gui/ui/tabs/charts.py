@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from gym_gui_sdk import trainer_pb2 as pb
-from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -25,10 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import MetricPoint
 from gym_gui.core.states import TERMINAL_STATES
 from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.tabs.base import RunTab
 
@@ -48,60 +47,6 @@ _EMA_BLOCK = 64
 def is_terminal(state: str) -> bool:
     """Whether a run in ``state`` (a RunInfo's state string) has ended; unknown states have not."""
     return state in TERMINAL_STATES
-
-
-class Background(QObject):
-    """Runs callables on worker threads and hands their results to callbacks on the GUI thread.
-
-    The owner is the Qt parent: once it is deleted, results still on their way are dropped
-    instead of reaching a dead widget. Storage reads, subprocesses and HTTP polls go through
-    here so the GUI thread never waits on them.
-    """
-
-    _done = Signal(object, object)  # callback, value
-
-    def __init__(self, owner: QObject) -> None:
-        super().__init__(owner)
-        self._done.connect(self._deliver)
-
-    def run(
-        self,
-        fn: Callable[[], Any],
-        on_done: Callable[[Any], None] | None = None,
-        on_error: Callable[[str], None] | None = None,
-        name: str = "background",
-    ) -> None:
-        """Call ``fn()`` on a new daemon thread; ``on_done(result)`` or ``on_error(message)`` on the GUI thread."""
-
-        def work() -> None:
-            try:
-                result = fn()
-            except Exception as exc:  # reported to the view, which shows the message
-                message = (
-                    str(exc) if isinstance(exc, GymGuiError | OSError) else f"{type(exc).__name__}: {exc}"
-                )
-                if not isinstance(exc, GymGuiError | OSError):
-                    log.exception("%s failed", name)
-                self._emit(on_error, message)
-                return
-            self._emit(on_done, result)
-
-        threading.Thread(target=work, name=name, daemon=True).start()
-
-    def _emit(self, callback: Callable[[Any], None] | None, value: Any) -> None:
-        if callback is None:
-            return
-        try:
-            self._done.emit(callback, value)
-        except RuntimeError:  # the owner was deleted meanwhile
-            return
-
-    @Slot(object, object)
-    def _deliver(self, callback: Callable[[Any], None], value: Any) -> None:
-        try:
-            callback(value)
-        except Exception:  # a view's bug must not take the window down
-            log.exception("background callback failed")
 
 
 # ---------------------------------------------------------------- series and smoothing

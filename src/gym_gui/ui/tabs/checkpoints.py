@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
-from gym_gui.ui.tabs.charts import Background
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,10 @@ from PySide6.QtWidgets import (
 from gym_gui.core.errors import GymGuiError
 from gym_gui.daemon.bundles import BundleManager
 from gym_gui.storage.home import Home
+from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
-from gym_gui.ui.tabs.charts import Background, is_terminal
+from gym_gui.ui.tabs.charts import is_terminal
 
 log = logging.getLogger(__name__)
 
