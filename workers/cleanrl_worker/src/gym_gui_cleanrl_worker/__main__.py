@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,8 +29,30 @@ from gym_gui_cleanrl_worker.bridge import Deduplicator, EventFileTail, StdoutPar
 
 # How often the event files and the run directory are looked at.
 _POLL_SECONDS = 1.0
+# How often the script's output is taken: in batches, since a wake-up per printed line (CleanRL
+# prints ~175 lines/s) costs the script's torch threads more than the bridge's work itself.
+_READ_SECONDS = 0.25
+# How often stop and checkpoint requests are passed on to the script.
+_CONTROL_SECONDS = 0.1
 # How long the script gets to save its model after a stop before it is killed.
 _STOP_GRACE = 20.0
+
+
+def _read_lines(stream: IO[bytes], handle: Callable[[list[str]], None]) -> None:
+    """Hand ``stream``'s complete lines to ``handle`` in batches, until the stream ends."""
+    fd = stream.fileno()
+    pending = b""
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        if complete:
+            handle([line.decode("utf-8", errors="replace") for line in complete])
+        time.sleep(_READ_SECONDS)
+    if pending:
+        handle([pending.decode("utf-8", errors="replace")])
 
 
 class Trainer:
@@ -45,43 +68,49 @@ class Trainer:
         self.stderr_tail: deque[str] = deque(maxlen=40)
         self.registered: set[str] = set()
         self._lock = threading.Lock()
-        self._child: subprocess.Popen[str] | None = None
 
     def run(self) -> int:
-        self._child = subprocess.Popen(
+        child = subprocess.Popen(
             self.command,
             cwd=self.run_dir,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
+            bufsize=0,
         )
+        assert child.stdout is not None and child.stderr is not None
         readers = [
-            threading.Thread(target=self._read_stdout, args=(self._child.stdout,), daemon=True),
-            threading.Thread(target=self._read_stderr, args=(self._child.stderr,), daemon=True),
+            threading.Thread(target=_read_lines, args=(child.stdout, self._stdout_lines), daemon=True),
+            threading.Thread(target=_read_lines, args=(child.stderr, self._stderr_lines), daemon=True),
         ]
         for reader in readers:
             reader.start()
+        exited = threading.Event()
+
+        # Waiting on the child (not polling it) ends the run the moment the script does.
+        def wait() -> None:
+            child.wait()
+            exited.set()
+
+        threading.Thread(target=wait, daemon=True).start()
         stop_sent_at: float | None = None
-        while True:
-            code = self._child.poll()
-            if code is not None:
-                break
+        next_poll = time.monotonic() + _POLL_SECONDS
+        while not exited.wait(_CONTROL_SECONDS):
             if self.session.stop_requested.is_set() and stop_sent_at is None:
                 stop_sent_at = time.monotonic()
-                self._child.send_signal(signal.SIGTERM)
+                child.send_signal(signal.SIGTERM)
             if stop_sent_at is not None and time.monotonic() - stop_sent_at > _STOP_GRACE:
-                self._child.kill()
+                child.kill()
             if self.session.checkpoint_requested.is_set():
                 self.session.checkpoint_requested.clear()
-                self._child.send_signal(signal.SIGUSR1)
-            self._poll_files()
-            self.session.stop_requested.wait(_POLL_SECONDS) if stop_sent_at is None else time.sleep(0.1)
+                child.send_signal(signal.SIGUSR1)
+            if time.monotonic() >= next_poll:
+                next_poll = time.monotonic() + _POLL_SECONDS
+                self._poll_files()
         for reader in readers:
             reader.join(10)
         self._poll_files()
-        return code
+        return child.returncode
 
     @property
     def error_line(self) -> str:
@@ -94,22 +123,24 @@ class Trainer:
 
     # ------------------------------------------------------------ output
 
-    def _read_stdout(self, stream: IO[str]) -> None:
-        for line in stream:
+    def _stdout_lines(self, lines: list[str]) -> None:
+        shown = []
+        points = []
+        for line in lines:
             if line.startswith(MARKER):
                 self._marker(line[len(MARKER) :])
                 continue
-            sys.stdout.write(line)
+            shown.append(line)
+            points.extend(self.parser.parse(line))
+        if shown:
+            sys.stdout.write("\n".join(shown) + "\n")
             sys.stdout.flush()
-            points = self.parser.parse(line)
-            if points:
-                self._send(points, from_stdout=True)
+        self._send(points, from_stdout=True)
 
-    def _read_stderr(self, stream: IO[str]) -> None:
-        for line in stream:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            self.stderr_tail.append(line.rstrip("\n"))
+    def _stderr_lines(self, lines: list[str]) -> None:
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()
+        self.stderr_tail.extend(lines)
 
     def _marker(self, text: str) -> None:
         try:
