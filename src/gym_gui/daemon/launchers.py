@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 # The final model every CleanRL training run saves (gym_gui_cleanrl_worker.launch).
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
+# Resolved commands kept between submit and launch (runs queued behind others included).
+_RESOLVED_KEPT = 64
 
 
 @dataclass
@@ -109,6 +111,8 @@ class CleanRLLauncher:
         self.home = home
         self.bundles = bundles
         self._lock = threading.Lock()
+        # What validate resolved at submit, taken once by plan at launch (the same script answer).
+        self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
 
     # ------------------------------------------------------------ where the scripts are
 
@@ -155,7 +159,11 @@ class CleanRLLauncher:
         if config.budget.timesteps is None:
             raise ConfigError("field 'budget.timesteps': CleanRL trains for a number of environment steps")
         if self.bundles.installed(self.bundle) or config.source.python:
-            self._script_argv(config, gpu=False)
+            resolved = self._resolve(config, gpu=False)
+            with self._lock:
+                self._resolved[(config.model_dump_json(), False)] = resolved
+                while len(self._resolved) > _RESOLVED_KEPT:
+                    self._resolved.pop(next(iter(self._resolved)))
 
     def _model_path(self, config: RunConfig) -> Path:
         assert config.evaluation is not None
@@ -174,6 +182,12 @@ class CleanRLLauncher:
         return model
 
     def _script_argv(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
+        """:meth:`_resolve`, reusing the answer validate got for the same config at submit."""
+        with self._lock:
+            known = self._resolved.pop((config.model_dump_json(), gpu), None)
+        return known if known is not None else self._resolve(config, gpu)
+
+    def _resolve(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
         """The script's path and exact flags: user parameters checked strictly against the script's
         own definitions; the flags gym_gui maps from the config given only where the script has them."""
         assert config.algorithm is not None
