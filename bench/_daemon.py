@@ -1,11 +1,14 @@
-"""What every bench shares: stopping the daemon it started and waiting until the process is gone."""
+"""What every bench shares: a throwaway GYM_GUI_HOME, and stopping its daemon and removing it afterwards."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.protocol.client import DaemonClient
@@ -30,3 +33,17 @@ def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
                 return
         time.sleep(0.05)
     print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
+
+
+def fresh_home(prefix: str = "gym-gui-bench-") -> Path:
+    """A new temporary GYM_GUI_HOME for one bench run."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def release(client: DaemonClient, root: Path, keep: bool) -> None:
+    """Stop the bench's daemon, then remove its home (or say where it is, with --keep)."""
+    stop_daemon(client)
+    if keep:
+        print(f"kept {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)

@@ -52,18 +52,16 @@ import json
 import os
 import re
 import resource
-import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from _daemon import stop_daemon  # bench/ is on sys.path when a bench runs as a script
+from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import GymGuiError
@@ -424,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[BUNDLES_ENV_VAR] = str(bundles)
     python = BundleManager(bundles).python(BUNDLE)
 
-    home = Home(Path(tempfile.mkdtemp(prefix="gym-gui-bench-")))
+    home = Home(fresh_home())
     measures: list[Measure] = []
     client = DaemonClient.connect(home.root)
     try:
@@ -464,11 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        stop_daemon(client)
-        if args.keep:
-            print(f"kept {home.root}")
-        else:
-            shutil.rmtree(home.root, ignore_errors=True)
+        release(client, home.root, args.keep)
 
     ratios = summarise(measures, algos, args.steps, args.max_others)
     worst = min(ratios, key=lambda algo: ratios[algo])

@@ -24,20 +24,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 # Offscreen unless a display is there to draw on; must be set before Qt starts.
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np
-from _daemon import stop_daemon  # bench/ is on sys.path when a bench runs as a script
+from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
 from PySide6.QtCore import QElapsedTimer, QEventLoop, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
@@ -212,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds <= 0:
         parser.error("--seconds must be positive")
 
-    root = Path(tempfile.mkdtemp(prefix="gym-gui-bench-gui-"))
+    root = fresh_home("gym-gui-bench-gui-")
     os.environ["GYM_GUI_HOME"] = str(root)
     app = QApplication.instance() or QApplication([sys.argv[0]])
     client = DaemonClient.connect(root)
@@ -242,11 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         link.close()
-        stop_daemon(client)
-        if args.keep:
-            print(f"kept {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+        release(client, root, args.keep)
         del app
 
     met = all(f.fps >= GOAL_FPS and f.p99_ms <= GOAL_P99_MS for f in loads)

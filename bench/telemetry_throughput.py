@@ -24,17 +24,15 @@ ratio are printed, the ratio last. Usage::
 from __future__ import annotations
 
 import argparse
-import shutil
 import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _daemon import stop_daemon  # bench/ is on sys.path when a bench runs as a script
+from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
 from gym_gui_random_worker.__main__ import make_env
 
 from gym_gui.core.config import parse_run_config
@@ -188,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps < 1 or args.repeat < 1:
         parser.error("--steps and --repeat must be at least 1")
 
-    home = Home(Path(tempfile.mkdtemp(prefix="gym-gui-bench-")))
+    home = Home(fresh_home())
     ends: list[EndToEnd] = []
     raws: list[Raw] = []
     ceilings: list[float] = []
@@ -221,11 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        stop_daemon(client)
-        if args.keep:
-            print(f"kept {home.root}")
-        else:
-            shutil.rmtree(home.root, ignore_errors=True)
+        release(client, home.root, args.keep)
 
     e2e = statistics.median(e.steps_per_second for e in ends)
     raw_median = statistics.median(r.rows_per_second for r in raws)
