@@ -54,6 +54,8 @@ pytest:
 bench: install
 	$(BIN)/python bench/telemetry_throughput.py
 
+# Like the tests, the bench uses the repository's bundles directory rather than building another.
+bench-cleanrl: export GYM_GUI_BUNDLES ?= $(TEST_BUNDLES)
 bench-cleanrl: install bundles
 	$(BIN)/python bench/cleanrl_overhead.py
 
