@@ -11,10 +11,11 @@ elif ! "$python_bin" -c "import venv, ensurepip" >/dev/null 2>&1; then
 fi
 command -v gcc >/dev/null 2>&1 || packages+=(build-essential)
 
-# Qt's xcb platform (a real window) and a virtual X server (screenshots, machines without a screen).
+# Qt's xcb platform (a real window), a virtual X server (screenshots, machines without a screen)
+# and libpulse0, which QtMultimedia links (in-window video playback).
 for pkg in xvfb xauth libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
            libxcb-randr0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libgl1 \
-           libfontconfig1 libdbus-1-3; do
+           libfontconfig1 libdbus-1-3 libpulse0; do
   dpkg -s "$pkg" >/dev/null 2>&1 || packages+=("$pkg")
 done
 

@@ -225,6 +225,37 @@ def test_each_algorithm_finishes_a_short_run_with_a_model(
     reader.close()
 
 
+@pytest.mark.parametrize(
+    ("algo", "params"),
+    [
+        ("ppo", {"num-envs": 2, "num-steps": 256}),  # old gym's RecordVideo
+        ("dqn", {"learning-starts": 500, "buffer-size": 2000}),  # gymnasium 0.29's RecordVideo
+    ],
+)
+def test_captured_videos_are_registered_with_the_episode_they_show_and_its_return(
+    cleanrl_daemon: tuple[DaemonClient, Home], algo: str, params: dict[str, Any]
+) -> None:
+    client, home = cleanrl_daemon
+    config = cleanrl_config(algo, "CartPole-v1", 2048, params=params, tracking={"capture_video": True})
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=300)
+    assert final.state is RunState.COMPLETED, final.reason
+    run_dir = home.run_dir(record.run_id)
+    videos = json.loads((run_dir / "manifest.json").read_text())["videos"]
+    on_disk = {str(path.relative_to(run_dir)) for path in run_dir.glob("videos/**/*.mp4")}
+    # Every video on disk is registered once; episodes 0, 1 and 8 are the capped-cubic schedule's first.
+    assert sorted(v["path"] for v in videos) == sorted(on_disk)
+    announced = [v for v in videos if v["meta"].get("complete")]
+    assert {0, 1, 8} <= {v["meta"]["episode"] for v in announced}
+    for video in announced:
+        meta = video["meta"]
+        assert video["path"].endswith(f"-episode-{meta['episode']}.mp4")
+        # CartPole pays 1 per step: a whole filmed episode's return is its length.
+        assert meta["length"] >= 8 and meta["return"] == pytest.approx(meta["length"])
+    stdout = (run_dir / "logs" / "worker.stdout.log").read_text()
+    assert "[gym_gui]" not in stdout  # the announcements are the worker's, not the script's output
+
+
 def test_unknown_or_ill_typed_parameters_are_refused_with_the_scripts_own_names(
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 from gym_gui_sdk import trainer_pb2 as pb
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -24,9 +25,9 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui import compare as compare_module
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.tabs import checkpoints as checkpoints_module
 from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab, ema
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
+from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
 from tests.conftest import SHARED_BUNDLES
@@ -83,10 +84,10 @@ def client(analytics_daemon: tuple[DaemonClient, Home]) -> DaemonClient:
 
 @pytest.fixture(scope="module")
 def submitted(analytics_daemon: tuple[DaemonClient, Home]) -> dict[str, str]:
-    """Two short PPO runs that differ only in seed (and tracking): seed 1 logs to W&B offline."""
+    """Two short PPO runs that differ only in seed (and tracking): seed 1 logs to W&B offline, seed 2 films."""
     client, _home = analytics_daemon
     seed1, _ = client.submit(ppo(1, tracking={"wandb_mode": "offline"}))
-    seed2, _ = client.submit(ppo(2))
+    seed2, _ = client.submit(ppo(2, tracking={"capture_video": True}))
     return {"seed1": seed1.run_id, "seed2": seed2.run_id}
 
 
@@ -276,36 +277,109 @@ def test_checkpoints_tab_lists_the_model_and_evaluates_it(
     assert not tab.evaluate_button.isEnabled()
 
 
-def test_checkpoints_tab_lists_videos_and_opens_them_outside(
-    qtbot: QtBot, link: DaemonLink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_captured_videos_list_their_episode_and_return_and_play_in_the_checkpoints_tab(
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo]
+) -> None:
+    run = trained["seed2"]  # trained with capture-video
+    tab = CheckpointsTab(link)
+    show(qtbot, tab)
+    tab.attach(run)
+    panel = tab.videos
+    qtbot.waitUntil(lambda: panel.table.rowCount() >= 3, timeout=10_000)
+    by_episode = {video.episode: video for video in panel.videos}
+    assert {0, 1, 8} <= set(by_episode)
+    for row, video in enumerate(panel.videos):
+        assert video.exists and video.complete
+        assert video.ret == video.length and video.length is not None and video.length >= 8
+        cells = [panel.table.item(row, column) for column in range(3)]
+        assert [cell.text() if cell else None for cell in cells] == [
+            str(video.episode),
+            f"{video.ret:.6g}",
+            f"{video.length:,}",
+        ]
+    # The first video is loaded, paused on its first frame.
+    player = panel.player
+    qtbot.waitUntil(lambda: player.loaded and player.duration > 0, timeout=10_000)
+    assert player.path is not None and player.path.name == "rl-video-episode-0.mp4"
+    assert not player.playing
+
+    # Selecting episode 8 by mouse loads it; Play plays it to its end, frame after frame.
+    row = next(r for r, video in enumerate(panel.videos) if video.episode == 8)
+    cell = panel.table.visualItemRect(panel.table.item(row, 0)).center()
+    QTest.mouseClick(panel.table.viewport(), Qt.MouseButton.LeftButton, pos=cell)
+    assert tab.selected_video() == by_episode[8].path
+    qtbot.waitUntil(lambda: player.loaded and player.path is not None and "episode-8" in player.path.name)
+    qtbot.waitUntil(lambda: player.duration > 0, timeout=10_000)
+    frames_before = player.frames_shown
+    QTest.mouseClick(player.transport.play_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: player.playing, timeout=5_000)
+    qtbot.waitUntil(lambda: not player.playing, timeout=30_000)  # it stops at the end of the video
+    # A 50 fps CartPole video of N steps holds N + 1 frames; most of them reach the view.
+    assert player.frames_shown - frames_before >= by_episode[8].length // 2
+    assert "frame" in player.transport.position_label.text()
+
+    # Frame steps and the slider seek; the speed is the player's playback rate.
+    player.seek(0)
+    qtbot.waitUntil(lambda: player.position == 0, timeout=5_000)
+    QTest.mouseClick(player.transport.forward_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: player.position == player.frame_ms, timeout=5_000)
+    assert player.frame_ms == 20  # the video's own 50 fps
+    QTest.mouseClick(player.transport.back_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: player.position == 0, timeout=5_000)
+    player.transport.slider.setValue(player.duration // 2)  # as a drag of the slider does
+    qtbot.waitUntil(lambda: player.position == player.duration // 2, timeout=5_000)
+    player.transport.speed_combo.setCurrentIndex(player.transport.speed_combo.findText("2×"))
+    assert player.player.playbackRate() == 2.0
+
+
+def test_the_replay_tab_of_a_run_without_steps_replays_its_videos(
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo]
+) -> None:
+    tab = ReplayTab(link)
+    show(qtbot, tab)
+    tab.attach(trained["seed2"])
+    qtbot.waitUntil(lambda: tab.showing_videos, timeout=10_000)
+    assert tab.source_row.isVisible() and tab.source_combo.currentText().startswith("Captured videos (")
+    player = tab.videos.player
+    qtbot.waitUntil(lambda: player.loaded and player.duration > 0, timeout=10_000)
+    tab.setFocus()
+    QTest.keyClick(tab, Qt.Key.Key_Space)  # the Replay tab's play/pause key plays the video
+    qtbot.waitUntil(lambda: player.frames_shown > 5, timeout=10_000)
+    QTest.keyClick(tab, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: not player.playing, timeout=5_000)
+
+    # The run filmed nothing: the tab says how to film, and offers no video source.
+    tab.attach(trained["seed1"])
+    qtbot.waitUntil(lambda: "capture video" in tab.env_view.message, timeout=10_000)
+    assert not tab.source_row.isVisible() and not tab.showing_videos
+
+
+def test_a_video_that_is_missing_or_not_a_video_says_so(
+    qtbot: QtBot, link: DaemonLink, tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "CartPole-v1__ppo__1__1"
     (run_dir / "videos" / "x").mkdir(parents=True)
-    video = run_dir / "videos" / "x" / "rl-video-episode-8.mp4"
-    video.write_bytes(b"\0")
-    relative = "videos/x/rl-video-episode-8.mp4"
-    entry = {"kind": "video", "path": relative, "step": 900, "meta": {"episode": 8}}
-    (run_dir / "manifest.json").write_text(json.dumps({"checkpoints": [], "videos": [entry]}))
-    opened: list[QUrl] = []
-
-    class Desktop:
-        @staticmethod
-        def openUrl(url: QUrl) -> bool:
-            opened.append(url)
-            return True
-
-    monkeypatch.setattr(checkpoints_module, "QDesktopServices", Desktop)
+    (run_dir / "videos" / "x" / "rl-video-episode-8.mp4").write_bytes(b"not a video at all" * 10)
+    videos = [
+        {"kind": "video", "path": "videos/x/rl-video-episode-8.mp4", "step": 900, "meta": {"episode": 8}},
+        {"kind": "video", "path": "videos/x/rl-video-episode-27.mp4", "step": 1900, "meta": {"episode": 27}},
+        {"kind": "video", "path": "../../outside.mp4", "step": 1, "meta": {}},  # never opened
+    ]
+    (run_dir / "manifest.json").write_text(json.dumps({"checkpoints": [], "videos": videos}))
     tab = CheckpointsTab(link)
     show(qtbot, tab)
     tab.attach(pb.RunInfo(run_id=run_dir.name, worker="cleanrl", state="COMPLETED", run_dir=str(run_dir)))
-    qtbot.waitUntil(lambda: tab.videos.rowCount() == 1, timeout=10_000)
-    episode = tab.videos.item(0, 0)
-    assert episode is not None and episode.text() == "8"
+    panel = tab.videos
+    qtbot.waitUntil(lambda: panel.table.rowCount() == 2, timeout=10_000)
     assert "No saved model yet" in tab.models_message.text()
-    assert not tab.evaluate_button.isEnabled()
-    tab.select_video(relative)
-    tab.open_button.click()
-    assert [url.toLocalFile() for url in opened] == [str(video)]
+    player = panel.player
+    qtbot.waitUntil(lambda: player.error != "", timeout=10_000)
+    assert "could not be played" in player.caption.text() and "episode-8" in player.caption.text()
+    missing = panel.table.item(1, 4)
+    assert missing is not None and missing.text().endswith("(missing)")
+    tab.select_video("videos/x/rl-video-episode-27.mp4")
+    assert player.caption.text().endswith("rl-video-episode-27.mp4 is missing.")
+    assert not player.transport.play_button.isEnabled()
 
 
 # ---------------------------------------------------------------- Compare

@@ -55,7 +55,7 @@ def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWi
     [
         ("random", "telemetry", ["Live", "Replay"]),
         ("human", "telemetry", ["Live", "Replay"]),
-        ("cleanrl", "analytics", ["Live", "Charts", "TensorBoard", "W&B", "Checkpoints"]),
+        ("cleanrl", "analytics", ["Live", "Charts", "TensorBoard", "W&B", "Checkpoints", "Replay"]),
         ("cleanrl", "telemetry", ["Live", "Replay"]),  # an evaluation run of a trained model
     ],
 )

@@ -21,16 +21,27 @@ def bootstrap_live_tabs(link: DaemonLink) -> list[RunTab]:
 
 
 def bootstrap_analytics_tabs(link: DaemonLink) -> list[RunTab]:
-    """Analytics lane: lifecycle, metrics and artifacts; the Live tab says why it has no steps."""
+    """Analytics lane: lifecycle, metrics and artifacts; the Live tab says why it has no steps.
+
+    No steps are stored, so the Replay tab replays what the run filmed (capture-video).
+    """
     from gym_gui.ui.tabs.charts import ChartsTab
     from gym_gui.ui.tabs.checkpoints import CheckpointsTab
     from gym_gui.ui.tabs.live import LiveTab
+    from gym_gui.ui.tabs.replay import ReplayTab
     from gym_gui.ui.tabs.tensorboard import TensorBoardTab
     from gym_gui.ui.tabs.wandb import WandbTab
 
     live = LiveTab(link)
     live.set_banner(ANALYTICS_BANNER)
-    return [live, ChartsTab(link), TensorBoardTab(link), WandbTab(link), CheckpointsTab(link)]
+    return [
+        live,
+        ChartsTab(link),
+        TensorBoardTab(link),
+        WandbTab(link),
+        CheckpointsTab(link),
+        ReplayTab(link),
+    ]
 
 
 class WorkerPresenter:

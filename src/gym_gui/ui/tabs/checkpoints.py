@@ -2,122 +2,35 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gym_gui_sdk import trainer_pb2 as pb
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QDoubleSpinBox,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QSpinBox,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.tables import read_only_item, row_table
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.videos import VideosPanel
 
 log = logging.getLogger(__name__)
 
 DEFAULT_EPISODES = 5
 DEFAULT_RENDER_FPS = 30.0
-
-
-@dataclass(frozen=True)
-class SavedModel:
-    """One saved model of a run: ``path`` is relative to the run directory."""
-
-    kind: str  # "model" (the final one) or "checkpoint" (periodic, or on cancel)
-    path: str
-    step: int
-    exists: bool
-    size: int
-
-
-@dataclass(frozen=True)
-class Video:
-    """One captured video: ``path`` is relative to the run directory."""
-
-    path: str
-    episode: int | None
-    step: int
-    exists: bool
-
-
-@dataclass(frozen=True)
-class RunArtifacts:
-    """What the tab lists for a run, read from its manifest.json and config.json."""
-
-    models: list[SavedModel]
-    videos: list[Video]
-    evaluable: str | None  # None when the run's models can be evaluated, else why not
-
-
-def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
-    """The run's saved models (by step) and videos, from its manifest (blocking: call it off the GUI thread)."""
-    manifest = _json_file(run_dir / "manifest.json")
-    config = _json_file(run_dir / "config.json")
-    models: dict[str, SavedModel] = {}
-    for entry in manifest.get("checkpoints") or []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            continue
-        file = run_dir / entry["path"]
-        size = file.stat().st_size if file.is_file() else 0
-        # A path registered twice (re-registered after a reconnect) is one model.
-        models[entry["path"]] = SavedModel(
-            str(entry.get("kind") or "checkpoint"),
-            entry["path"],
-            int(entry.get("step") or 0),
-            file.is_file(),
-            size,
-        )
-    videos = []
-    for entry in manifest.get("videos") or []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            continue
-        meta = entry.get("meta")
-        episode = meta.get("episode") if isinstance(meta, dict) else None
-        videos.append(
-            Video(
-                entry["path"],
-                int(episode) if isinstance(episode, int | float) else None,
-                int(entry.get("step") or 0),
-                (run_dir / entry["path"]).is_file(),
-            )
-        )
-    if worker != "cleanrl":
-        evaluable: str | None = f"evaluation plays CleanRL models; this is a {worker} run"
-    elif config.get("mode", "train") != "train":
-        evaluable = "this run is itself an evaluation; evaluate the training run it played"
-    else:
-        evaluable = None
-    return RunArtifacts(
-        sorted(models.values(), key=lambda m: (m.step, m.kind == "model")),
-        sorted(videos, key=lambda v: (v.episode if v.episode is not None else -1, v.path)),
-        evaluable,
-    )
-
-
-def _json_file(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def submit_evaluation(
@@ -129,34 +42,12 @@ def submit_evaluation(
     return record.run_id
 
 
-def _item(text: str, data: Any = None, align_right: bool = False) -> QTableWidgetItem:
-    item = QTableWidgetItem(text)
-    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    if data is not None:
-        item.setData(Qt.ItemDataRole.UserRole, data)
-    if align_right:
-        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-    return item
-
-
-def _table(headers: list[str]) -> QTableWidget:
-    table = QTableWidget(0, len(headers))
-    table.setHorizontalHeaderLabels(headers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    table.verticalHeader().setVisible(False)
-    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    table.horizontalHeader().setStretchLastSection(True)
-    return table
-
-
 class CheckpointsTab(RunTab):
     """The run's saved models and captured videos.
 
     Evaluate submits a telemetry-lane run that plays the selected model (the same run
     `gym-gui eval RUN --checkpoint PATH` starts) and emits ``evaluation_started(run_id)`` so the
-    window can switch to it. Videos open in the system's player: QtMultimedia is not part of
-    PySide6-Essentials.
+    window can switch to it. Captured videos play in the tab (:class:`VideosPanel`).
     """
 
     title = "Checkpoints"
@@ -168,7 +59,7 @@ class CheckpointsTab(RunTab):
         self._generation = 0
         self._background = Background(self)
 
-        self.models = _table(["step", "kind", "size", "path"])
+        self.models = row_table(["step", "kind", "size", "path"])
         self.models.itemSelectionChanged.connect(self._update_buttons)
         self.models_message = QLabel("No run selected.")
         self.models_message.setWordWrap(True)
@@ -187,14 +78,7 @@ class CheckpointsTab(RunTab):
         self.evaluate_status = QLabel("")
         self.evaluate_status.setWordWrap(True)
 
-        self.videos = _table(["episode", "step", "file"])
-        self.videos.itemSelectionChanged.connect(self._update_buttons)
-        self.videos.cellDoubleClicked.connect(lambda _row, _col: self.open_video())
-        self.videos_message = QLabel("")
-        self.videos_message.setWordWrap(True)
-        self.open_button = QPushButton("Open")
-        self.open_button.setToolTip("Open the video in the system's player")
-        self.open_button.clicked.connect(self.open_video)
+        self.videos = VideosPanel()
 
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Episodes"))
@@ -208,16 +92,12 @@ class CheckpointsTab(RunTab):
         models_layout.addWidget(self.models_message)
         models_layout.addWidget(self.models, 1)
         models_layout.addLayout(controls)
-        video_controls = QHBoxLayout()
-        video_controls.addWidget(self.videos_message, 1)
-        video_controls.addWidget(self.open_button)
         videos_box = QGroupBox("Videos")
         videos_layout = QVBoxLayout(videos_box)
         videos_layout.addWidget(self.videos, 1)
-        videos_layout.addLayout(video_controls)
         layout = QVBoxLayout(self)
-        layout.addWidget(models_box, 3)
-        layout.addWidget(videos_box, 2)
+        layout.addWidget(models_box, 2)
+        layout.addWidget(videos_box, 3)
         self._update_buttons()
 
     # ------------------------------------------------------------ RunTab
@@ -263,37 +143,26 @@ class CheckpointsTab(RunTab):
 
     def _show(self, artifacts: RunArtifacts | None) -> None:
         selected_model = self.selected_model()
-        selected_video = self.selected_video()
         self.artifacts = artifacts
         self.models.setRowCount(0)
-        self.videos.setRowCount(0)
+        if artifacts is None:
+            self.videos.set_videos(None, [])
         if artifacts is not None:
             for row, model in enumerate(artifacts.models):
                 self.models.insertRow(row)
                 size = f"{model.size / 1024:,.0f} KiB" if model.exists else "missing"
-                self.models.setItem(row, 0, _item(f"{model.step:,}", model.path, align_right=True))
-                self.models.setItem(row, 1, _item("final" if model.kind == "model" else model.kind))
-                self.models.setItem(row, 2, _item(size, align_right=True))
-                self.models.setItem(row, 3, _item(model.path))
-            for row, video in enumerate(artifacts.videos):
-                self.videos.insertRow(row)
-                episode = "?" if video.episode is None else str(video.episode)
-                self.videos.setItem(row, 0, _item(episode, video.path, align_right=True))
-                self.videos.setItem(row, 1, _item(f"{video.step:,}", align_right=True))
-                self.videos.setItem(row, 2, _item(video.path if video.exists else f"{video.path} (missing)"))
+                self.models.setItem(row, 0, read_only_item(f"{model.step:,}", model.path, align_right=True))
+                self.models.setItem(row, 1, read_only_item("final" if model.kind == "model" else model.kind))
+                self.models.setItem(row, 2, read_only_item(size, align_right=True))
+                self.models.setItem(row, 3, read_only_item(model.path))
+            self.videos.set_videos(Path(self.run.run_dir) if self.run else None, artifacts.videos)
             self.models_message.setText(
                 f"{len(artifacts.models)} saved model(s)."
                 if artifacts.models
                 else "No saved model yet: CleanRL runs save their final model when training ends, "
                 "and a checkpoint every N steps when the training form asks for it."
             )
-            self.videos_message.setText(
-                f"{len(artifacts.videos)} video(s); they open in the system's video player."
-                if artifacts.videos
-                else "No videos: tick “capture video” in the training form to record some."
-            )
             self._reselect(self.models, selected_model)
-            self._reselect(self.videos, selected_video)
             if self.models.currentRow() < 0 and artifacts.models:
                 # Default to the newest model, the one most often wanted.
                 self.models.selectRow(len(artifacts.models) - 1)
@@ -314,7 +183,6 @@ class CheckpointsTab(RunTab):
         reason = self._evaluate_blocked_reason(model)
         self.evaluate_button.setEnabled(reason is None)
         self.evaluate_button.setToolTip(reason or "Play the selected model as a new, replayable run")
-        self.open_button.setEnabled(self.selected_video() is not None)
 
     def _evaluate_blocked_reason(self, model: str | None) -> str | None:
         if self.artifacts is None:
@@ -335,13 +203,13 @@ class CheckpointsTab(RunTab):
         return self._selected(self.models)
 
     def selected_video(self) -> str | None:
-        return self._selected(self.videos)
+        return self.videos.selected_video()
 
     def select_model(self, path: str) -> None:
         self._reselect(self.models, path)
 
     def select_video(self, path: str) -> None:
-        self._reselect(self.videos, path)
+        self.videos.select_video(path)
 
     @staticmethod
     def _selected(table: QTableWidget) -> str | None:
@@ -377,15 +245,3 @@ class CheckpointsTab(RunTab):
     def _evaluation_failed(self, message: str) -> None:
         self.evaluate_status.setText(f"The evaluation could not start: {message}")
         self._update_buttons()
-
-    def open_video(self) -> None:
-        """Open the selected video in the system's player (QtMultimedia is not in PySide6-Essentials)."""
-        video = self.selected_video()
-        if video is None or self.run is None:
-            return
-        path = Path(self.run.run_dir) / video
-        if not path.is_file():
-            self.videos_message.setText(f"{path} is missing.")
-            return
-        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
-            self.videos_message.setText(f"No program opens {path.suffix} files here; the file is {path}.")

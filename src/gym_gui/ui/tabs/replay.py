@@ -20,10 +20,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
-    QPushButton,
-    QSlider,
     QSplitter,
-    QStyle,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -32,13 +30,16 @@ from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EpisodeRecord, StepRecord
 from gym_gui.core.states import RunState
 from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
+from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
+from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_view import EnvView
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.transport import Transport
+from gym_gui.ui.videos import VideosPanel
 
 log = logging.getLogger(__name__)
 
-SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 DEFAULT_FPS = 30.0
 # Steps held in memory around the slider; a seek outside them reads one new window (a primary-key range).
 WINDOW = 256
@@ -121,7 +122,6 @@ class ReplayTab(RunTab):
         self._hi = 0
         self._render_hit: _RenderHit | None = None
         self._shown_render: tuple[int, int] | None = None
-        self._updating = False
         self._speed = 1.0
         self._play_pos = 0.0
         self._play_clock = 0.0
@@ -131,6 +131,8 @@ class ReplayTab(RunTab):
         self._poll_timer = QTimer(self)
         self._poll_timer.setInterval(POLL_MS)
         self._poll_timer.timeout.connect(self.refresh_episodes)
+        self._background = Background(self)
+        self._videos_generation = 0
         self._build()
         self._set_enabled(False)
 
@@ -166,41 +168,50 @@ class ReplayTab(RunTab):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
 
-        style = self.style()
-        self.back_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward), "")
-        self.back_button.setToolTip("One step back (Left)")
-        self.play_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "")
-        self.play_button.setToolTip("Play / pause (Space)")
-        self.forward_button = QPushButton(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward), "")
-        self.forward_button.setToolTip("One step forward (Right)")
-        self.back_button.clicked.connect(self.step_back)
-        self.play_button.clicked.connect(self.toggle_play)
-        self.forward_button.clicked.connect(self.step_forward)
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.valueChanged.connect(self._slider_moved)
-        self.position_label = QLabel()
-        self.speed_combo = QComboBox()
-        for speed in SPEEDS:
-            self.speed_combo.addItem(f"{speed:g}×", speed)
-        self.speed_combo.setCurrentIndex(SPEEDS.index(1.0))
-        self.speed_combo.setToolTip("Replay speed; 1× is the environment's own frame rate")
-        self.speed_combo.currentIndexChanged.connect(lambda i: self.set_speed(SPEEDS[i]))
+        self.transport = Transport("step", "Replay speed; 1× is the environment's own frame rate")
+        self.transport.back.connect(self.step_back)
+        self.transport.play_toggled.connect(self.toggle_play)
+        self.transport.forward.connect(self.step_forward)
+        self.transport.seeked.connect(self.seek)
+        self.transport.speed_changed.connect(self.set_speed)
+        # The controls by name, as tests and the window's shortcuts reach them.
+        self.back_button = self.transport.back_button
+        self.play_button = self.transport.play_button
+        self.forward_button = self.transport.forward_button
+        self.slider = self.transport.slider
+        self.position_label = self.transport.position_label
+        self.speed_combo = self.transport.speed_combo
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Episode"))
         top.addWidget(self.episode_combo, 1)
         top.addWidget(self.notice, 1)
-        transport = QHBoxLayout()
-        for widget in (self.back_button, self.play_button, self.forward_button):
-            transport.addWidget(widget)
-        transport.addWidget(self.slider, 1)
-        transport.addWidget(self.position_label)
-        transport.addWidget(QLabel("Speed"))
-        transport.addWidget(self.speed_combo)
+        steps_page = QWidget()
+        steps_layout = QVBoxLayout(steps_page)
+        steps_layout.setContentsMargins(0, 0, 0, 0)
+        steps_layout.addLayout(top)
+        steps_layout.addWidget(splitter, 1)
+        steps_layout.addWidget(self.transport)
+
+        # A run that captured videos (CleanRL's capture-video) replays them here too.
+        self.videos = VideosPanel()
+        self.pages = QStackedWidget()
+        self.pages.addWidget(steps_page)
+        self.pages.addWidget(self.videos)
+        self.source_combo = QComboBox()
+        self.source_combo.addItems(["Stored steps", "Captured videos"])
+        self.source_combo.setToolTip("Replay the run's stored steps or the videos it captured")
+        self.source_combo.currentIndexChanged.connect(self.pages.setCurrentIndex)
+        self.source_row = QWidget()
+        source_layout = QHBoxLayout(self.source_row)
+        source_layout.setContentsMargins(0, 0, 0, 0)
+        source_layout.addWidget(QLabel("Replay"))
+        source_layout.addWidget(self.source_combo)
+        source_layout.addStretch(1)
+        self.source_row.setVisible(False)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(splitter, 1)
-        layout.addLayout(transport)
+        layout.addWidget(self.source_row)
+        layout.addWidget(self.pages, 1)
 
         context = Qt.ShortcutContext.WidgetWithChildrenShortcut
         for key, slot in (
@@ -214,14 +225,7 @@ class ReplayTab(RunTab):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
     def _set_enabled(self, enabled: bool) -> None:
-        for widget in (
-            self.back_button,
-            self.play_button,
-            self.forward_button,
-            self.slider,
-            self.speed_combo,
-        ):
-            widget.setEnabled(enabled)
+        self.transport.set_controls_enabled(enabled)
 
     # ------------------------------------------------------------ RunTab
 
@@ -237,13 +241,16 @@ class ReplayTab(RunTab):
         self.episode_combo.clear()
         self.episode_combo.blockSignals(False)
         self._clear_step("Loading…")
+        self._set_videos(None)
         self.refresh_episodes()  # selects the first episode
         self._update_polling()
+        self.refresh_videos()
 
     def run_changed(self, run: pb.RunInfo) -> None:
         super().run_changed(run)
         self.refresh_episodes()
         self._update_polling()
+        self.refresh_videos()
 
     def detach(self) -> None:
         self.pause()
@@ -256,6 +263,8 @@ class ReplayTab(RunTab):
         self.episode_combo.clear()
         self.episode_combo.blockSignals(False)
         self._clear_step("No run selected.")
+        self._videos_generation += 1
+        self._set_videos(None)
         super().detach()
 
     def _update_polling(self) -> None:
@@ -270,6 +279,41 @@ class ReplayTab(RunTab):
             self._poll_timer.start()
         else:
             self._poll_timer.stop()
+
+    # ------------------------------------------------------------ captured videos
+
+    @property
+    def showing_videos(self) -> bool:
+        return self.pages.currentWidget() is self.videos
+
+    def refresh_videos(self) -> None:
+        """Re-read the run's captured videos from its manifest (off the GUI thread)."""
+        run = self.run
+        if run is None or not run.run_dir:
+            return
+        self._videos_generation += 1
+        generation = self._videos_generation
+        run_dir, worker = Path(run.run_dir), run.worker
+        self._background.run(
+            lambda: read_artifacts(run_dir, worker),
+            lambda artifacts: (
+                self._set_videos(artifacts, run_dir) if generation == self._videos_generation else None
+            ),
+            lambda message: log.warning("the manifest of %s could not be read: %s", run_dir, message),
+            name=f"replay-videos-{run.run_id}",
+        )
+
+    def _set_videos(self, artifacts: RunArtifacts | None, run_dir: Path | None = None) -> None:
+        videos = artifacts.videos if artifacts is not None else []
+        self.videos.set_videos(run_dir, videos)
+        self.source_row.setVisible(bool(videos))
+        self.source_combo.setItemText(1, f"Captured videos ({len(videos)})")
+        if not videos:
+            self.source_combo.setCurrentIndex(0)
+        elif not self._episode_numbers():
+            self.source_combo.setCurrentIndex(
+                1
+            )  # no stored steps (analytics lane): the videos are the replay
 
     # ------------------------------------------------------------ storage
 
@@ -348,7 +392,7 @@ class ReplayTab(RunTab):
     def refresh_episodes(self) -> None:
         """Read episodes stored since the last refresh (and the one in progress) into the list."""
         if not self._open_storage():
-            self._clear_step("The run has stored no telemetry yet.")
+            self._clear_step(self._no_steps_message("The run has stored no telemetry yet."))
             return
         reader = self.reader
         assert reader is not None
@@ -366,6 +410,8 @@ class ReplayTab(RunTab):
         if isinstance(newest, int) and (last_finished is None or newest > last_finished.episode):
             live = (newest, self._max_step(newest))
         if not new and live == self._live:
+            if self.episode is None and not self._episodes and live is None:
+                self._clear_step(self._no_steps_message("No steps stored yet."))
             return
         combo = self.episode_combo
         combo.blockSignals(True)
@@ -387,9 +433,17 @@ class ReplayTab(RunTab):
             if numbers:
                 self.select_episode(numbers[0])
             else:
-                self._clear_step("No steps stored yet.")
+                self._clear_step(self._no_steps_message("No steps stored yet."))
         else:
             self._extend_current()
+
+    def _no_steps_message(self, default: str) -> str:
+        if self.run is not None and self.run.lane == "analytics":
+            return (
+                "This worker streams metrics, not steps: with “capture video” ticked in its form, "
+                "the episodes it films replay here."
+            )
+        return default
 
     def _extend_current(self) -> None:
         """The selected episode may have grown (live) or ended since it was selected."""
@@ -436,12 +490,7 @@ class ReplayTab(RunTab):
             self.select_episode(numbers[index])
 
     def _configure_slider(self) -> None:
-        self._updating = True
-        try:
-            self.slider.setRange(0, max(0, self._last_step))
-            self.slider.setPageStep(max(1, (self._last_step + 1) // 20))
-        finally:
-            self._updating = False
+        self.transport.set_range(self._last_step)
         self._show_position()
 
     # ------------------------------------------------------------ seeking
@@ -470,11 +519,6 @@ class ReplayTab(RunTab):
         step = max(0, min(step, self._last_step))
         self._step = step
         record = self._record(step)
-        self._updating = True
-        try:
-            self.slider.setValue(step)
-        finally:
-            self._updating = False
         self._show_position()
         if record is None:
             self._clear_fields(f"Step {step} is not stored.")
@@ -491,13 +535,8 @@ class ReplayTab(RunTab):
         self.info_text.setPlainText(_pretty(record.info))
         self._show_picture(record)
 
-    def _slider_moved(self, value: int) -> None:
-        if not self._updating:
-            self.seek(value)
-
     def _show_position(self) -> None:
-        total = self._last_step + 1 if self._last_step >= 0 else 0
-        self.position_label.setText(f"step {self._step} / {max(0, total - 1)}")
+        self.transport.set_position(self._step, f"step {self._step} / {max(0, self._last_step)}")
 
     def _record(self, step: int) -> StepRecord | None:
         record = self._window.get(step)
@@ -574,12 +613,7 @@ class ReplayTab(RunTab):
 
     def set_speed(self, speed: float) -> None:
         """Replay at ``speed`` × the environment's frame rate (0.25 to 8)."""
-        self._speed = min(max(speed, SPEEDS[0]), SPEEDS[-1])
-        index = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - self._speed))
-        if self.speed_combo.currentIndex() != index:
-            self.speed_combo.blockSignals(True)
-            self.speed_combo.setCurrentIndex(index)
-            self.speed_combo.blockSignals(False)
+        self._speed = self.transport.set_speed(speed)
         if self.playing:
             self._play_timer.setInterval(self._tick_ms())
 
@@ -600,23 +634,32 @@ class ReplayTab(RunTab):
         self._play_pos = float(self._step)
         self._play_clock = time.monotonic()
         self._play_timer.start(self._tick_ms())
-        self.play_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPause))
+        self.transport.set_playing(True)
 
     def pause(self) -> None:
         self._play_timer.stop()
-        self.play_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay))
+        self.transport.set_playing(False)
 
     def toggle_play(self) -> None:
+        if self.showing_videos:
+            self.videos.player.toggle_play()
+            return
         if self.playing:
             self.pause()
         else:
             self.play()
 
     def step_back(self) -> None:
+        if self.showing_videos:
+            self.videos.player.step_back()
+            return
         self.pause()
         self.seek(self._step - 1)
 
     def step_forward(self) -> None:
+        if self.showing_videos:
+            self.videos.player.step_forward()
+            return
         self.pause()
         self.seek(self._step + 1)
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.errors import GymGuiError
 from gym_gui.daemon.bundles import BundleManager
 from gym_gui.storage.home import Home
+from gym_gui.ui.artifacts import json_file
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
@@ -155,14 +156,6 @@ class WandbRunInfo:
     bundle_reason: str = ""
 
 
-def _json_file(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _url_from_logs(run_dir: Path) -> str | None:
     # wandb prints "View run at <url>" when an online run starts; the worker keeps the script's output.
     for name in ("worker.stderr.log", "worker.stdout.log"):
@@ -178,8 +171,8 @@ def _url_from_logs(run_dir: Path) -> str | None:
 
 def read_wandb_run(run_dir: Path, bundles_dir: Path, terminal: bool) -> WandbRunInfo:
     """Everything the tab shows about ``run_dir``'s W&B run (blocking: call it off the GUI thread)."""
-    config = _json_file(run_dir / "config.json")
-    manifest = _json_file(run_dir / "manifest.json")
+    config = json_file(run_dir / "config.json")
+    manifest = json_file(run_dir / "manifest.json")
     tracking = config.get("tracking")
     wanted = str(
         (tracking.get("wandb_mode") if isinstance(tracking, dict) else None) or ("disabled" if config else "")
@@ -226,7 +219,7 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
         # Without the bundle, only the JSON summary is readable here (config.yaml needs PyYAML).
         summary = path / "files" / "wandb-summary.json"
         if summary.is_file():
-            info.summary = _json_file(summary)
+            info.summary = json_file(summary)
         info.notes.append(
             f"The config is read with the {BUNDLE} bundle's wandb, which is not ready: {info.bundle_reason}"
         )

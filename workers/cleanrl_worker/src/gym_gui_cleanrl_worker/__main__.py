@@ -29,6 +29,8 @@ from gym_gui_cleanrl_worker.bridge import Deduplicator, EventFileTail, StdoutPar
 
 # How often the event files and the run directory are looked at.
 _POLL_SECONDS = 1.0
+# An unannounced video is registered once unchanged this long (its recorder has closed it).
+_VIDEO_SETTLE_SECONDS = 5.0
 # How often the script's output is taken: in batches, since a wake-up per printed line (CleanRL
 # prints ~175 lines/s) costs the script's torch threads more than the bridge's work itself.
 _READ_SECONDS = 0.25
@@ -109,7 +111,7 @@ class Trainer:
                 self._poll_files()
         for reader in readers:
             reader.join(10)
-        self._poll_files()
+        self._poll_files(final=True)
         return child.returncode
 
     @property
@@ -151,6 +153,26 @@ class Trainer:
         if isinstance(checkpoint, str):
             kind = "model" if data.get("final") else "checkpoint"
             self.session.artifact(kind, checkpoint, int(data.get("step") or 0), {"algo": data.get("algo")})
+        video = data.get("video")
+        if isinstance(video, str):
+            self._video(video, data)
+
+    def _video(self, relative: str, data: dict[str, Any]) -> None:
+        # A finished video, announced by the patched RecordVideo with the episode it shows.
+        path = (self.run_dir / relative).resolve()
+        if not path.is_relative_to(self.run_dir.resolve()) or not path.is_file():
+            print(f"{MARKER}ignored a video outside the run directory: {relative!r}", file=sys.stderr)
+            return
+        episode, ret, length = data.get("episode"), data.get("return"), data.get("length")
+        meta: dict[str, Any] = {
+            "episode": episode if _is_number(episode, int) else _episode_of(path.name),
+            "complete": data.get("complete") is True,
+        }
+        if isinstance(ret, int | float) and _is_number(ret, float):
+            meta["return"] = float(ret)
+        if _is_number(length, int):
+            meta["length"] = length
+        self._register("video", path, meta)
 
     def _send(self, points: list[tuple[str, int, float]], from_stdout: bool) -> None:
         # Both readers (stdout thread, event-file poll) share the deduplicator: one lock.
@@ -163,14 +185,18 @@ class Trainer:
 
     # ------------------------------------------------------------ files
 
-    def _poll_files(self) -> None:
+    def _poll_files(self, final: bool = False) -> None:
         self._send(self.events.poll(), from_stdout=False)
         for directory in self.events.directories():
             self._register("tensorboard", directory)
         videos = self.run_dir / "videos"
         if videos.is_dir():
+            # A video the patched recorder did not announce (another recorder) counts once it is written.
+            settled = time.time() - (0 if final else _VIDEO_SETTLE_SECONDS)
             for video in sorted(videos.glob("**/*.mp4")):
-                self._register("video", video, {"episode": _episode_of(video.name)})
+                with contextlib.suppress(OSError):
+                    if video.stat().st_mtime <= settled:
+                        self._register("video", video, {"episode": _episode_of(video.name)})
         wandb = self.run_dir / "wandb"
         if wandb.is_dir():
             for run in sorted(wandb.glob("*run-*")):
@@ -182,6 +208,12 @@ class Trainer:
         if relative not in self.registered:
             self.registered.add(relative)
             self.session.artifact(kind, relative, self.parser.global_step, meta or {})
+
+
+def _is_number(value: Any, kind: type) -> bool:
+    # JSON numbers only: bool is an int to Python but never a count or a return here.
+    allowed = (int,) if kind is int else (int, float)
+    return isinstance(value, allowed) and not isinstance(value, bool)
 
 
 def _episode_of(name: str) -> int | None:

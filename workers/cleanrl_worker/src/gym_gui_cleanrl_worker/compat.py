@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
+import json
+import os
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 # CleanRL 1.2.0's c51.py, sac_continuous_action.py and td3_continuous_action.py build their envs with old
@@ -85,20 +89,127 @@ def patch_buffers(buffers: types.ModuleType) -> None:
         value.__init__ = _wrap_init(init)  # type: ignore[method-assign]
 
 
+# RecordVideo (old gym's and gymnasium 0.29's) writes videos/<run>/rl-video-episode-<n>.mp4 but says nothing of
+# the episode it filmed. Wrapping its recorder's start/close and its step tells the worker, when a video is
+# finished, which episode it shows, its return and its length: one marker line on stdout per video.
+_VIDEO_MODULES = ("gym.wrappers.record_video", "gymnasium.wrappers.record_video")
+_VIDEO_STATE = "_gym_gui_video"
+_IN_STEP = "_gym_gui_in_step"
+
+
+def _first(value: Any) -> Any:
+    """Env 0's entry of a vectorised value (RecordVideo films env 0), or the value itself."""
+    try:
+        return value[0] if hasattr(value, "__len__") and not isinstance(value, str | bytes) else value
+    except (IndexError, KeyError, TypeError):
+        return value
+
+
+def _episode_over(result: tuple[Any, ...]) -> bool:
+    # Old gym: (obs, reward, done, info); gymnasium: (obs, reward, terminated, truncated, info).
+    flags = result[2:4] if len(result) == 5 else result[2:3]
+    return any(bool(_first(flag)) for flag in flags)
+
+
+def _announce_video(wrapper: Any, state: dict[str, Any]) -> None:
+    recorder = getattr(wrapper, "video_recorder", None)
+    path = getattr(recorder, "path", None)
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return  # nothing was written (a broken recorder disables itself)
+    from gym_gui_cleanrl_worker import MARKER
+
+    video = {
+        "video": os.path.relpath(path),
+        "episode": state["episode"],
+        "return": state["return"],
+        "length": state["length"],
+        "complete": state["complete"],
+    }
+    # stdout may already be closed: a recorder closed by __del__ at shutdown.
+    with contextlib.suppress(OSError, ValueError):
+        print(MARKER + json.dumps(video), flush=True)
+
+
+def patch_record_video(module: types.ModuleType) -> None:
+    """Make `module.RecordVideo` announce each finished video with its episode, return and length; idempotent."""
+    cls = getattr(module, "RecordVideo", None)
+    if not isinstance(cls, type) or getattr(cls, _PATCHED_ATTR, False):
+        return
+    start = getattr(cls, "start_video_recorder", None)
+    close = getattr(cls, "close_video_recorder", None)
+    step = getattr(cls, "step", None)
+    if not (callable(start) and callable(close) and callable(step)):
+        return  # another RecordVideo design: its videos are still found on disk, without returns
+
+    def start_video_recorder(self: Any) -> None:
+        start(self)
+        episode = getattr(self, "episode_id", None)
+        self.__dict__[_VIDEO_STATE] = {
+            "episode": int(episode) if isinstance(episode, int) else None,
+            "return": 0.0,
+            "length": 0,
+            "complete": False,
+        }
+
+    def close_video_recorder(self: Any) -> None:
+        state = self.__dict__.get(_VIDEO_STATE) if getattr(self, "recording", False) else None
+        close(self)
+        if state is None:
+            return
+        if self.__dict__.get(_IN_STEP):
+            state["closed"] = True  # the step that closed it has not counted its own reward yet
+            return
+        self.__dict__.pop(_VIDEO_STATE, None)
+        _announce_video(self, state)
+
+    def wrapped_step(self: Any, action: Any) -> Any:
+        state = self.__dict__.get(_VIDEO_STATE)
+        self.__dict__[_IN_STEP] = True
+        try:
+            result = step(self, action)
+        finally:
+            self.__dict__[_IN_STEP] = False
+        if state is not None and isinstance(result, tuple) and len(result) in (4, 5):
+            with contextlib.suppress(TypeError, ValueError):
+                state["return"] += float(_first(result[1]))
+            state["length"] += 1
+            state["complete"] = state["complete"] or _episode_over(result)
+            if state.pop("closed", False):
+                self.__dict__.pop(_VIDEO_STATE, None)
+                _announce_video(self, state)
+        return result
+
+    for name, value in (
+        ("start_video_recorder", start_video_recorder),
+        ("close_video_recorder", close_video_recorder),
+        ("step", wrapped_step),
+        (_PATCHED_ATTR, True),
+    ):
+        setattr(cls, name, value)
+
+
+# Module -> the patch applied to it when it is (or once it is) imported.
+_PATCHES: dict[str, Callable[[types.ModuleType], None]] = {
+    _BUFFERS: patch_buffers,
+    **dict.fromkeys(_VIDEO_MODULES, patch_record_video),
+}
+
+
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches the buffers module when a script first imports it, so scripts without SB3 never load it."""
+    """Patches a module of :data:`_PATCHES` when a script first imports it, so unused ones never load."""
 
     def find_spec(
         self, fullname: str, path: Any, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != _BUFFERS:
+        patch = _PATCHES.get(fullname)
+        if patch is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _PatchingLoader(spec.loader)
+                spec.loader = _PatchingLoader(spec.loader, patch)
                 return spec
             if spec is not None:
                 return spec
@@ -106,25 +217,27 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 
 class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Any, patch: Callable[[types.ModuleType], None]) -> None:
         self._loader = loader
+        self._patch = patch
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: types.ModuleType) -> None:
         self._loader.exec_module(module)
-        patch_buffers(module)
+        self._patch(module)
 
 
 def install() -> None:
-    """Make stable-baselines3's buffers accept old gym spaces; idempotent, and cheap when SB3 is never used.
+    """Patch what the scripts need; idempotent, and cheap for modules a script never imports.
 
-    Patches now when `stable_baselines3.common.buffers` is already imported, else when it first is.
+    stable-baselines3's buffers accept old gym spaces; RecordVideo announces each finished video. Modules
+    already imported are patched now, the others when they first are.
     """
-    buffers = sys.modules.get(_BUFFERS)
-    if buffers is not None:
-        patch_buffers(buffers)
-        return
+    for name, patch in _PATCHES.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            patch(module)
     if not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnImport())

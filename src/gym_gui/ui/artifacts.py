@@ -1,0 +1,128 @@
+"""What a run directory's manifest says it holds: saved models and captured videos (plain Python, no Qt)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeGuard
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """One saved model of a run: ``path`` is relative to the run directory."""
+
+    kind: str  # "model" (the final one) or "checkpoint" (periodic, or on cancel)
+    path: str
+    step: int
+    exists: bool
+    size: int
+
+
+@dataclass(frozen=True)
+class Video:
+    """One captured video: ``path`` is relative to the run directory.
+
+    ``ret`` and ``length`` are the filmed episode's return and steps when the worker announced
+    them (CleanRL's RecordVideo, patched by the worker); ``complete`` is False for a video cut
+    short (the run ended mid-episode).
+    """
+
+    path: str
+    episode: int | None
+    step: int
+    exists: bool
+    ret: float | None = None
+    length: int | None = None
+    complete: bool = True
+
+    @property
+    def label(self) -> str:
+        episode = "episode ?" if self.episode is None else f"episode {self.episode}"
+        parts = [episode]
+        if self.ret is not None:
+            parts.append(f"return {self.ret:.6g}")
+        if self.length is not None:
+            parts.append(f"{self.length} steps")
+        if not self.complete:
+            parts.append("cut short")
+        return " — ".join([parts[0], ", ".join(parts[1:])]) if len(parts) > 1 else parts[0]
+
+
+@dataclass(frozen=True)
+class RunArtifacts:
+    """What the tab lists for a run, read from its manifest.json and config.json."""
+
+    models: list[SavedModel]
+    videos: list[Video]
+    evaluable: str | None  # None when the run's models can be evaluated, else why not
+
+
+def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
+    """The run's saved models (by step) and videos, from its manifest (blocking: call it off the GUI thread)."""
+    manifest = json_file(run_dir / "manifest.json")
+    config = json_file(run_dir / "config.json")
+    models: dict[str, SavedModel] = {}
+    for entry in manifest.get("checkpoints") or []:
+        if not _inside(entry):
+            continue
+        file = run_dir / entry["path"]
+        size = file.stat().st_size if file.is_file() else 0
+        # A path registered twice (re-registered after a reconnect) is one model.
+        models[entry["path"]] = SavedModel(
+            str(entry.get("kind") or "checkpoint"),
+            entry["path"],
+            int(entry.get("step") or 0),
+            file.is_file(),
+            size,
+        )
+    videos: dict[str, Video] = {}
+    for entry in manifest.get("videos") or []:
+        if not _inside(entry):
+            continue
+        meta = entry.get("meta")
+        meta = meta if isinstance(meta, dict) else {}
+        episode, ret, length = meta.get("episode"), meta.get("return"), meta.get("length")
+        # A path registered twice (after a reconnect) is one video; the later entry knows as much or more.
+        videos[entry["path"]] = Video(
+            entry["path"],
+            int(episode) if _number(episode) else None,
+            int(entry.get("step") or 0),
+            (run_dir / entry["path"]).is_file(),
+            float(ret) if _number(ret) else None,
+            int(length) if _number(length) else None,
+            meta.get("complete") is not False,
+        )
+    if worker != "cleanrl":
+        evaluable: str | None = f"evaluation plays CleanRL models; this is a {worker} run"
+    elif config.get("mode", "train") != "train":
+        evaluable = "this run is itself an evaluation; evaluate the training run it played"
+    else:
+        evaluable = None
+    return RunArtifacts(
+        sorted(models.values(), key=lambda m: (m.step, m.kind == "model")),
+        sorted(videos.values(), key=lambda v: (v.episode if v.episode is not None else -1, v.path)),
+        evaluable,
+    )
+
+
+def json_file(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; {} when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _inside(entry: Any) -> bool:
+    """An entry whose ``path`` stays inside the run directory (the daemon refuses others; a hand-edited
+    manifest may still hold one, and it is skipped rather than opened)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not entry["path"]:
+        return False
+    path = PurePosixPath(entry["path"])
+    return not path.is_absolute() and ".." not in path.parts
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
