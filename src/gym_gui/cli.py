@@ -429,12 +429,15 @@ def eval_(
     episodes: Annotated[int, typer.Option(help="Episodes to play.")] = 5,
     seed: Annotated[int | None, typer.Option(help="Seed of the first episode (default: the run's).")] = None,
     render_fps: Annotated[float, typer.Option(help="Frames per second stored for replay (0: none).")] = 30.0,
+    real_time: Annotated[
+        bool, typer.Option(help="Play at the env's own frame rate (to watch it live), not flat out.")
+    ] = False,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
 ) -> None:
     """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable."""
     run_id = validate_run_id(run)
     with _client() as client:
-        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps)
+        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps, real_time)
         record, _ = client.submit(config)
         console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
         if detach:

@@ -173,6 +173,25 @@ def test_evaluation_plays_the_trained_model_as_a_replayable_telemetry_run(
     reader.close()
 
 
+def test_a_real_time_evaluation_plays_at_the_envs_own_frame_rate(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    client, home = cleanrl_daemon
+    config = client.evaluation_config(trained["run_id"], episodes=1, seed=3, render_fps=0, real_time=True)
+    assert config.evaluation is not None and config.evaluation.real_time
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=180)
+    assert final.state is RunState.COMPLETED, final.reason
+    assert "--real-time" in json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())["command"]
+    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    steps = reader.steps(0, 0, 100_000)
+    reader.close()
+    # CartPole's render_fps is 50: one step every 20 ms at the soonest, so the episode lasts at least
+    # (steps - 1) × 20 ms of wall time (played flat out, a trained agent's 500 steps take ~0.2 s).
+    assert len(steps) >= 20
+    assert steps[-1].wall_time - steps[0].wall_time >= (len(steps) - 1) * 0.020 * 0.95
+
+
 def test_evaluation_of_a_periodic_checkpoint_and_refusal_of_one_outside_the_run(
     trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWebEngineWidgets import QWebEngineView
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -25,6 +26,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui import compare as compare_module
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.tabs import tensorboard as tensorboard_module
 from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab, ema
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
 from gym_gui.ui.tabs.replay import ReplayTab
@@ -203,9 +205,22 @@ def _tensorboard_runs(url: str) -> list[str]:
         return []
 
 
+@pytest.mark.parametrize("embedded", [True, False], ids=["embedded", "root-with-sandbox"])
 def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
-    qtbot: QtBot, link: DaemonLink, home: Home, trained: dict[str, pb.RunInfo]
+    qtbot: QtBot,
+    link: DaemonLink,
+    home: Home,
+    trained: dict[str, pb.RunInfo],
+    monkeypatch: pytest.MonkeyPatch,
+    embedded: bool,
 ) -> None:
+    if embedded:
+        monkeypatch.setenv("QTWEBENGINE_DISABLE_SANDBOX", "1")  # what a root user sets to embed it
+    else:
+        # As root with Chromium's sandbox on, QtWebEngine would abort the process: the tab must not start it.
+        monkeypatch.delenv("QTWEBENGINE_DISABLE_SANDBOX", raising=False)
+        monkeypatch.delenv("QTWEBENGINE_CHROMIUM_FLAGS", raising=False)
+        monkeypatch.setattr(tensorboard_module.os, "geteuid", lambda: 0)
     run = trained["seed1"]
     tab = TensorBoardTab(link)
     qtbot.addWidget(tab)
@@ -217,7 +232,14 @@ def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
     assert url is not None and url.startswith("http://127.0.0.1:")
     event_dir = json.loads((home.run_dir(run.run_id) / "manifest.json").read_text())["tensorboard_dir"]
     qtbot.waitUntil(lambda: Path(event_dir).name in _tensorboard_runs(url), timeout=30_000)
-    assert tab.open_button.isVisible() or tab.web_view is not None
+    if embedded:
+        view = tab.web_view
+        assert isinstance(view, QWebEngineView) and not tab.open_button.isVisible()
+        qtbot.waitUntil(lambda: view.title() == "TensorBoard", timeout=60_000)  # the page, rendered
+        assert view.url().toString().rstrip("/") == url.rstrip("/")
+    else:
+        assert tab.web_view is None and tab.open_button.isVisible()
+        assert "QTWEBENGINE_DISABLE_SANDBOX=1" in tab.message.text() and url in tab.message.text()
     assert (home.run_dir(run.run_id) / "logs" / "tensorboard.log").exists()
 
     process = tab.process
@@ -260,6 +282,8 @@ def test_checkpoints_tab_lists_the_model_and_evaluates_it(
     assert tab.evaluate_button.isEnabled()
     tab.episodes.setValue(2)
     tab.render_fps.setValue(0)
+    assert tab.real_time.isChecked()  # watching is the default; this one only needs the returns
+    tab.real_time.setChecked(False)
     with qtbot.waitSignal(tab.evaluation_started, timeout=30_000) as started:
         tab.evaluate_button.click()
     evaluation_id = started.args[0]
@@ -268,7 +292,7 @@ def test_checkpoints_tab_lists_the_model_and_evaluates_it(
     detail = client.get_run(evaluation_id)
     config = json.loads(detail.config_json)
     assert config["mode"] == "evaluate" and config["budget"]["episodes"] == 2
-    assert config["evaluation"] == {"run_id": run.run_id, "checkpoint": FINAL_MODEL}
+    assert config["evaluation"] == {"run_id": run.run_id, "checkpoint": FINAL_MODEL, "real_time": False}
     assert detail.info.lane == "telemetry"
 
     # An evaluation run has nothing to evaluate itself.

@@ -116,6 +116,11 @@ class EvaluationOptions(_Strict):
     checkpoint: str | None = Field(
         default=None, description="Checkpoint path inside that run's directory; default: its final model."
     )
+    real_time: bool = Field(
+        default=False,
+        description="Play at the environment's own frame rate (its render_fps), so a person can watch; "
+        "otherwise as fast as the machine allows.",
+    )
 
     @field_validator("run_id")
     @classmethod

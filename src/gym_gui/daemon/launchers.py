@@ -261,6 +261,8 @@ class CleanRLLauncher:
             argv += ["--episodes", str(config.budget.episodes)]
             if config.seed is not None:
                 argv += ["--seed", str(config.seed)]
+            if config.evaluation is not None and config.evaluation.real_time:
+                argv.append("--real-time")
             return LaunchPlan(
                 argv=argv,
                 env={"CUDA_VISIBLE_DEVICES": ""},

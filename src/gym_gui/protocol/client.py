@@ -215,8 +215,11 @@ class DaemonClient:
         checkpoint: str | None = None,
         seed: int | None = None,
         render_fps: float = 30.0,
+        real_time: bool = False,
     ) -> RunConfig:
         """The config of an evaluation run that plays a trained run's model (its final one by default).
+
+        ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab.
 
         Raises:
             ConfigError: when ``run_id`` is not a CleanRL training run.
@@ -233,7 +236,7 @@ class DaemonClient:
                 "algorithm": trained.get("algorithm"),
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
-                "evaluation": {"run_id": run_id, "checkpoint": checkpoint},
+                "evaluation": {"run_id": run_id, "checkpoint": checkpoint, "real_time": real_time},
                 "source": trained.get("source") or {},
                 "telemetry": {"render_fps": render_fps},
             }

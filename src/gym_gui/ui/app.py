@@ -6,7 +6,7 @@ import logging
 import signal
 import sys
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from gym_gui.storage.home import Home
@@ -25,6 +25,8 @@ def build_window(home: Home) -> tuple[MainWindow, DaemonLink]:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # QtWebEngine (the TensorBoard tab) shares OpenGL contexts with the window: set before the app exists.
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setApplicationName("gym_gui")
     home = Home().ensure()

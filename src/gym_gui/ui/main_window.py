@@ -240,7 +240,8 @@ class MainWindow(QMainWindow):
             self.human_play.set_env(self.control.env_picker.env_id)
 
     def select_run(self, run_id: str) -> None:
-        run = self._runs.get(run_id)
+        # The table may show a row a moment before this window hears of it: both follow the watch stream.
+        run = self._runs.get(run_id) or self.runs.info(run_id)
         if run is None:
             return
         if self.run_view.run is None or self.run_view.run.run_id != run_id:
@@ -277,7 +278,7 @@ class MainWindow(QMainWindow):
             return
 
         def submit(client: DaemonClient) -> str:
-            config = client.evaluation_config(run_id, episodes)
+            config = client.evaluation_config(run_id, episodes, real_time=True)  # to be watched
             record, _ = client.submit(config)
             return record.run_id
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDoubleSpinBox,
     QGroupBox,
     QHBoxLayout,
@@ -34,10 +35,12 @@ DEFAULT_RENDER_FPS = 30.0
 
 
 def submit_evaluation(
-    client: DaemonClient, run_id: str, checkpoint: str, episodes: int, render_fps: float
+    client: DaemonClient, run_id: str, checkpoint: str, episodes: int, render_fps: float, real_time: bool
 ) -> str:
     """Submit an evaluation run of ``checkpoint`` of ``run_id`` (what `gym-gui eval` submits); returns its id."""
-    config = client.evaluation_config(run_id, episodes, checkpoint, render_fps=render_fps)
+    config = client.evaluation_config(
+        run_id, episodes, checkpoint, render_fps=render_fps, real_time=real_time
+    )
     record, _ = client.submit(config)
     return record.run_id
 
@@ -72,6 +75,12 @@ class CheckpointsTab(RunTab):
         self.render_fps.setDecimals(0)
         self.render_fps.setValue(DEFAULT_RENDER_FPS)
         self.render_fps.setToolTip("Frames per second stored for the Live and Replay tabs (0: none)")
+        self.real_time = QCheckBox("Real time")
+        self.real_time.setChecked(True)
+        self.real_time.setToolTip(
+            "Play at the environment's own frame rate, to watch the agent in the Live tab; "
+            "unticked, the evaluation plays as fast as it can"
+        )
         self.evaluate_button = QPushButton("Evaluate")
         self.evaluate_button.setToolTip("Play the selected model as a new, replayable run")
         self.evaluate_button.clicked.connect(self.evaluate)
@@ -85,6 +94,7 @@ class CheckpointsTab(RunTab):
         controls.addWidget(self.episodes)
         controls.addWidget(QLabel("Render fps"))
         controls.addWidget(self.render_fps)
+        controls.addWidget(self.real_time)
         controls.addWidget(self.evaluate_button)
         controls.addWidget(self.evaluate_status, 1)
         models_box = QGroupBox("Saved models")
@@ -229,10 +239,11 @@ class CheckpointsTab(RunTab):
             self.evaluate_status.setText(reason or "")
             return
         run_id, episodes, fps = run.run_id, self.episodes.value(), self.render_fps.value()
+        real_time = self.real_time.isChecked()
         self.evaluate_button.setEnabled(False)
         self.evaluate_status.setText(f"Starting an evaluation of {model}…")
         self.link.call(
-            lambda client: submit_evaluation(client, run_id, model, episodes, fps),
+            lambda client: submit_evaluation(client, run_id, model, episodes, fps, real_time),
             self._evaluation_submitted,
             self._evaluation_failed,
         )

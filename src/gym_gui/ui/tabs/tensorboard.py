@@ -191,12 +191,31 @@ class TensorBoardServer:
 
 
 def _web_view_class() -> type[QWidget] | None:
-    """QWebEngineView when the optional `web` extra (PySide6-WebEngine) is installed."""
+    """QWebEngineView (PySide6-Addons, a dependency); None where this Qt was built without it."""
     try:
         from PySide6.QtWebEngineWidgets import QWebEngineView
     except ImportError:
         return None
     return QWebEngineView
+
+
+def _embedding_blocked() -> str | None:
+    """Why QtWebEngine must not start in this process, or None.
+
+    Chromium aborts the whole process when it runs as root with its sandbox on ("Running as root
+    without --no-sandbox is not supported"), as in many containers; turning the sandbox off is
+    left to the user: what the page shows is a loopback TensorBoard, but the choice is theirs.
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    if os.environ.get("QTWEBENGINE_DISABLE_SANDBOX") or "--no-sandbox" in os.environ.get(
+        "QTWEBENGINE_CHROMIUM_FLAGS", ""
+    ):
+        return None
+    return (
+        "QtWebEngine does not run as root with its sandbox on: set QTWEBENGINE_DISABLE_SANDBOX=1 "
+        "to see TensorBoard inside this window."
+    )
 
 
 class TensorBoardTab(RunTab):
@@ -338,7 +357,8 @@ class TensorBoardTab(RunTab):
         self.url = server.url
         self.ready = True
         view_class = _web_view_class()
-        if view_class is not None:
+        blocked = _embedding_blocked() if view_class is not None else None
+        if view_class is not None and blocked is None:
             view = view_class()
             view.setUrl(QUrl(server.url))  # type: ignore[attr-defined]
             self.web_view = view
@@ -348,7 +368,7 @@ class TensorBoardTab(RunTab):
         self.message.setText(
             f"TensorBoard for this run is at {server.url}\n"
             f"(reading {server.logdir}; log in {server.log_path}).\n"
-            "Install gym_gui's optional `web` extra (PySide6-WebEngine) to see it inside this window."
+            + (blocked or "This Qt has no QtWebEngine (PySide6-Addons) to show it inside this window.")
         )
         self.open_button.setVisible(True)
 

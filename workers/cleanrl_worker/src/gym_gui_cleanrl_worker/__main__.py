@@ -264,7 +264,7 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
 
 
 def evaluate(session: WorkerSession, registration: Registration, args: argparse.Namespace) -> int:
-    from gym_gui_cleanrl_worker.evaluate import load_policy, play_episodes
+    from gym_gui_cleanrl_worker.evaluate import env_fps, load_policy, play_episodes
 
     policy = load_policy(args.model, env_id=registration.config.get("env_id"))
     session.started(render_kind="pixels", spaces={})
@@ -316,6 +316,7 @@ def evaluate(session: WorkerSession, registration: Registration, args: argparse.
         on_step,
         render_fps=lambda: session.render_fps,
         should_stop=session.stop_requested.is_set,
+        steps_per_second=env_fps(policy) if args.real_time else None,
     )
     policy.close()
     if session.stop_requested.is_set():
@@ -336,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     evaluation.add_argument("--model", required=True)
     evaluation.add_argument("--episodes", type=int, required=True)
     evaluation.add_argument("--seed", type=int, default=None)
+    evaluation.add_argument(
+        "--real-time", action="store_true", help="play at the env's own frame rate (to be watched)"
+    )
     args = parser.parse_args(argv)
     if getattr(args, "script_args", None) and args.script_args[0] == "--":
         args.script_args = args.script_args[1:]

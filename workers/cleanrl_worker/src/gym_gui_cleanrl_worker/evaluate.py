@@ -313,16 +313,20 @@ def play_episodes(
     *,
     render_fps: float | Callable[[], float] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    steps_per_second: float | None = None,
 ) -> list[float]:
     """Play `episodes` episodes (episode i reset with seed + i) and return each one's undiscounted return.
 
     on_step gets (episode, step, obs after the step, action, reward, terminated, truncated, info, frame);
     frame is an rgb array at most `render_fps` times per second of wall time (a number, or a callable read
     at every step so the rate can change mid-run), else None. `should_stop` returning True ends play early
-    (the returns of the finished episodes only).
+    (the returns of the finished episodes only). `steps_per_second` paces play for a person to watch (each
+    step waits for its due time; a late step does not make the next ones hurry); None plays flat out.
     """
     returns: list[float] = []
     last_frame = -math.inf
+    period = 1.0 / steps_per_second if steps_per_second else 0.0
+    due = time.monotonic()
     for episode in range(episodes):
         obs = policy.reset(None if seed is None else seed + episode)
         total = 0.0
@@ -331,6 +335,9 @@ def play_episodes(
         while not done:
             if should_stop is not None and should_stop():
                 return returns
+            if period:
+                due = max(due + period, time.monotonic())
+                _sleep_until(due, should_stop)
             action = policy.act(obs)
             obs, reward, terminated, truncated, info = policy.step_env(action)
             total += reward
@@ -347,6 +354,20 @@ def play_episodes(
             step += 1
         returns.append(total)
     return returns
+
+
+def _sleep_until(due: float, should_stop: Callable[[], bool] | None) -> None:
+    # Short sleeps so a stop request is seen within 50 ms even at slow rates.
+    while (left := due - time.monotonic()) > 0:
+        if should_stop is not None and should_stop():
+            return
+        time.sleep(min(left, 0.05))
+
+
+def env_fps(policy: Policy, default: float = 30.0) -> float:
+    """The played env's own frame rate (``metadata["render_fps"]``: 50 for CartPole), else ``default``."""
+    fps = (getattr(policy.env, "metadata", None) or {}).get("render_fps")
+    return float(fps) if isinstance(fps, int | float) and not isinstance(fps, bool) and fps > 0 else default
 
 
 def main(argv: list[str] | None = None) -> int:
