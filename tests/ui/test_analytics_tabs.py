@@ -19,10 +19,11 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.records import MetricPoint
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
 from gym_gui.ui import compare as compare_module
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
 from gym_gui.ui.daemon_link import DaemonLink
@@ -161,6 +162,42 @@ def test_charts_tab_backfills_a_finished_run_from_storage(
     qtbot.waitUntil(lambda: tab.points_drawn(RETURN) == len(stored), timeout=5_000)
     tab.detach()
     assert tab.series(RETURN)[0].size == 0
+
+
+def test_charts_keep_every_point_where_storage_and_the_live_stream_meet(
+    qtbot: QtBot, link: DaemonLink, tmp_path: Path
+) -> None:
+    # CleanRL logs one return per env that finished, all at the same global step: the back-fill
+    # may hold some of a step's points and the live stream bring the others (and repeat the first).
+    run_dir = tmp_path / "CartPole-v1__ppo__1__1"
+    run_dir.mkdir()
+    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
+    writer.start()
+    writer.put_metrics(
+        [
+            MetricPoint(RETURN, 100, 10.0, 12.0),
+            MetricPoint(RETURN, 200, 20.0, 15.0),  # env 0 at step 200
+            MetricPoint(RETURN, 200, 20.0, 15.0),  # env 1: the same return at the same moment
+        ]
+    )
+    assert writer.close()
+    tab = ChartsTab(link)
+    show(qtbot, tab)
+    tab.attach(pb.RunInfo(run_id=run_dir.name, worker="cleanrl", state="COMPLETED", run_dir=str(run_dir)))
+    qtbot.waitUntil(lambda: tab.series(RETURN)[0].size == 3, timeout=10_000)
+    live = pb.MetricBatch(
+        metrics=[
+            pb.Metric(tag=RETURN, step=100, wall_time=10.0, value=12.0),  # repeats of stored points
+            pb.Metric(tag=RETURN, step=200, wall_time=20.0, value=15.0),
+            pb.Metric(tag=RETURN, step=200, wall_time=20.0, value=15.0),
+            pb.Metric(tag=RETURN, step=200, wall_time=20.1, value=31.0),  # env 2, not stored yet
+            pb.Metric(tag=RETURN, step=300, wall_time=30.0, value=40.0),
+        ]
+    )
+    tab._on_metrics(live)  # the slot the run's subscription delivers batches to
+    steps, values = tab.series(RETURN)
+    assert list(steps) == [100, 200, 200, 200, 300]
+    assert list(values) == [12.0, 15.0, 15.0, 31.0, 40.0]
 
 
 def test_charts_decimate_a_million_points_and_smooth_like_tensorboard(qtbot: QtBot, link: DaemonLink) -> None:

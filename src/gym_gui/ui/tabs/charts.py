@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,41 @@ class MetricSeries:
     @property
     def last_step(self) -> int | None:
         return int(self._steps[self.size - 1]) if self.size else None
+
+    def edge(self) -> _Edge | None:
+        """The last step held and how many times each (wall time, value) occurs at it."""
+        last = self.last_step
+        if last is None:
+            return None
+        at_last: Counter[tuple[float, float]] = Counter()
+        i = self.size - 1
+        while i >= 0 and self._steps[i] == last:
+            at_last[(float(self._walls[i]), float(self._values[i]))] += 1
+            i -= 1
+        return _Edge(last, at_last)
+
+
+@dataclass
+class _Edge:
+    """Where a series held from one source ends, to take the other source's points past it only.
+
+    Several points can share the last step (CleanRL logs one return per env that finished, all at
+    the same global step), so the step alone cannot tell a repeat from a new point: a point at
+    that step is new unless it repeats one already held (counted, for equal repeats).
+    """
+
+    step: int
+    held: Counter[tuple[float, float]]
+
+    def admits(self, step: float, wall: float, value: float) -> bool:
+        """Whether a point is past what the series holds; a repeat of a held one uses it up."""
+        if step != self.step:
+            return step > self.step
+        key = (float(wall), float(value))
+        if self.held[key] > 0:
+            self.held[key] -= 1
+            return False
+        return True
 
 
 def _grown(array: np.ndarray, capacity: int, used: int) -> np.ndarray:
@@ -258,7 +295,7 @@ class ChartsTab(RunTab):
         self._series: dict[str, MetricSeries] = {}
         self._plots: dict[str, _TagPlot] = {}
         self._pending: list[pb.MetricBatch] | None = None  # live batches held until the back-fill lands
-        self._floor: dict[str, int] = {}  # per tag, the last step storage gave us
+        self._floor: dict[str, _Edge] = {}  # per tag, where what storage gave us ends
         self._subscription: TelemetrySubscription | None = None
         self._generation = 0
         self._dirty = False
@@ -321,7 +358,10 @@ class ChartsTab(RunTab):
         if was_active and is_terminal(run.state) and self._pending is None:
             # The stream may have dropped points in its last moments (or the daemon went away):
             # top up from storage, which is lossless.
-            self._backfill({tag: s.last_step for tag, s in self._series.items() if s.last_step is not None})
+            # From one step before each series' last: points sharing that step may not all be held.
+            self._backfill(
+                {tag: s.last_step - 1 for tag, s in self._series.items() if s.last_step is not None}
+            )
 
     def detach(self) -> None:
         self._generation += 1
@@ -359,11 +399,12 @@ class ChartsTab(RunTab):
         for tag, points in stored.items():
             series = self._series.setdefault(tag, MetricSeries())
             # A top-up after live points arrived appends only what is past them.
-            last = series.last_step
-            fresh = [p for p in points if last is None or p.step > last]
+            edge = series.edge()
+            fresh = [p for p in points if edge is None or edge.admits(p.step, p.wall_time, p.value)]
             series.extend([p.step for p in fresh], [p.wall_time for p in fresh], [p.value for p in fresh])
-            if series.last_step is not None:
-                self._floor[tag] = series.last_step
+            floor = series.edge()
+            if floor is not None:
+                self._floor[tag] = floor
         pending, self._pending = self._pending, None
         for batch in pending or []:
             self._on_metrics(batch)
@@ -392,7 +433,7 @@ class ChartsTab(RunTab):
         for metric in batch.metrics:
             # Points storage already gave us arrive again where the stream overlaps the back-fill.
             floor = self._floor.get(metric.tag)
-            if floor is not None and metric.step <= floor:
+            if floor is not None and not floor.admits(metric.step, metric.wall_time, metric.value):
                 continue
             steps, walls, values = by_tag.setdefault(metric.tag, ([], [], []))
             steps.append(metric.step)
