@@ -1,7 +1,8 @@
 """Render the cockpit's main views into PNG files (`make screenshots`, a real window under Xvfb).
 
 A fresh temporary GYM_GUI_HOME and a real daemon: a human FrozenLake episode, a random-agent run
-live on CartPole, a short CleanRL PPO run's charts, and the replay of the human episode.
+live on CartPole, a short CleanRL PPO run's charts, saved models and captured videos, and the
+replay of the human episode.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gym_gui.ui.control_panel import AGENT, HUMAN
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
+from gym_gui.ui.tabs.replay import ReplayTab
 
 
 def pump(until: Callable[[], bool], timeout: float, what: str) -> None:
@@ -46,6 +48,14 @@ def shoot(window: MainWindow, out: Path, name: str) -> None:
     path = out / f"{name}.png"
     window.grab().save(str(path))
     print(f"wrote {path}")
+
+
+def open_tab(window: MainWindow, title: str) -> None:
+    tabs = window.run_view.tabs
+    index = next((i for i in range(tabs.count()) if tabs.tabText(i) == title), -1)
+    if index < 0:
+        raise SystemExit(f"screenshots: the selected run has no {title} tab")
+    tabs.setCurrentIndex(index)
 
 
 def main(out_dir: str) -> int:
@@ -102,29 +112,47 @@ def main(out_dir: str) -> int:
                         "algorithm": "ppo",
                         "env_id": "CartPole-v1",
                         "budget": {"timesteps": 30_000},
+                        "tracking": {"capture_video": True},
                     }
                 )
             )
             pump(lambda: ppo.run_id in window._runs, 30, "the PPO run")
             window.select_run(ppo.run_id)
-            window.run_view.tabs.setCurrentIndex(1)
+            open_tab(window, "Charts")
             final = client.wait_for_end(ppo.run_id, timeout=600)
             if final.state is not RunState.COMPLETED:
                 raise SystemExit(f"screenshots: PPO run ended {final.state.value}: {final.reason}")
             settle(2)
             shoot(window, out, "charts")
-            window.run_view.tabs.setCurrentIndex(4)
+            open_tab(window, "Checkpoints")
             shoot(window, out, "checkpoints")
+
+            # Its captured videos, in its Replay tab: the latest one, paused halfway.
+            open_tab(window, "Replay")
+            replay = window.run_view.tabs.currentWidget()
+            assert isinstance(replay, ReplayTab)
+            panel = replay.videos
+            pump(lambda: bool(panel.videos), 30, "the captured videos")
+            panel.select_video(panel.videos[-1].path)
+            pump(lambda: panel.player.loaded and panel.player.duration > 0, 30, "the video")
+            panel.player.seek(panel.player.duration // 2)
+            pump(lambda: panel.player.frames_shown > 0, 30, "a video frame")
+            shoot(window, out, "videos")
 
             # The human episode, replayed.
             if human_run:
                 play.close_session()
                 pump(lambda: human_run in window._runs, 30, "the human run row")
                 window.select_run(human_run)
-                window.run_view.tabs.setCurrentIndex(1)
+                open_tab(window, "Replay")
                 settle(1)
                 shoot(window, out, "replay")
         finally:
+            # The human episode ends (its run is confirmed) before the daemon stops and the home goes.
+            human = window.human_play
+            if human.run_id:
+                human.close_session()
+                pump(lambda: client.get_run(human.run_id).info.state != "RUNNING", 30, "the human run to end")
             client.shutdown()
             window.close()
     app.quit()

@@ -358,11 +358,15 @@ def test_captured_videos_list_their_episode_and_return_and_play_in_the_checkpoin
             f"{video.ret:.6g}",
             f"{video.length:,}",
         ]
-    # The first video is loaded, paused on its first frame.
+    # The first video is loaded, paused on its first frame, which shows.
     player = panel.player
     qtbot.waitUntil(lambda: player.loaded and player.duration > 0, timeout=10_000)
     assert player.path is not None and player.path.name == "rl-video-episode-0.mp4"
-    assert not player.playing
+    qtbot.waitUntil(lambda: player.frames_shown >= 1, timeout=10_000)
+    assert not player.playing and player.position == 0
+    qtbot.waitUntil(lambda: player.view.image is not None, timeout=5_000)  # drawn in the tab
+    image = player.view.image
+    assert image is not None and (image.width(), image.height()) == (600, 400)  # CartPole's picture
 
     # Selecting episode 8 by mouse loads it; Play plays it to its end, frame after frame.
     row = next(r for r, video in enumerate(panel.videos) if video.episode == 8)
@@ -387,8 +391,11 @@ def test_captured_videos_list_their_episode_and_return_and_play_in_the_checkpoin
     assert player.frame_ms == 20  # the video's own 50 fps
     QTest.mouseClick(player.transport.back_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: player.position == 0, timeout=5_000)
+    shown = player.frames_shown
     player.transport.slider.setValue(player.duration // 2)  # as a drag of the slider does
     qtbot.waitUntil(lambda: player.position == player.duration // 2, timeout=5_000)
+    qtbot.waitUntil(lambda: player.frames_shown > shown, timeout=5_000)  # paused, the new frame shows
+    assert not player.playing
     player.transport.speed_combo.setCurrentIndex(player.transport.speed_combo.findText("2×"))
     assert player.player.playbackRate() == 2.0
 
@@ -402,7 +409,12 @@ def test_the_replay_tab_of_a_run_without_steps_replays_its_videos(
     qtbot.waitUntil(lambda: tab.showing_videos, timeout=10_000)
     assert tab.source_row.isVisible() and tab.source_combo.currentText().startswith("Captured videos (")
     player = tab.videos.player
+    # Another video chosen while the first is still loading: the chosen one shows its first frame.
+    last = tab.videos.videos[-1].path
+    tab.videos.select_video(last)
     qtbot.waitUntil(lambda: player.loaded and player.duration > 0, timeout=10_000)
+    qtbot.waitUntil(lambda: player.frames_shown >= 1, timeout=10_000)
+    assert player.path is not None and str(player.path).endswith(last) and not player.playing
     tab.setFocus()
     QTest.keyClick(tab, Qt.Key.Key_Space)  # the Replay tab's play/pause key plays the video
     qtbot.waitUntil(lambda: player.frames_shown > 5, timeout=10_000)

@@ -119,6 +119,10 @@ class EnvView(QWidget):
         """Draw an ``H x W x 3`` (or ``x 4``, or ``H x W`` grey) uint8 frame scaled to the view."""
         self._offer("frame", rgb)
 
+    def show_image(self, image: QImage) -> None:
+        """Draw a QImage (a decoded video frame) scaled to the view."""
+        self._offer("image", image)
+
     def show_payload(self, payload: bytes | None) -> None:
         """Draw a render payload (grid JSON or PNG); None or empty keeps the current picture."""
         if payload:
@@ -127,6 +131,11 @@ class EnvView(QWidget):
     def clear(self, message: str = "") -> None:
         """Drop the picture and show ``message`` instead."""
         self._offer("clear", message)
+
+    @property
+    def image(self) -> QImage | None:
+        """The picture shown now when it is a frame or a video image (None for a grid or a message)."""
+        return self._image
 
     @property
     def has_pending(self) -> bool:
@@ -162,6 +171,9 @@ class EnvView(QWidget):
             self._set_grid(value)
         elif kind == "frame":
             self._set_frame(value)
+        elif kind == "image":
+            self.grid, self.frame, self._image, self.message = None, None, value, ""
+            self._changed()
         else:
             self._set_message(str(value))
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtMultimedia import QMediaMetaData, QMediaPlayer, QVideoFrame
-from PySide6.QtMultimediaWidgets import QVideoWidget
+from PySide6.QtMultimedia import QMediaMetaData, QMediaPlayer, QVideoFrame, QVideoSink
 from PySide6.QtWidgets import (
     QLabel,
     QSplitter,
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.ui.artifacts import Video
+from gym_gui.ui.env_view import EnvView
 from gym_gui.ui.tables import read_only_item, row_table
 from gym_gui.ui.transport import Transport
 
@@ -44,11 +44,15 @@ class VideoPlayer(QWidget):
         self.frames_shown = 0
         self.error = ""
         self._fps = DEFAULT_VIDEO_FPS
+        self._first_frame_due = False
         self.player = QMediaPlayer(self)
-        self.view = QVideoWidget(self)
-        self.view.setMinimumSize(160, 120)
-        self.player.setVideoOutput(self.view)
-        self.view.videoSink().videoFrameChanged.connect(self._frame_arrived)
+        # Frames are drawn by the cockpit's own EnvView (scaled like every other picture, and
+        # captured by grab()), not by a QVideoWidget, whose native surface a window grab misses.
+        self.view = EnvView(self)
+        self.view.clear("No video selected.")
+        self.sink = QVideoSink(self)
+        self.player.setVideoSink(self.sink)
+        self.sink.videoFrameChanged.connect(self._frame_arrived)
         self.caption = QLabel("No video selected.")
         self.caption.setWordWrap(True)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -106,8 +110,12 @@ class VideoPlayer(QWidget):
     # ------------------------------------------------------------ loading
 
     def load(self, path: Path, caption: str) -> None:
-        """Open ``path`` (paused at its first frame); a missing file says so instead."""
+        """Open ``path``, paused on its first frame; a missing file says so instead."""
+        # Stopped with no source first: the previous video's own status changes must not pause the
+        # player on its behalf, or the new one would load already paused and never show a frame.
+        self._first_frame_due = False
         self.player.stop()
+        self.player.setSource(QUrl())
         self.error = ""
         self.frames_shown = 0
         self._fps = DEFAULT_VIDEO_FPS
@@ -116,6 +124,7 @@ class VideoPlayer(QWidget):
             return
         self.path = path
         self.caption.setText(f"{caption}\n{path}")
+        self._first_frame_due = True
         self.player.setSource(QUrl.fromLocalFile(str(path)))
         self.transport.set_controls_enabled(True)
 
@@ -124,6 +133,7 @@ class VideoPlayer(QWidget):
         self.player.setSource(QUrl())
         self.path = None
         self.caption.setText(message)
+        self.view.clear(message)
         self.transport.set_range(0)
         self.transport.set_position(0, "")
         self.transport.set_controls_enabled(False)
@@ -174,8 +184,12 @@ class VideoPlayer(QWidget):
     # ------------------------------------------------------------ player events
 
     def _frame_arrived(self, frame: QVideoFrame) -> None:
-        if frame.isValid():
+        if not frame.isValid():
+            return
+        image = frame.toImage()
+        if not image.isNull():
             self.frames_shown += 1
+            self.view.show_image(image)
 
     def _duration_changed(self, duration: int) -> None:
         self.transport.set_range(int(duration), page=max(1, self.frame_ms * 10))
@@ -187,6 +201,10 @@ class VideoPlayer(QWidget):
             if isinstance(rate, int | float) and rate > 0:
                 self._fps = float(rate)
             self._show_position(self.player.position())
+            if self._first_frame_due:
+                self._first_frame_due = False
+                if self.player.playbackState() == QMediaPlayer.PlaybackState.StoppedState:
+                    self.player.pause()  # paused, not stopped: the first frame shows, seeks draw theirs
         elif status == QMediaPlayer.MediaStatus.InvalidMedia and not self.error:
             self.error = "not a playable video"
             self.caption.setText(f"{self.path} could not be played: {self.error}.")
