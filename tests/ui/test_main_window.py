@@ -48,6 +48,8 @@ def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWi
     assert "Random Baseline" in names
     spade = window.control.roster.item(1)
     assert "unavailable" in spade.toolTip() and not spade.flags() & spade.flags().ItemIsEnabled
+    # A first start (nothing remembered yet) opens on a playable game, not an empty picker.
+    assert window.control.env_picker.env_id == "FrozenLake-v1"
 
 
 @pytest.mark.parametrize(

@@ -94,6 +94,9 @@ class RunView(QWidget):
         return list(self._tabs)
 
 
+FIRST_ENV = "FrozenLake-v1"
+
+
 class MainWindow(QMainWindow):
     """Left: what to play or train. Centre: human play or the selected run's tabs. Bottom: the runs."""
 
@@ -305,9 +308,8 @@ class MainWindow(QMainWindow):
         sizes = self.settings.splitter_sizes("bottom")
         if sizes:
             self.bottom_split.setSizes(sizes)
-        env = self.settings.last_env()
-        if env:
-            self.control.env_picker.set_env(env)
+        # A first start opens on FrozenLake, the game the README's first steps play.
+        self.control.env_picker.set_env(self.settings.last_env() or FIRST_ENV)
         worker = self.settings.last_worker()
         if worker:
             self.control.roster.select(worker)
