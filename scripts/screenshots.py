@@ -97,7 +97,7 @@ def main(out_dir: str) -> int:
                 )
             )
             window.control.set_mode(AGENT)
-            pump(lambda: record.run_id in window._runs, 30, "the random run")
+            pump(lambda: window.runs.info(record.run_id) is not None, 30, "the random run")
             window.select_run(record.run_id)
             settle(3)
             shoot(window, out, "live")
@@ -116,7 +116,7 @@ def main(out_dir: str) -> int:
                     }
                 )
             )
-            pump(lambda: ppo.run_id in window._runs, 30, "the PPO run")
+            pump(lambda: window.runs.info(ppo.run_id) is not None, 30, "the PPO run")
             window.select_run(ppo.run_id)
             open_tab(window, "Charts")
             final = client.wait_for_end(ppo.run_id, timeout=600)
@@ -142,7 +142,7 @@ def main(out_dir: str) -> int:
             # The human episode, replayed.
             if human_run:
                 play.close_session()
-                pump(lambda: human_run in window._runs, 30, "the human run row")
+                pump(lambda: window.runs.info(human_run) is not None, 30, "the human run row")
                 window.select_run(human_run)
                 open_tab(window, "Replay")
                 settle(1)

@@ -82,7 +82,7 @@ def test_a_random_run_appears_in_the_table_and_its_live_tab_updates(
         {"worker": "random", "env_id": "FrozenLake-v1", "seed": 0, "budget": {"timesteps": 30_000_000}}
     )
     record, _ = client.submit(config)
-    qtbot.waitUntil(lambda: record.run_id in window._runs, timeout=20_000)
+    qtbot.waitUntil(lambda: window.runs.info(record.run_id) is not None, timeout=20_000)
     window.select_run(record.run_id)
     assert window.control.mode == AGENT
     live = window.run_view.tab_list()[0]
@@ -103,7 +103,7 @@ def test_closing_the_window_leaves_runs_training_and_a_new_window_reattaches(
     record, _ = client.submit(
         parse_run_config({"worker": "random", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000_000}})
     )
-    qtbot.waitUntil(lambda: record.run_id in first._runs, timeout=20_000)
+    qtbot.waitUntil(lambda: first.runs.info(record.run_id) is not None, timeout=20_000)
     wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 30, "the run to start")
     first.close()
     steps = client.get_run(record.run_id).progress.steps
@@ -116,7 +116,9 @@ def test_closing_the_window_leaves_runs_training_and_a_new_window_reattaches(
     qtbot.waitUntil(lambda: link2.connected, timeout=20_000)
     second = MainWindow(link2, Settings(home.root))
     qtbot.addWidget(second)
-    qtbot.waitUntil(lambda: record.run_id in second._runs, timeout=20_000)  # back-filled from the daemon
+    qtbot.waitUntil(
+        lambda: second.runs.info(record.run_id) is not None, timeout=20_000
+    )  # back-filled from the daemon
     second.select_run(record.run_id)
     live = second.run_view.tab_list()[0]
     qtbot.waitUntil(lambda: live.steps_seen > 100, timeout=30_000)
@@ -137,12 +139,12 @@ def test_the_window_says_when_the_daemon_dies_and_starts_one_on_request(
     record, _ = client.submit(
         parse_run_config({"worker": "random", "env_id": "FrozenLake-v1", "budget": {"episodes": 3}})
     )
-    qtbot.waitUntil(lambda: record.run_id in window._runs, timeout=20_000)
+    qtbot.waitUntil(lambda: window.runs.info(record.run_id) is not None, timeout=20_000)
     pid = client.info.pid
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not pid_alive(pid), 20, "the daemon to die")
     qtbot.waitUntil(lambda: "unreachable" in window.connection.text(), timeout=20_000)
-    assert record.run_id in window._runs  # what was shown stays
+    assert window.runs.info(record.run_id) is not None  # what was shown stays
     assert window.reconnect_button.isVisible()
     window.reconnect_button.click()
     qtbot.waitUntil(lambda: link.connected and "daemon at" in window.connection.text(), timeout=30_000)

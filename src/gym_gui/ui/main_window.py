@@ -148,21 +148,19 @@ class MainWindow(QMainWindow):
         compare_dock.hide()
         self.compare_dock = compare_dock
 
-        self._runs: dict[str, pb.RunInfo] = {}
         self._pending_select: str | None = None
         self._wire()
         self._menus()
         self._restore()
-        if link.connected:
-            self._backfill()
 
     # ------------------------------------------------------------ wiring
 
     def _wire(self) -> None:
         link = self.link
         link.connection_changed.connect(self._connection)
-        link.run_updated.connect(self._run_updated)
-        link.run_removed.connect(self._run_removed)
+        # The runs table holds every run (stream and re-listing alike): the window follows it.
+        self.runs.run_updated.connect(self._run_updated)
+        self.runs.run_removed.connect(self._run_removed)
         link.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         self.reconnect_button.clicked.connect(link.reconnect)
         self.control.mode_changed.connect(self._mode)
@@ -208,29 +206,17 @@ class MainWindow(QMainWindow):
         if connected:
             self.connection.setText(f"daemon at {message}")
             self.reconnect_button.setVisible(False)
-            self._backfill()
         else:
             # Keep everything shown; say so, and offer to start a daemon again.
             self.connection.setText(f"daemon unreachable: {message}")
             self.reconnect_button.setVisible(True)
 
-    def _backfill(self) -> None:
-        """Every run the daemon knows, whatever the watch stream said before this window listened."""
-
-        def listed(runs: list[pb.RunInfo]) -> None:
-            for run in runs:
-                self._run_updated(run)
-
-        self.link.call(lambda client: client.list_runs(include_archived=True), on_done=listed)
-
     def _run_updated(self, run: pb.RunInfo) -> None:
-        self._runs[run.run_id] = run
         self.run_view.run_changed(run)
         if run.worker == "cleanrl" and run.lane == "analytics" and run.state == RunState.COMPLETED.value:
             self.control.trained.offer(run.run_id)
 
     def _run_removed(self, run_id: str) -> None:
-        self._runs.pop(run_id, None)
         if self.run_view.run is not None and self.run_view.run.run_id == run_id:
             self.run_view.clear()
             self.run_view.title.setText(f"Run {run_id} was deleted.")
@@ -243,8 +229,7 @@ class MainWindow(QMainWindow):
             self.human_play.set_env(self.control.env_picker.env_id)
 
     def select_run(self, run_id: str) -> None:
-        # The table may show a row a moment before this window hears of it: both follow the watch stream.
-        run = self._runs.get(run_id) or self.runs.info(run_id)
+        run = self.runs.info(run_id)
         if run is None:
             return
         if self.run_view.run is None or self.run_view.run.run_id != run_id:
@@ -254,13 +239,13 @@ class MainWindow(QMainWindow):
 
     def _compare(self, run_ids: list[str]) -> None:
         """Several runs selected: overlay a chosen metric of them (mean ± std across seeds)."""
-        runs = [self._runs[r] for r in run_ids if r in self._runs]
+        runs = [run for run in map(self.runs.info, run_ids) if run is not None]
         if len(runs) >= 2:
             self.compare.set_runs(runs)
             self.compare_dock.show()
 
     def _show_logs(self, run_id: str) -> None:
-        run = self._runs.get(run_id)
+        run = self.runs.info(run_id)
         if run is not None:
             self.logs.show_run(run)
 
@@ -277,7 +262,7 @@ class MainWindow(QMainWindow):
 
     def evaluate(self, run_id: str, episodes: int) -> None:
         """Start an evaluation of a trained run and switch to its Live tab once it exists."""
-        if run_id not in self._runs:
+        if self.runs.info(run_id) is None:
             return
 
         def submit(client: DaemonClient) -> str:
@@ -289,15 +274,15 @@ class MainWindow(QMainWindow):
 
     def _follow_new_run(self, run_id: str) -> None:
         """Select a run as soon as its row arrives (the watch stream may lag the submit)."""
-        if run_id in self._runs:
+        if self.runs.info(run_id) is not None:
             self.select_run(run_id)
             return
         self._pending_select = run_id
-        self.link.run_updated.connect(self._select_when_known)
+        self.runs.run_updated.connect(self._select_when_known)
 
     def _select_when_known(self, run: pb.RunInfo) -> None:
         if run.run_id == self._pending_select:
-            self.link.run_updated.disconnect(self._select_when_known)
+            self.runs.run_updated.disconnect(self._select_when_known)
             self._pending_select = None
             self.select_run(run.run_id)
 

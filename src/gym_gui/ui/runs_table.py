@@ -428,6 +428,10 @@ class RunsTable(QWidget):
     run_selected = Signal(str)  # the current row's run id
     exported = Signal(str, str)  # run id, archive path
     message = Signal(str)  # the outcome of the last action, for a status bar
+    # The table is the window's one store of runs: these fire once it holds (or dropped) a run,
+    # whether the watch stream, a re-listing or an action told it.
+    run_updated = Signal(object)  # pb.RunInfo
+    run_removed = Signal(str)  # run id
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -465,14 +469,16 @@ class RunsTable(QWidget):
         self.message_label = QLabel()
         self.message_label.setObjectName("runsMessage")
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        buttons = QHBoxLayout()
-        for button in (
+        # The row actions, in the order of the button bar and of the context menu.
+        self.action_buttons = (
             self.cancel_button,
             self.archive_button,
             self.delete_button,
             self.open_button,
             self.export_button,
-        ):
+        )
+        buttons = QHBoxLayout()
+        for button in self.action_buttons:
             buttons.addWidget(button)
         buttons.addWidget(self.message_label, 1)
         buttons.addWidget(self.show_archived_check)
@@ -521,17 +527,19 @@ class RunsTable(QWidget):
                 info = self.model.info(run_id)
                 # A run created after the listing was asked for may legitimately be missing from it.
                 if run_id not in present and info is not None and info.created_at < asked_at:
-                    self.model.remove(run_id)
+                    self._run_removed(run_id)
 
         self.link.call(lambda client: client.list_runs(include_archived=True), listed, self._error)
 
     def _run_updated(self, info: pb.RunInfo) -> None:
         self.model.upsert(info)
         self._update_buttons()
+        self.run_updated.emit(info)
 
     def _run_removed(self, run_id: str) -> None:
         self.model.remove(run_id)
         self._update_buttons()
+        self.run_removed.emit(run_id)
 
     def _tick(self) -> None:
         self.model.tick()
@@ -644,13 +652,7 @@ class RunsTable(QWidget):
         if not self.selected_run_ids():
             return
         menu = QMenu(self)
-        for button in (
-            self.cancel_button,
-            self.archive_button,
-            self.delete_button,
-            self.open_button,
-            self.export_button,
-        ):
+        for button in self.action_buttons:
             action = menu.addAction(button.text())
             action.setEnabled(button.isEnabled())
             action.triggered.connect(button.click)
