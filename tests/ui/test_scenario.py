@@ -198,7 +198,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     assert last is not None and (last.terminated or last.truncated)
 
     # Space plays the episode again from its start, here at 8×.
-    choose(qtbot, replay.speed_combo, "8", "8×")
+    choose(qtbot, replay.transport.speed_combo, "8", "8×")
     assert replay.speed == 8.0
     drawn = replay.env_view.frames_drawn
     click(replay.env_view)

@@ -174,13 +174,6 @@ class ReplayTab(RunTab):
         self.transport.forward.connect(self.step_forward)
         self.transport.seeked.connect(self.seek)
         self.transport.speed_changed.connect(self.set_speed)
-        # The controls by name, as tests and the window's shortcuts reach them.
-        self.back_button = self.transport.back_button
-        self.play_button = self.transport.play_button
-        self.forward_button = self.transport.forward_button
-        self.slider = self.transport.slider
-        self.position_label = self.transport.position_label
-        self.speed_combo = self.transport.speed_combo
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Episode"))
@@ -270,7 +263,8 @@ class ReplayTab(RunTab):
     def _update_polling(self) -> None:
         run = self.run
         active = False
-        if run is not None:
+        # An analytics-lane run never stores steps: nothing to poll for (its videos come with run_changed).
+        if run is not None and run.lane != "analytics":
             try:
                 active = not RunState(run.state).terminal
             except ValueError:
@@ -311,9 +305,8 @@ class ReplayTab(RunTab):
         if not videos:
             self.source_combo.setCurrentIndex(0)
         elif not self._episode_numbers():
-            self.source_combo.setCurrentIndex(
-                1
-            )  # no stored steps (analytics lane): the videos are the replay
+            # No stored steps (analytics lane): the videos are the replay.
+            self.source_combo.setCurrentIndex(1)
 
     # ------------------------------------------------------------ storage
 
@@ -705,4 +698,4 @@ class ReplayTab(RunTab):
         self._clear_fields("")
         self._shown_render = None
         self.env_view.clear(message)
-        self.position_label.setText("")
+        self.transport.position_label.setText("")
