@@ -39,14 +39,12 @@ class Video:
     @property
     def label(self) -> str:
         episode = "episode ?" if self.episode is None else f"episode {self.episode}"
-        parts = [episode]
-        if self.ret is not None:
-            parts.append(f"return {self.ret:.6g}")
-        if self.length is not None:
-            parts.append(f"{self.length} steps")
-        if not self.complete:
-            parts.append("cut short")
-        return " — ".join([parts[0], ", ".join(parts[1:])]) if len(parts) > 1 else parts[0]
+        details = [
+            *([f"return {self.ret:.6g}"] if self.ret is not None else []),
+            *([f"{self.length} steps"] if self.length is not None else []),
+            *([] if self.complete else ["cut short"]),
+        ]
+        return f"{episode} — {', '.join(details)}" if details else episode
 
 
 @dataclass(frozen=True)
