@@ -6,8 +6,11 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.protocol.client import DaemonClient
@@ -64,3 +67,20 @@ def kill_run_workers(home: Home) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
     registry.close()
+
+
+@contextlib.contextmanager
+def module_daemon(root: Path, bundles: str, daemon_args: list[str]) -> Iterator[tuple[DaemonClient, Home]]:
+    """A daemon on a fresh home at ``root`` for a whole test module (CleanRL runs are the slow part,
+    so a module's tests share them); its run workers are killed and it is stopped at the end."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GYM_GUI_HOME", str(root))
+        env.setenv("GYM_GUI_BUNDLES", bundles)
+        env.setenv("OMP_NUM_THREADS", "1")
+        home = Home(root).ensure()
+        client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+        try:
+            yield client, home
+        finally:
+            kill_run_workers(home)
+            stop_daemon(client)

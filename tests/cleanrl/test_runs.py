@@ -25,7 +25,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.conftest import SHARED_BUNDLES
-from tests.support import kill_run_workers, pid_alive, stop_daemon, wait_until
+from tests.support import module_daemon, pid_alive, wait_until
 
 SECRET = "gymgui-test-secret-7f3a9c"
 
@@ -47,17 +47,8 @@ def cleanrl_config(algo: str, env_id: str, timesteps: int, **extra: Any) -> RunC
 def cleanrl_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonClient, Home]]:
     """One daemon for the module (CleanRL runs are the slow part; the daemon is not)."""
     root = tmp_path_factory.mktemp("cleanrl_home")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GYM_GUI_HOME", str(root))
-        env.setenv("GYM_GUI_BUNDLES", SHARED_BUNDLES)
-        env.setenv("OMP_NUM_THREADS", "1")
-        home = Home(root).ensure()
-        client = DaemonClient.connect(home.root, daemon_args=["--cancel-grace", "20"])
-        try:
-            yield client, home
-        finally:
-            kill_run_workers(home)
-            stop_daemon(client)
+    with module_daemon(root, SHARED_BUNDLES, ["--cancel-grace", "20"]) as daemon:
+        yield daemon
 
 
 @pytest.fixture(scope="module")

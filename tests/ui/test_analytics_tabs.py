@@ -34,7 +34,7 @@ from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
 from tests.conftest import SHARED_BUNDLES
-from tests.support import kill_run_workers, stop_daemon
+from tests.support import module_daemon
 
 RETURN = DEFAULT_TAG
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
@@ -58,20 +58,9 @@ def ppo(seed: int, timesteps: int = 4096, **extra: Any) -> RunConfig:
 def analytics_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonClient, Home]]:
     """One daemon for the module: CleanRL runs are the slow part, so the tests share them."""
     root = tmp_path_factory.mktemp("analytics_home")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GYM_GUI_HOME", str(root))
-        env.setenv("GYM_GUI_BUNDLES", SHARED_BUNDLES)
-        env.setenv("OMP_NUM_THREADS", "1")
-        home = Home(root).ensure()
-        # Three at once: the two short runs train while the live-charts test watches a third.
-        client = DaemonClient.connect(
-            home.root, daemon_args=["--max-concurrent", "3", "--cancel-grace", "10"]
-        )
-        try:
-            yield client, home
-        finally:
-            kill_run_workers(home)
-            stop_daemon(client)
+    # Three at once: the two short runs train while the live-charts test watches a third.
+    with module_daemon(root, SHARED_BUNDLES, ["--max-concurrent", "3", "--cancel-grace", "10"]) as daemon:
+        yield daemon
 
 
 # conftest's `link` fixture connects to whatever `home` and `client` are: here, the module's daemon.
