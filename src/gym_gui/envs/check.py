@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,11 @@ import gymnasium
 
 from gym_gui.core.envs import ENV_CATALOG, EnvEntry, Family, env_entry, family_info, family_of
 from gym_gui.core.errors import UnknownEnv
+
+log = logging.getLogger(__name__)
+
+# Steps per second of real-time play and 1× replay for an env that declares no render_fps.
+DEFAULT_RENDER_FPS = 30.0
 
 # Where a registered spec's entry point lives tells its family for ids outside the catalog.
 _ENTRY_POINT_FAMILIES: tuple[tuple[str, Family], ...] = (
@@ -148,3 +154,23 @@ def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> g
     except gymnasium.error.DependencyNotInstalled as exc:
         hint = f" Install it with: {family_info(status.family).install_hint}" if status.family else ""
         raise UnknownEnv(f"environment {env_id!r} cannot be made: {exc}.{hint}") from exc
+
+
+@functools.cache
+def render_fps(env_id: str) -> float:
+    """The env's own frame rate, ``metadata["render_fps"]`` (4 for toy text, 50 for CartPole), read from
+    its registered class without making it; :data:`DEFAULT_RENDER_FPS` when it declares none or cannot
+    be loaded here."""
+    try:
+        env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
+        entry_point = gymnasium.spec(env_id).entry_point
+        creator = (
+            gymnasium.envs.registration.load_env_creator(entry_point)
+            if isinstance(entry_point, str)
+            else entry_point
+        )
+        fps = getattr(creator, "metadata", {}).get("render_fps")
+    except Exception as exc:  # an env this interpreter cannot load still plays, at the default pace
+        log.info("no render_fps for %s (%s): %s steps/s", env_id, exc, DEFAULT_RENDER_FPS)
+        return DEFAULT_RENDER_FPS
+    return float(fps) if isinstance(fps, int | float) and fps > 0 else DEFAULT_RENDER_FPS

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.envs import Action, EnvEntry, KeyBinding, env_entry
+from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.play.human import HumanSession, Outcome
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
@@ -34,7 +35,6 @@ from gym_gui.ui.env_view import EnvView
 log = logging.getLogger(__name__)
 
 MAX_SEED = 2**32 - 1
-DEFAULT_FPS = 30.0
 # Turn-based presses typed faster than steps come back wait here; more than this are dropped.
 MAX_QUEUED_PRESSES = 16
 
@@ -170,10 +170,7 @@ class HumanPlayWidget(QWidget):
     @property
     def fps(self) -> float:
         """Steps per second of real-time play: the env's ``render_fps``, else 30."""
-        if self.session is None:
-            return DEFAULT_FPS
-        fps = self.session.env.metadata.get("render_fps")
-        return float(fps) if isinstance(fps, int | float) and fps > 0 else DEFAULT_FPS
+        return render_fps(self.env_id) if self.session is not None else DEFAULT_RENDER_FPS
 
     def session_ready(self) -> bool:
         """Whether an episode is being played (keys step it)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import sqlite3
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EpisodeRecord, StepRecord
 from gym_gui.core.states import RunState
+from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
 from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
 from gym_gui.ui.background import Background
@@ -40,35 +40,11 @@ from gym_gui.ui.videos import VideosPanel
 
 log = logging.getLogger(__name__)
 
-DEFAULT_FPS = 30.0
 # Steps held in memory around the slider; a seek outside them reads one new window (a primary-key range).
 WINDOW = 256
 MAX_TEXT = 20_000
 POLL_MS = 1000
 MAX_TICK_HZ = 30.0
-
-
-@functools.cache
-def env_fps(env_id: str) -> float:
-    """Steps per second of 1× replay: the env's ``render_fps`` (4 for toy text, 50 for CartPole), else 30."""
-    try:
-        import gymnasium
-
-        from gym_gui.envs.check import env_status
-
-        env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
-        spec = gymnasium.spec(env_id)
-        entry_point = spec.entry_point
-        creator = (
-            gymnasium.envs.registration.load_env_creator(entry_point)
-            if isinstance(entry_point, str)
-            else entry_point
-        )
-        fps = getattr(creator, "metadata", {}).get("render_fps")
-    except Exception as exc:  # an env this interpreter cannot make still replays, at the default pace
-        log.info("no render_fps for %s (%s): replaying at %s steps/s", env_id, exc, DEFAULT_FPS)
-        return DEFAULT_FPS
-    return float(fps) if isinstance(fps, int | float) and fps > 0 else DEFAULT_FPS
 
 
 def _pretty(text: str) -> str:
@@ -612,7 +588,7 @@ class ReplayTab(RunTab):
 
     def steps_per_second(self) -> float:
         env_id = self.run.env_id if self.run is not None else ""
-        return (env_fps(env_id) if env_id else DEFAULT_FPS) * self._speed
+        return (render_fps(env_id) if env_id else DEFAULT_RENDER_FPS) * self._speed
 
     def _tick_ms(self) -> int:
         # At most ~30 ticks a second: faster replays advance several steps per tick.
