@@ -66,13 +66,13 @@ from _daemon import fresh_home, release  # bench/ is on sys.path when a bench ru
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.states import RunState
-from gym_gui.daemon.bundles import BundleManager
 
 # Private, but it is the daemon's own allow-list: importing it keeps the raw side's environment
 # equal to the worker's even when the list changes.
 from gym_gui.daemon.supervisor import _INHERITED_ENV
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
+from gym_gui.workers import BundleDirectory
 
 GOAL = 0.98
 BUNDLE = "cleanrl"
@@ -216,7 +216,7 @@ def find_bundles(explicit: Path | None) -> Path:
         candidates.append(Path(__file__).resolve().parent.parent / ".bundles")
         candidates.append(Home().bundles_dir)
     for directory in candidates:
-        if BundleManager(directory).installed(BUNDLE):
+        if BundleDirectory(directory).installed(BUNDLE):
             return directory.expanduser().resolve()
     looked = ", ".join(str(c) for c in candidates)
     raise BenchError(
@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The daemon inherits this process's environment: point it at the same bundle.
     os.environ[BUNDLES_ENV_VAR] = str(bundles)
-    python = BundleManager(bundles).python(BUNDLE)
+    python = BundleDirectory(bundles).python(BUNDLE)
 
     home = Home(fresh_home())
     measures: list[Measure] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -26,11 +27,11 @@ from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.states import RunState
-from gym_gui.daemon.bundles import BundleManager
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
 from gym_gui.storage.home import Home
 from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.workers import BundleDirectory, worker_catalog
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -164,8 +165,8 @@ def daemon_status() -> None:
 # ------------------------------------------------------------------ bundles
 
 
-def _bundles() -> BundleManager:
-    return BundleManager(_home().bundles_dir)
+def _bundles() -> BundleDirectory:
+    return BundleDirectory(_home().bundles_dir)
 
 
 @bundles_app.command("install")
@@ -459,16 +460,16 @@ def algorithms(
     with _client() as client:
         description = client.describe_worker(
             worker,
-            algo or "",
-            str(scripts_dir.resolve()) if scripts_dir else "",
-            str(python.absolute()) if python else "",
+            algorithm=algo or "",
+            scripts_dir=str(scripts_dir.resolve()) if scripts_dir else "",
+            python=str(python.absolute()) if python else "",
         )
     if not description.bundle_installed and python is None:
         raise ConfigError(
             f"the {description.bundle} bundle is not installed; run `gym-gui bundles install {description.bundle}`"
         )
     if algo:
-        arguments = json.loads(description.arguments_json or "{}")
+        arguments = description.details.get("arguments") or {}
         table = Table("flag", "type", "default", "help", title=f"{algo} ({arguments.get('style', '?')})")
         for param in arguments.get("params", []):
             choices = f" {param['choices']}" if param.get("choices") else ""
@@ -481,9 +482,31 @@ def algorithms(
         console.print(table)
         return
     table = Table("algorithm", "environments", "default env", "runnable")
-    for entry in json.loads(description.algorithms_json or "[]"):
+    for entry in description.details.get("algorithms") or []:
         runnable = "yes" if entry.get("runnable") else f"[dim]no: {escape(entry.get('reason', ''))}[/]"
         table.add_row(entry["name"], entry.get("env_family", ""), entry.get("default_env", ""), runnable)
+    console.print(table)
+
+
+@app.command()
+def workers() -> None:
+    """The worker kinds installed as plugins: roster name, lane, controls, bundle — and broken plugins with their error."""
+    catalog = worker_catalog()
+    bundles = _bundles()
+    table = Table("kind", "roster name", "lane", "controls", "bundle", Column("status", overflow="fold"))
+    for plugin in catalog.plugins():
+        spec = plugin.spec
+        controls = [name for name, on in dataclasses.asdict(spec.capabilities).items() if on]
+        if plugin.bundle is None:
+            bundle = spec.bundle
+        else:
+            bundle = spec.bundle + ("" if bundles.installed(plugin.bundle.name) else " (not installed)")
+        status = "available" if spec.available else f"[dim]unavailable: {escape(spec.unavailable_reason)}[/]"
+        table.add_row(spec.kind, spec.display_name, spec.lane.value, ", ".join(controls), bundle, status)
+    for broken in catalog.broken:
+        table.add_row(
+            broken.name, "", "", "", "", f"[red]broken[/] ({escape(broken.source)}): {escape(broken.error)}"
+        )
     console.print(table)
 
 
@@ -501,7 +524,12 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
         raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
     if not os.environ.get("WANDB_API_KEY"):
         raise GymGuiError("set WANDB_API_KEY in this shell to sync (gym_gui never stores it)")
-    python = BundleManager(home.bundles_dir).require("cleanrl").python
+    with _client() as client:
+        worker = client.get_run(run_id).info.worker
+    bundle = worker_catalog().plugin(worker).bundle
+    if bundle is None:
+        raise GymGuiError(f"run {run_id}'s worker {worker!r} has no bundle with wandb to sync with")
+    python = BundleDirectory(home.bundles_dir).require(bundle.name).python
     for directory in directories:
         result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], check=False)
         if result.returncode != 0:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from gym_gui.daemon.bundles import BundleManager
 from gym_gui.storage.home import Home
+from gym_gui.workers import BundleDirectory
 
 
 @pytest.fixture
 def cleanrl_python() -> Path:
     """The cleanrl bundle's Python; the suite fails (never skips) when the bundle is missing."""
-    manager = BundleManager(Home().bundles_dir)
+    manager = BundleDirectory(Home().bundles_dir)
     status = manager.status("cleanrl")
     if not status.installed:
         pytest.fail(f"the cleanrl bundle is needed by these tests: {status.reason}")

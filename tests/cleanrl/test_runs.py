@@ -438,10 +438,10 @@ def test_dry_run_shows_the_exact_command_with_secrets_redacted(
 
 def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
     client, _home = cleanrl_daemon
-    description = client.describe_worker("cleanrl", "ppo")
+    description = client.describe_worker("cleanrl", algorithm="ppo")
     assert description.lane == "analytics" and description.bundle_installed
-    assert description.gpu_available is False  # the bundle's torch is the CPU build
-    algorithms = {a["name"]: a for a in json.loads(description.algorithms_json)}
+    assert description.details["gpu_available"] is False  # the bundle's torch is the CPU build
+    algorithms = {a["name"]: a for a in description.details["algorithms"]}
     for name in (
         "ppo",
         "dqn",
@@ -453,7 +453,7 @@ def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[D
     ):
         assert algorithms[name]["runnable"], algorithms[name]
     assert not algorithms["dqn_atari"]["runnable"]
-    params = {p["name"]: p for p in json.loads(description.arguments_json)["params"]}
+    params = {p["name"]: p for p in description.details["arguments"]["params"]}
     assert params["learning-rate"]["default"] == 0.00025 and params["learning-rate"]["type"] == "float"
     assert params["cuda"]["bool_style"] == "strtobool"
 

@@ -17,7 +17,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms import MAPPED_FLAGS, CleanRLForm, RandomForm, form_for
+from gym_gui.ui.forms import MAPPED_FLAGS, CleanRLForm, WorkerForm, form_for
 from gym_gui.ui.runs_table import LogDrawer, RunsTable, tail_lines
 from gym_gui.ui.settings import SecretNotStored, Settings
 
@@ -35,7 +35,7 @@ def no_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _cleanrl_form(qtbot: QtBot, link: DaemonLink, settings: Settings | None = None) -> CleanRLForm:
-    form = CleanRLForm(link, settings)
+    form = CleanRLForm("cleanrl", link, settings)
     qtbot.addWidget(form)
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     return form
@@ -58,7 +58,7 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient
 ) -> None:
     form = _cleanrl_form(qtbot, link)
-    described = json.loads(client.describe_worker("cleanrl", "ppo").arguments_json)
+    described = client.describe_worker("cleanrl", algorithm="ppo").details["arguments"]
     script_names = [param["name"] for param in described["params"]]
 
     assert form.algorithm() == "ppo"
@@ -125,7 +125,7 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
 def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     qtbot: QtBot, no_bundles: Path, link: DaemonLink
 ) -> None:
-    form = CleanRLForm(link)
+    form = CleanRLForm("cleanrl", link)
     qtbot.addWidget(form)
     qtbot.waitUntil(lambda: form.bundle_installed is False, timeout=30_000)
     assert "installed on first use" in form.bundle_note.text()
@@ -229,7 +229,7 @@ def test_random_form_run_appears_in_the_runs_table(
     table = RunsTable(link)
     qtbot.addWidget(table)
     form = form_for("random", link)
-    assert isinstance(form, RandomForm)
+    assert isinstance(form, WorkerForm)
     qtbot.addWidget(form)
     assert form_for("human", link) is None
     form.set_env("FrozenLake-v1")
@@ -353,7 +353,7 @@ def test_settings_round_trip_without_secrets(qtbot: QtBot, link: DaemonLink, hom
     settings = Settings(home.root)
     assert settings.path.parent == home.root
 
-    form = RandomForm(link, settings)
+    form = WorkerForm("random", link, settings)
     qtbot.addWidget(form)
     form.set_env("CliffWalking-v1")
     form.seed_spin.setValue(42)
@@ -373,7 +373,7 @@ def test_settings_round_trip_without_secrets(qtbot: QtBot, link: DaemonLink, hom
     settings.sync()
 
     reread = Settings(home.root)
-    again = RandomForm(link, reread)
+    again = WorkerForm("random", link, reread)
     qtbot.addWidget(again)
     assert again.env_combo.currentText() == "CliffWalking-v1"
     assert again.seed_spin.value() == 42

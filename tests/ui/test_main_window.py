@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from gym_gui_sdk import trainer_pb2 as pb
@@ -19,7 +20,9 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
 from gym_gui.ui.settings import Settings
+from gym_gui.workers import worker_catalog
 from tests.support import pid_alive, wait_until
+from tests.workers.test_registry import BROKEN_SET, make_plugin_distribution
 
 
 @pytest.fixture
@@ -50,6 +53,34 @@ def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWi
     assert "unavailable" in spade.toolTip() and not spade.flags() & spade.flags().ItemIsEnabled
     # A first start (nothing remembered yet) opens on a playable game, not an empty picker.
     assert window.control.env_picker.env_id == "FrozenLake-v1"
+
+
+def test_broken_worker_plugins_are_listed_greyed_with_their_error(
+    qtbot: QtBot, home: Home, link: DaemonLink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(make_plugin_distribution(tmp_path / "site", BROKEN_SET)))
+    worker_catalog.cache_clear()
+    try:
+        window = MainWindow(link, Settings(home.root))
+        qtbot.addWidget(window)
+        roster = window.control.roster
+        names = roster.display_names()
+        assert names[:4] == [
+            "Human-Only",
+            "Spade BDI Worker (unavailable)",
+            "LLM Multi-Step Worker (unavailable)",
+            "CleanRL Worker",
+        ]
+        assert sorted(names[-3:]) == sorted(f"{name} (broken)" for name in BROKEN_SET)
+        broken = roster.item(roster.count() - 3)
+        assert not broken.flags() & broken.flags().ItemIsEnabled
+        tips = " ".join(roster.item(row).toolTip() for row in range(roster.count()))
+        assert "a_module_that_is_not_installed" in tips and "already taken by gym-gui-random-worker" in tips
+        # The working kinds are still selectable.
+        roster.select("random")
+        assert roster.kind() == "random"
+    finally:
+        worker_catalog.cache_clear()
 
 
 @pytest.mark.parametrize(

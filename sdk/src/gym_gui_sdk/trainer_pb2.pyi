@@ -194,19 +194,22 @@ class ControlRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., command: _Optional[_Union[ControlMessage.Command, str]] = ..., render_fps: _Optional[float] = ...) -> None: ...
 
 class DescribeWorkerRequest(_message.Message):
-    __slots__ = ("worker", "algorithm", "scripts_dir", "python")
+    __slots__ = ("worker", "query")
+    class QueryEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     WORKER_FIELD_NUMBER: _ClassVar[int]
-    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
-    SCRIPTS_DIR_FIELD_NUMBER: _ClassVar[int]
-    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
     worker: str
-    algorithm: str
-    scripts_dir: str
-    python: str
-    def __init__(self, worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., scripts_dir: _Optional[str] = ..., python: _Optional[str] = ...) -> None: ...
+    query: _containers.ScalarMap[str, str]
+    def __init__(self, worker: _Optional[str] = ..., query: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class WorkerDescription(_message.Message):
-    __slots__ = ("worker", "display_name", "lane", "available", "unavailable_reason", "bundle", "bundle_installed", "algorithms_json", "arguments_json", "gpu_available")
+    __slots__ = ("worker", "display_name", "lane", "available", "unavailable_reason", "bundle", "bundle_installed", "description_json")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     LANE_FIELD_NUMBER: _ClassVar[int]
@@ -214,9 +217,7 @@ class WorkerDescription(_message.Message):
     UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
     BUNDLE_FIELD_NUMBER: _ClassVar[int]
     BUNDLE_INSTALLED_FIELD_NUMBER: _ClassVar[int]
-    ALGORITHMS_JSON_FIELD_NUMBER: _ClassVar[int]
-    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
-    GPU_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_JSON_FIELD_NUMBER: _ClassVar[int]
     worker: str
     display_name: str
     lane: str
@@ -224,10 +225,8 @@ class WorkerDescription(_message.Message):
     unavailable_reason: str
     bundle: str
     bundle_installed: bool
-    algorithms_json: str
-    arguments_json: str
-    gpu_available: bool
-    def __init__(self, worker: _Optional[str] = ..., display_name: _Optional[str] = ..., lane: _Optional[str] = ..., available: bool = ..., unavailable_reason: _Optional[str] = ..., bundle: _Optional[str] = ..., bundle_installed: bool = ..., algorithms_json: _Optional[str] = ..., arguments_json: _Optional[str] = ..., gpu_available: bool = ...) -> None: ...
+    description_json: str
+    def __init__(self, worker: _Optional[str] = ..., display_name: _Optional[str] = ..., lane: _Optional[str] = ..., available: bool = ..., unavailable_reason: _Optional[str] = ..., bundle: _Optional[str] = ..., bundle_installed: bool = ..., description_json: _Optional[str] = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
     __slots__ = ()

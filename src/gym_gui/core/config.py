@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gym_gui.core.errors import ConfigError, InvalidRunId
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.workers import WORKERS
+from gym_gui.core.workers import KIND_PATTERN
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
 
@@ -138,7 +138,10 @@ class RunConfig(_Strict):
     environment.
     """
 
-    worker: str = Field(description="Worker kind: " + ", ".join(sorted(WORKERS)) + ".")
+    worker: str = Field(
+        pattern=f"^{KIND_PATTERN.pattern}$",
+        description="Worker kind (`gym-gui workers` lists the installed ones), e.g. random or cleanrl.",
+    )
     env_id: str = Field(
         min_length=1, max_length=200, description="Gymnasium environment id, e.g. FrozenLake-v1."
     )
@@ -160,13 +163,6 @@ class RunConfig(_Strict):
     telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)
     notes: str = Field(default="", max_length=10_000, description="Free text kept with the run.")
     dry_run: bool = Field(default=False, description="Resolve and show what would run, launch nothing.")
-
-    @field_validator("worker")
-    @classmethod
-    def _known_worker(cls, value: str) -> str:
-        if value not in WORKERS:
-            raise ValueError(f"unknown worker kind; known kinds: {', '.join(sorted(WORKERS))}")
-        return value
 
     @field_validator("params")
     @classmethod

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from gym_gui.core.states import RunState
 
@@ -104,3 +105,21 @@ class ArtifactRecord:
     path: str  # relative to the run directory
     step: int
     meta: str = "{}"  # JSON object
+
+
+@dataclass(frozen=True)
+class WorkerDescription:
+    """What the daemon says of a worker kind: its roster entry, its bundle, and what its plugin offers.
+
+    ``details`` is the plugin's own answer (for CleanRL: the scripts present, whether torch sees
+    a GPU, and one script's arguments when asked), empty while its bundle is not installed.
+    """
+
+    kind: str
+    display_name: str
+    lane: str
+    available: bool
+    unavailable_reason: str
+    bundle: str
+    bundle_installed: bool
+    details: dict[str, Any] = field(default_factory=dict)

@@ -1,9 +1,15 @@
-"""The worker catalog: every kind of agent gym_gui can run, its lane, capabilities and bundle."""
+"""What a worker kind is: its lane, its capabilities and who drives its runs (the kinds themselves are plugins)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+# A worker kind is an identifier in configs, run ids and on the command line.
+KIND_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# The bundle name of workers that run in gym_gui's own environment.
+APP_BUNDLE = "app"
 
 
 class Lane(StrEnum):
@@ -23,6 +29,8 @@ class Launch(StrEnum):
 
 @dataclass(frozen=True)
 class Capabilities:
+    """The controls a worker kind accepts while it runs, and whether its models can be evaluated."""
+
     pause: bool = False
     checkpoint: bool = False
     evaluation: bool = False
@@ -38,94 +46,32 @@ class WorkerSpec:
         lane: which lane its runs are on.
         capabilities: what control it accepts.
         bundle: the virtual environment it runs in (``app`` = gym_gui's own).
-        module: the Python module run as ``python -m module`` in that environment.
         launch: whether the daemon spawns it or the client drives it.
         unavailable_reason: empty when the kind can run; otherwise why it cannot yet.
+        rank: its place in the roster (lower first; ties by name): the product's own kinds
+            take 0–40, third-party kinds default to 50, baselines come last.
+        description: one line for the roster's tooltip and ``gym-gui workers``.
     """
 
     kind: str
     display_name: str
     lane: Lane
-    capabilities: Capabilities
-    bundle: str
-    module: str
+    capabilities: Capabilities = Capabilities()
+    bundle: str = APP_BUNDLE
     launch: Launch = Launch.DAEMON
     unavailable_reason: str = ""
+    rank: int = 50
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not KIND_PATTERN.fullmatch(self.kind):
+            raise ValueError(f"worker kind {self.kind!r} must match {KIND_PATTERN.pattern}")
 
     @property
     def available(self) -> bool:
         return not self.unavailable_reason
 
-
-WORKERS: dict[str, WorkerSpec] = {
-    spec.kind: spec
-    for spec in (
-        WorkerSpec(
-            kind="human",
-            display_name="Human-Only",
-            lane=Lane.TELEMETRY,
-            capabilities=Capabilities(pause=True),
-            bundle="app",
-            module="",
-            launch=Launch.CLIENT,
-        ),
-        WorkerSpec(
-            kind="spade_bdi",
-            display_name="Spade BDI Worker",
-            lane=Lane.TELEMETRY,
-            capabilities=Capabilities(pause=True, checkpoint=True, evaluation=True),
-            bundle="spade_bdi",
-            module="gym_gui_spade_bdi_worker",
-            unavailable_reason="the Spade BDI worker and its bundle are not built yet",
-        ),
-        WorkerSpec(
-            kind="llm",
-            display_name="LLM Multi-Step Worker",
-            lane=Lane.HYBRID,
-            capabilities=Capabilities(pause=True),
-            bundle="app",
-            module="gym_gui_llm_worker",
-            unavailable_reason="the LLM Multi-Step worker is not built yet",
-        ),
-        WorkerSpec(
-            kind="cleanrl",
-            display_name="CleanRL Worker",
-            lane=Lane.ANALYTICS,
-            capabilities=Capabilities(checkpoint=True, evaluation=True),
-            bundle="cleanrl",
-            module="gym_gui_cleanrl_worker",
-        ),
-        WorkerSpec(
-            kind="random",
-            display_name="Random Baseline",
-            lane=Lane.TELEMETRY,
-            capabilities=Capabilities(pause=True),
-            bundle="app",
-            module="gym_gui_random_worker",
-        ),
-    )
-}
-
-# The roster as users see it, in this order.
-ROSTER: tuple[str, ...] = ("human", "spade_bdi", "llm", "cleanrl")
-
-
-def worker_spec(kind: str) -> WorkerSpec:
-    """Return the catalog entry of ``kind``.
-
-    Raises:
-        KeyError: with a message listing the known kinds.
-    """
-    try:
-        return WORKERS[kind]
-    except KeyError:
-        known = ", ".join(sorted(WORKERS))
-        raise KeyError(f"unknown worker kind {kind!r}; known kinds: {known}") from None
-
-
-def lane_of(kind: str, mode: str) -> Lane:
-    """The lane of a run: its worker kind's, except that evaluating a trained model streams every
-    step (telemetry lane) whatever lane the kind trains on."""
-    if mode == "evaluate":
-        return Lane.TELEMETRY
-    return worker_spec(kind).lane
+    def lane_for(self, mode: str) -> Lane:
+        """The lane of a run: the kind's, except that evaluating a trained model streams every step
+        (telemetry lane) whatever lane the kind trains on."""
+        return Lane.TELEMETRY if mode == "evaluate" else self.lane

@@ -20,12 +20,10 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RESUMED, RUNS_TOPIC, STARVED, STEPS, BusEvent, RunBus
-from gym_gui.core.config import ScriptSource, parse_run_config, redact
+from gym_gui.core.config import parse_run_config, redact
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import ArtifactRecord, EventRecord, RunRecord
-from gym_gui.core.workers import worker_spec
-from gym_gui.daemon.launchers import CleanRLLauncher
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
 from gym_gui.protocol.convert import ProtocolViolation
@@ -238,24 +236,20 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     def DescribeWorker(
         self, request: pb.DescribeWorkerRequest, context: grpc.ServicerContext
     ) -> pb.WorkerDescription:
-        spec = worker_spec(request.worker)
-        bundle = spec.bundle
+        plugin = self.supervisor.catalog.plugin(request.worker)
+        spec = plugin.spec
         description = pb.WorkerDescription(
             worker=spec.kind,
             display_name=spec.display_name,
             lane=spec.lane.value,
             available=spec.available,
             unavailable_reason=spec.unavailable_reason,
-            bundle=bundle,
-            bundle_installed=bundle == "app" or self.supervisor.bundles.installed(bundle),
+            bundle=spec.bundle,
+            bundle_installed=plugin.bundle is None or self.supervisor.bundles.installed(plugin.bundle.name),
         )
         launcher = self.supervisor.launchers.get(spec.kind)
-        if isinstance(launcher, CleanRLLauncher) and (description.bundle_installed or request.python):
-            source = ScriptSource(scripts_dir=request.scripts_dir or None, python=request.python or None)
-            description.algorithms_json = json.dumps(launcher.algorithms(source))
-            description.gpu_available = launcher.gpu_available(source)
-            if request.algorithm:
-                description.arguments_json = json.dumps(launcher.describe(source, request.algorithm))
+        if launcher is not None:
+            description.description_json = json.dumps(launcher.describe(dict(request.query)))
         return description
 
     def GetHealth(self, request: pb.HealthRequest, context: grpc.ServicerContext) -> pb.Health:

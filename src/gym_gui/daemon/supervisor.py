@@ -24,15 +24,14 @@ from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import make_run_id
 from gym_gui.core.records import EventRecord, RunRecord, StateTransition
 from gym_gui.core.states import RunState
-from gym_gui.core.workers import Launch, WorkerSpec, lane_of, worker_spec
-from gym_gui.daemon.bundles import BundleManager
+from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
-from gym_gui.daemon.launchers import WorkerLauncher, launchers_for
 from gym_gui.daemon.manifest import Manifest
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.telemetry import TelemetryWriter
+from gym_gui.workers import BundleDirectory, LaunchContext, WorkerCatalog, WorkerLauncher, worker_catalog
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +118,8 @@ class Supervisor:
         executor: Executor,
         address: str,
         settings: SupervisorSettings | None = None,
-        bundles: BundleManager | None = None,
+        bundles: BundleDirectory | None = None,
+        catalog: WorkerCatalog | None = None,
     ) -> None:
         self.home = home
         self.registry = registry
@@ -127,8 +127,15 @@ class Supervisor:
         self.executor = executor
         self.address = address
         self.settings = settings or SupervisorSettings()
-        self.bundles = bundles or BundleManager(home.bundles_dir)
-        self.launchers = launchers_for(home, self.bundles)
+        self.catalog = catalog or worker_catalog()
+        self.bundles = bundles or BundleDirectory(home.bundles_dir, self.catalog.bundles())
+        context = LaunchContext(home, self.bundles)
+        # The launcher of every kind whose runs this daemon starts, built once from its plugin.
+        self.launchers: dict[str, WorkerLauncher] = {}
+        for plugin in self.catalog.plugins():
+            launcher = plugin.launcher(context) if plugin.spec.available else None
+            if launcher is not None:
+                self.launchers[plugin.kind] = launcher
         self._installing: set[str] = set()
         self._lock = threading.RLock()
         self._live: dict[str, LiveRun] = {}
@@ -167,16 +174,18 @@ class Supervisor:
         Raises:
             ConfigError / UnknownEnv: before anything is stored or started.
         """
-        spec = worker_spec(config.worker)
+        plugin = self.catalog.plugin(config.worker)
+        spec = plugin.spec
         if not spec.available:
             raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
-        if spec.launch is Launch.DAEMON and self._launcher(config.worker).bundle != "app":
-            # The worker's own environment decides which env ids it can make (its launcher checks).
-            self._launcher(config.worker).validate(config)
-        else:
+        if config.mode == "evaluate" and not spec.capabilities.evaluation:
+            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
+        if plugin.bundle is None:
+            # A worker with its own bundle decides which env ids it can make (its launcher checks);
+            # the others run in gym_gui's environment, whose gymnasium answers.
             check_env(config.env_id)
-            if spec.launch is Launch.DAEMON:
-                self._launcher(config.worker).validate(config)
+        if spec.launch is Launch.DAEMON:
+            self._launcher(config.worker).validate(config)
         label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
         now = time.time()
         with self._lock:
@@ -188,7 +197,7 @@ class Supervisor:
                 run_id=run_id,
                 worker=config.worker,
                 env_id=config.env_id,
-                lane=lane_of(config.worker, config.mode).value,
+                lane=spec.lane_for(config.mode).value,
                 state=RunState.QUEUED,
                 created_at=now,
             )
@@ -547,8 +556,8 @@ class Supervisor:
             run = self._live.get(record.run_id)
             if run is None or run.launching or run.spec.launch is not Launch.DAEMON:
                 continue
-            bundle = self._launcher(run.config.worker).bundle
-            if bundle != "app" and run.config.source.python is None and not self.bundles.installed(bundle):
+            bundle = self._bundle_of(run)
+            if bundle is not None and run.config.source.python is None and not self.bundles.installed(bundle):
                 self._install_bundle(bundle)
                 continue
             self._begin(run, "launching worker")
@@ -568,7 +577,7 @@ class Supervisor:
                     if not run.launching
                     and not run.finalized
                     and run.spec.launch is Launch.DAEMON
-                    and self._launcher(run.config.worker).bundle == name
+                    and self._bundle_of(run) == name
                 ]
 
         def progress(step: int, total: int, message: str) -> None:
@@ -595,6 +604,11 @@ class Supervisor:
 
         log.info("installing worker bundle %s on first use", name)
         threading.Thread(target=install, name=f"bundle-{name}", daemon=True).start()
+
+    def _bundle_of(self, run: LiveRun) -> str | None:
+        """The bundle a run's worker needs installed, or None when it runs in gym_gui's environment."""
+        bundle = self.catalog.plugin(run.config.worker).bundle
+        return bundle.name if bundle is not None else None
 
     def _worker_env(self, run: LiveRun) -> dict[str, str]:
         env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
@@ -674,7 +688,11 @@ class Supervisor:
         kept, waiting for its worker to reconnect with its run token.
         """
         for record in self.registry.in_states(RunState.STARTING, RunState.RUNNING, RunState.PAUSED):
-            spec = worker_spec(record.worker)
+            try:
+                spec = self.catalog.spec(record.worker)
+            except GymGuiError as exc:
+                self._transition_id(record.run_id, RunState.LOST, f"daemon restarted and {exc}")
+                continue
             if record.pid is not None and process_alive(record.pid):
                 try:
                     config = RunConfig.model_validate_json(
@@ -711,17 +729,20 @@ class Supervisor:
                 )
         for record in self.registry.in_states(RunState.QUEUED):
             try:
+                spec = self.catalog.spec(record.worker)
                 config = RunConfig.model_validate_json(
                     (self.home.run_dir(record.run_id) / "config.json").read_text()
                 )
             except (OSError, ValueError, GymGuiError) as exc:
                 self._transition_id(
-                    record.run_id, RunState.FAILED, f"queued run's config is unreadable: {exc}"
+                    record.run_id,
+                    RunState.FAILED,
+                    f"queued run cannot start after the daemon restarted: {exc}",
                 )
                 continue
             run = LiveRun(
                 run_id=record.run_id,
-                spec=worker_spec(record.worker),
+                spec=spec,
                 config=config,
                 run_dir=self.home.run_dir(record.run_id),
             )

@@ -12,6 +12,7 @@ from gym_gui_sdk.worker import Phase, WorkerSession
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.envs.check import make_env
+from gym_gui.play.worker import HUMAN
 from gym_gui.protocol.client import DaemonClient
 
 
@@ -63,7 +64,7 @@ class HumanSession:
         """Submit the run, reset the environment and show its first state."""
         config = parse_run_config(
             {
-                "worker": "human",
+                "worker": HUMAN.kind,
                 "env_id": self.env_id,
                 "seed": self.seed,
                 "budget": {"episodes": 1},

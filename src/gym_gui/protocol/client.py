@@ -21,7 +21,7 @@ from gym_gui_sdk.worker import channel_options
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.records import RunRecord
+from gym_gui.core.records import RunRecord, WorkerDescription
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
 
@@ -199,14 +199,11 @@ class DaemonClient:
             "ControlRun", pb.ControlRunRequest(run_id=run_id, command=command, render_fps=render_fps)
         )
 
-    def describe_worker(
-        self, worker: str, algorithm: str = "", scripts_dir: str = "", python: str = ""
-    ) -> pb.WorkerDescription:
-        """What the daemon knows of a worker kind: lane, availability, algorithms, an algorithm's arguments."""
-        request = pb.DescribeWorkerRequest(
-            worker=worker, algorithm=algorithm, scripts_dir=scripts_dir, python=python
-        )
-        return self._call("DescribeWorker", request, 300)
+    def describe_worker(self, worker: str, **query: str) -> WorkerDescription:
+        """What the daemon knows of a worker kind: lane, availability, and its plugin's answer to
+        ``query`` (for CleanRL: ``algorithm``, ``scripts_dir``, ``python``; empty values are dropped)."""
+        request = pb.DescribeWorkerRequest(worker=worker, query={k: v for k, v in query.items() if v})
+        return convert.worker_description(self._call("DescribeWorker", request, 300))
 
     def evaluation_config(
         self,
@@ -221,16 +218,18 @@ class DaemonClient:
 
         ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab.
 
+        The daemon's worker plugin checks the rest (that the kind evaluates, that the model exists).
+
         Raises:
-            ConfigError: when ``run_id`` is not a CleanRL training run.
+            ConfigError: when ``run_id`` is not a training run.
         """
         detail = self.get_run(run_id)
         trained = json.loads(detail.config_json or "{}")
-        if detail.info.worker != "cleanrl" or trained.get("mode", "train") != "train":
-            raise ConfigError(f"run {run_id} is not a CleanRL training run; only those have models to play")
+        if trained.get("mode", "train") != "train":
+            raise ConfigError(f"run {run_id} is not a training run; only those have models to play")
         return parse_run_config(
             {
-                "worker": "cleanrl",
+                "worker": detail.info.worker,
                 "mode": "evaluate",
                 "env_id": detail.info.env_id,
                 "algorithm": trained.get("algorithm"),

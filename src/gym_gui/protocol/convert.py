@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.core.errors import GymGuiError
-from gym_gui.core.records import EpisodeRecord, MetricPoint, RunRecord, StateTransition, StepRow
+from gym_gui.core.records import (
+    EpisodeRecord,
+    MetricPoint,
+    RunRecord,
+    StateTransition,
+    StepRow,
+    WorkerDescription,
+)
 from gym_gui.core.states import RunState
 
 
@@ -120,3 +128,27 @@ def metric_points(metrics: Iterable[pb.Metric]) -> list[MetricPoint]:
             raise ProtocolViolation("metric without a tag")
         points.append(MetricPoint(tag=m.tag, step=m.step, wall_time=m.wall_time, value=m.value))
     return points
+
+
+def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
+    """The record of a DescribeWorker reply.
+
+    Raises:
+        ProtocolViolation: when the plugin's answer is not a JSON object.
+    """
+    try:
+        details = json.loads(message.description_json or "{}")
+    except ValueError as exc:
+        raise ProtocolViolation(f"worker description of {message.worker!r} is not JSON: {exc}") from None
+    if not isinstance(details, dict):
+        raise ProtocolViolation(f"worker description of {message.worker!r} is not a JSON object")
+    return WorkerDescription(
+        kind=message.worker,
+        display_name=message.display_name,
+        lane=message.lane,
+        available=message.available,
+        unavailable_reason=message.unavailable_reason,
+        bundle=message.bundle,
+        bundle_installed=message.bundle_installed,
+        details=details,
+    )

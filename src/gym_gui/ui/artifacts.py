@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
 
+from gym_gui.ui.presenters import capabilities_of
+
 
 @dataclass(frozen=True)
 class SavedModel:
@@ -91,8 +93,8 @@ def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
             int(length) if _number(length) else None,
             meta.get("complete") is not False,
         )
-    if worker != "cleanrl":
-        evaluable: str | None = f"evaluation plays CleanRL models; this is a {worker} run"
+    if not capabilities_of(worker).evaluation:
+        evaluable: str | None = f"{worker} runs have no models to evaluate"
     elif config.get("mode", "train") != "train":
         evaluable = "this run is itself an evaluation; evaluate the training run it played"
     else:

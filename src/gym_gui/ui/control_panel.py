@@ -21,13 +21,12 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.envs import catalog_by_family, env_doc, family_info
-from gym_gui.core.workers import ROSTER, WORKERS
+from gym_gui.core.workers import Launch
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.presenters import presenter_for
+from gym_gui.workers import worker_catalog
 
 HUMAN, AGENT = "human", "agent"
-# The baseline every agent is compared against, listed after the roster.
-BASELINES = ("random",)
 
 
 class EnvPicker(QWidget):
@@ -77,22 +76,24 @@ class EnvPicker(QWidget):
 
 
 class Roster(QListWidget):
-    """The worker roster, exactly as named; kinds that cannot run yet are greyed with their reason."""
+    """The worker roster: every installed worker plugin in its order; kinds that cannot run yet and
+    plugins that are broken are greyed with the reason."""
 
     worker_changed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("roster")
-        for kind in (*ROSTER, *BASELINES):
-            spec = WORKERS[kind]
-            item = QListWidgetItem(spec.display_name)
-            item.setData(Qt.ItemDataRole.UserRole, kind)
-            item.setToolTip(f"{spec.display_name}: {spec.lane.value} lane")
-            if not spec.available:
+        for entry in worker_catalog().roster():
+            item = QListWidgetItem(entry.display_name)
+            item.setData(Qt.ItemDataRole.UserRole, entry.kind)
+            if entry.spec is not None:
+                about = f" — {entry.spec.description}" if entry.spec.description else ""
+                item.setToolTip(f"{entry.display_name}: {entry.spec.lane.value} lane{about}")
+            if not entry.available:
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled & ~Qt.ItemFlag.ItemIsSelectable)
-                item.setToolTip(f"{spec.display_name} is unavailable: {spec.unavailable_reason}")
-                item.setText(f"{spec.display_name} (unavailable)")
+                item.setToolTip(f"{entry.display_name} is unavailable: {entry.reason}")
+                item.setText(f"{entry.display_name} ({'broken' if entry.spec is None else 'unavailable'})")
             self.addItem(item)
         self.currentItemChanged.connect(self._changed)
 
@@ -234,6 +235,15 @@ class ControlPanel(QWidget):
             self.forms.addWidget(form)
         return self._forms[kind]
 
+    @staticmethod
+    def _no_form_text(kind: str) -> str:
+        if not kind:
+            return "Choose a worker."
+        spec = presenter_for(kind).spec
+        if spec.launch is Launch.CLIENT:
+            return f"{spec.display_name} plays in the centre view: switch to Human mode."
+        return f"{spec.display_name} has no training form."
+
     def _show_form(self) -> None:
         kind = self.roster.kind()
         if self.use_trained.isChecked():
@@ -241,11 +251,7 @@ class ControlPanel(QWidget):
             return
         form = self.form(kind) if kind else None
         if form is None:
-            self.no_form.setText(
-                "Human-Only plays in the centre view: switch to Human mode."
-                if kind == "human"
-                else "Choose a worker."
-            )
+            self.no_form.setText(self._no_form_text(kind))
             self.forms.setCurrentWidget(self.no_form)
         else:
             self.forms.setCurrentWidget(form)

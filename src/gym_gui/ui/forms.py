@@ -36,11 +36,14 @@ from PySide6.QtWidgets import (
 from gym_gui.core.config import REDACTED, RunConfig, parse_run_config
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError
+from gym_gui.core.records import WorkerDescription
 from gym_gui.core.states import RunState
+from gym_gui.core.workers import Launch
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.settings import SecretNotStored, Settings
+from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
@@ -493,12 +496,16 @@ class CleanRLForm(RunForm):
     ``RunConfig.params``. The W&B API key is passed as ``secret_env`` only and never saved.
     """
 
-    worker_kind = "cleanrl"
     described = Signal()  # the chosen algorithm's arguments are shown
 
     def __init__(
-        self, link: DaemonLink, settings: Settings | None = None, parent: QWidget | None = None
+        self,
+        kind: str,
+        link: DaemonLink,
+        settings: Settings | None = None,
+        parent: QWidget | None = None,
     ) -> None:
+        self.worker_kind = kind
         super().__init__(link, settings, parent)
         self.description: dict[str, Any] | None = None  # the chosen script's arguments (arguments_json)
         self.algorithms: list[dict[str, Any]] = []
@@ -688,7 +695,7 @@ class CleanRLForm(RunForm):
         self._loading = True
         self.status_label.setText("asking the daemon for the CleanRL scripts…")
         self.link.call(
-            lambda client: client.describe_worker("cleanrl"),
+            lambda client: client.describe_worker(self.worker_kind),
             lambda description: self._listed(generation, description),
             lambda message: self._describe_failed(generation, message),
         )
@@ -702,16 +709,18 @@ class CleanRLForm(RunForm):
         self.params_placeholder.setText("The script's arguments could not be read.")
         self._validate()
 
-    def _listed(self, generation: int, description: pb.WorkerDescription) -> None:
+    def _listed(self, generation: int, description: WorkerDescription) -> None:
         if generation != self._generation:
             return
         self.bundle_installed = description.bundle_installed
         if description.bundle_installed:
             # Say up front what the daemon will find at launch.
             self.gpu_check.setText(
-                "GPU" if description.gpu_available else "GPU (none in the bundle: CPU fallback)"
+                "GPU"
+                if description.details.get("gpu_available")
+                else "GPU (none in the bundle: CPU fallback)"
             )
-        self.algorithms = json.loads(description.algorithms_json) if description.algorithms_json else []
+        self.algorithms = list(description.details.get("algorithms") or [])
         self._show_error("")
         self.status_label.setText("")
         model = self._algorithm_model
@@ -774,16 +783,16 @@ class CleanRLForm(RunForm):
         self._validate()
         self.params_placeholder.setText(f"Reading {algorithm}'s own arguments…")
         self.link.call(
-            lambda client: client.describe_worker("cleanrl", algorithm),
+            lambda client: client.describe_worker(self.worker_kind, algorithm=algorithm),
             lambda description: self._described(generation, algorithm, description),
             lambda message: self._describe_failed(generation, message),
         )
 
-    def _described(self, generation: int, algorithm: str, description: pb.WorkerDescription) -> None:
+    def _described(self, generation: int, algorithm: str, description: WorkerDescription) -> None:
         if generation != self._generation:
             return
         self._loading = False
-        arguments = json.loads(description.arguments_json) if description.arguments_json else {}
+        arguments = dict(description.details.get("arguments") or {})
         if "params" not in arguments:
             self._show_error(f"{algorithm}: {arguments.get('error', 'the daemon described no arguments')}")
             self._validate()
@@ -949,7 +958,7 @@ class CleanRLForm(RunForm):
         mode = self.wandb_mode_combo.currentText()
         tracked = mode != "disabled"
         data: dict[str, Any] = {
-            "worker": "cleanrl",
+            "worker": self.worker_kind,
             "env_id": self.env_combo.currentText().strip(),
             "seed": self.seed_spin.value(),
             "budget": {"timesteps": parse_int(self.timesteps_edit.text())},
@@ -1190,18 +1199,24 @@ class CleanRLForm(RunForm):
         super().closeEvent(event)
 
 
-# ------------------------------------------------------------------ random baseline
+# ------------------------------------------------------------------ any worker kind
 
 
-class RandomForm(RunForm):
-    """The random baseline: any catalog environment, seeded random actions, every step streamed."""
-
-    worker_kind = "random"
+class WorkerForm(RunForm):
+    """The form of a worker kind from its plugin: environment, seed, budget, render rate, and the
+    parameters the plugin describes (``parameters`` in its DescribeWorker answer: name, type,
+    default, help, choices — the shape CleanRL script arguments have), sent as ``params``."""
 
     def __init__(
-        self, link: DaemonLink, settings: Settings | None = None, parent: QWidget | None = None
+        self,
+        kind: str,
+        link: DaemonLink,
+        settings: Settings | None = None,
+        parent: QWidget | None = None,
     ) -> None:
+        self.worker_kind = kind
         super().__init__(link, settings, parent)
+        spec = worker_catalog().spec(kind)
         self.env_combo = _env_combo()
         _set_combo_text(self.env_combo, "FrozenLake-v1")
         self.seed_spin = QSpinBox()
@@ -1218,20 +1233,26 @@ class RandomForm(RunForm):
         self.render_fps_spin.setValue(10.0)
         self.render_fps_spin.setToolTip("Encoded frames per second for pixel environments (0: none).")
         self.dry_run_check = QCheckBox("Dry run")
+        self._editors: dict[str, ParamEditor] = {}
+        self._saved_params: dict[str, Any] = {}
 
         budget_row = QHBoxLayout()
         budget_row.addWidget(self.budget_spin, 1)
         budget_row.addWidget(self.budget_kind_combo)
-        box = QGroupBox("Random baseline")
+        box = QGroupBox(spec.display_name)
         form = QFormLayout(box)
         form.addRow("Environment", self.env_combo)
         form.addRow("Seed", self.seed_spin)
         form.addRow("Budget", budget_row)
         form.addRow("Render fps", self.render_fps_spin)
         form.addRow("", self.dry_run_check)
+        self.params_box = QGroupBox("Parameters")
+        self.params_form = QFormLayout(self.params_box)
+        self.params_box.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(box)
+        layout.addWidget(self.params_box)
         layout.addWidget(self.error_label)
         layout.addWidget(self.status_label)
         layout.addWidget(self.submit_button)
@@ -1245,6 +1266,33 @@ class RandomForm(RunForm):
         self.render_fps_spin.valueChanged.connect(lambda _v: self._changed())
         self.dry_run_check.toggled.connect(lambda _on: self._changed())
         self._validate()
+        self.link.call(
+            lambda client: client.describe_worker(kind),
+            self._described,
+            lambda message: self._show_error(f"the daemon could not describe {spec.display_name}: {message}"),
+        )
+
+    def _described(self, description: WorkerDescription) -> None:
+        params = description.details.get("parameters") or []
+        for param in params:
+            editor = ParamEditor(param, self._changed)
+            self._editors[editor.name] = editor
+            self.params_form.addRow(editor.name, editor.widget)
+            if editor.name in self._saved_params:
+                self._restoring = True
+                try:
+                    editor.set_raw(self._saved_params[editor.name])
+                finally:
+                    self._restoring = False
+        self.params_box.setVisible(bool(params))
+        self._validate()
+
+    def param_names(self) -> list[str]:
+        return list(self._editors)
+
+    def param_editor(self, name: str) -> QWidget | None:
+        editor = self._editors.get(name)
+        return editor.widget if editor is not None else None
 
     def set_env(self, env_id: str) -> None:
         _set_combo_text(self.env_combo, env_id)
@@ -1252,7 +1300,22 @@ class RandomForm(RunForm):
     def invalid_fields(self) -> dict[str, str]:
         error = "" if self.env_combo.currentText().strip() else "choose an environment"
         _mark(self.env_combo, error)
-        return {"env_id": error} if error else {}
+        invalid = {"env_id": error} if error else {}
+        for name, editor in self._editors.items():
+            problem = editor.error()
+            _mark(editor.widget, problem, editor.help)
+            if problem:
+                invalid[f"params.{name}"] = problem
+        return invalid
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that differ from the plugin's defaults."""
+        values: dict[str, Any] = {}
+        for name, editor in self._editors.items():
+            changed, value = editor.changed_value()
+            if changed:
+                values[name] = value
+        return values
 
     def config(self) -> RunConfig:
         invalid = self.invalid_fields()
@@ -1261,10 +1324,11 @@ class RandomForm(RunForm):
             raise ConfigError(f"field '{field}': {reason}")
         return parse_run_config(
             {
-                "worker": "random",
+                "worker": self.worker_kind,
                 "env_id": self.env_combo.currentText().strip(),
                 "seed": self.seed_spin.value(),
                 "budget": {self.budget_kind_combo.currentText(): self.budget_spin.value()},
+                "params": self.params(),
                 "telemetry": {"render_fps": self.render_fps_spin.value()},
                 "dry_run": self.dry_run_check.isChecked(),
             }
@@ -1277,6 +1341,7 @@ class RandomForm(RunForm):
             "budget_kind": self.budget_kind_combo.currentText(),
             "budget": self.budget_spin.value(),
             "render_fps": self.render_fps_spin.value(),
+            "params": {**self._saved_params, **{n: e.raw() for n, e in self._editors.items()}},
         }
 
     def restore_values(self, values: dict[str, Any]) -> None:
@@ -1290,20 +1355,25 @@ class RandomForm(RunForm):
             self.budget_spin.setValue(values["budget"])
         if isinstance(values.get("render_fps"), (int, float)):
             self.render_fps_spin.setValue(float(values["render_fps"]))
+        if isinstance(values.get("params"), dict):
+            # Kept until the plugin's description arrives and builds the editors.
+            self._saved_params = dict(values["params"])
 
 
 # ------------------------------------------------------------------ by worker kind
 
-_FORMS: dict[str, type[RunForm]] = {"cleanrl": CleanRLForm, "random": RandomForm}
+# The forms a plugin may ask for by name (WorkerPlugin.form); "worker" is the generated one.
+_FORMS: dict[str, type[CleanRLForm] | type[WorkerForm]] = {"scripts": CleanRLForm, "worker": WorkerForm}
 
 
 def form_for(worker_kind: str, link: DaemonLink, settings: Settings | None = None) -> QWidget | None:
-    """The "Train new" form of a worker kind, or None when the kind has none (human play, unbuilt kinds)."""
-    form_class = _FORMS.get(worker_kind)
-    if form_class is None:
-        return None
+    """The "Train new" form of a worker kind, or None when the kind has none (client-driven or
+    unavailable kinds)."""
     try:
-        return form_class(link, settings)
+        spec = worker_catalog().spec(worker_kind)
+        if spec.launch is not Launch.DAEMON or not spec.available:
+            return None
+        return _FORMS[worker_catalog().plugin(worker_kind).form](worker_kind, link, settings)
     except GymGuiError as exc:  # e.g. an unreadable home: no form rather than no window
         log.error("no %s form: %s", worker_kind, exc)
         return None

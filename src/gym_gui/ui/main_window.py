@@ -21,12 +21,13 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.states import RunState
+from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.human_play import HumanPlayWidget
-from gym_gui.ui.presenters import presenter_for
+from gym_gui.ui.presenters import capabilities_of, tabs_for_run
 from gym_gui.ui.runs_table import LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.base import RunTab
@@ -66,7 +67,7 @@ class RunView(QWidget):
         self.clear()
         self.run = run
         self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
-        self._tabs = presenter_for(run.worker).tabs(run, self.link)
+        self._tabs = tabs_for_run(run, self.link)
         for tab in self._tabs:
             self.tabs.addTab(tab, tab.title)
             started = getattr(tab, "evaluation_started", None)
@@ -213,7 +214,11 @@ class MainWindow(QMainWindow):
 
     def _run_updated(self, run: pb.RunInfo) -> None:
         self.run_view.run_changed(run)
-        if run.worker == "cleanrl" and run.lane == "analytics" and run.state == RunState.COMPLETED.value:
+        if (
+            capabilities_of(run.worker).evaluation
+            and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
+            and run.state == RunState.COMPLETED.value
+        ):
             self.control.trained.offer(run.run_id)
 
     def _run_removed(self, run_id: str) -> None:

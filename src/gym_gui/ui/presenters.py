@@ -1,30 +1,23 @@
-"""Worker presenters: what each worker kind shows — its lane's tabs and its training form — decided in one place."""
+"""Worker presenters: what each worker kind shows — its lane's tabs and its training form — from its plugin."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtWidgets import QWidget
 
-from gym_gui.core.workers import WORKERS, Lane, WorkerSpec, lane_of, worker_spec
+from gym_gui.core.errors import GymGuiError
+from gym_gui.core.workers import Capabilities, Lane
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.workers import LANE_TABS, WorkerPlugin, worker_catalog
 
 ANALYTICS_BANNER = "This worker streams metrics, not steps: its curves are in the Charts tab."
 
 
-def bootstrap_live_tabs(link: DaemonLink) -> list[RunTab]:
-    """Telemetry lane: every step is streamed and stored, so the run gets Live and Replay."""
-    from gym_gui.ui.tabs.live import LiveTab
-    from gym_gui.ui.tabs.replay import ReplayTab
-
-    return [LiveTab(link), ReplayTab(link)]
-
-
-def bootstrap_analytics_tabs(link: DaemonLink) -> list[RunTab]:
-    """Analytics lane: lifecycle, metrics and artifacts; the Live tab says why it has no steps.
-
-    No steps are stored, so the Replay tab replays what the run filmed (capture-video).
-    """
+def _tab_factories() -> dict[str, Callable[[DaemonLink], RunTab]]:
+    # Imported on first use: the tabs pull in pyqtgraph and QtWebEngine.
     from gym_gui.ui.tabs.charts import ChartsTab
     from gym_gui.ui.tabs.checkpoints import CheckpointsTab
     from gym_gui.ui.tabs.live import LiveTab
@@ -32,37 +25,53 @@ def bootstrap_analytics_tabs(link: DaemonLink) -> list[RunTab]:
     from gym_gui.ui.tabs.tensorboard import TensorBoardTab
     from gym_gui.ui.tabs.wandb import WandbTab
 
-    live = LiveTab(link)
-    live.set_banner(ANALYTICS_BANNER)
-    return [
-        live,
-        ChartsTab(link),
-        TensorBoardTab(link),
-        WandbTab(link),
-        CheckpointsTab(link),
-        ReplayTab(link),
-    ]
+    return {
+        "live": LiveTab,
+        "charts": ChartsTab,
+        "tensorboard": TensorBoardTab,
+        "wandb": WandbTab,
+        "checkpoints": CheckpointsTab,
+        "replay": ReplayTab,
+    }
+
+
+def build_tabs(names: tuple[str, ...], lane: Lane, link: DaemonLink) -> list[RunTab]:
+    """The tabs called ``names``, in that order; on the analytics lane the Live tab says why it
+    shows no steps (the Replay tab then replays what the run filmed)."""
+    factories = _tab_factories()
+    tabs = [factories[name](link) for name in names]
+    if lane is Lane.ANALYTICS:
+        from gym_gui.ui.tabs.live import LiveTab
+
+        for tab in tabs:
+            if isinstance(tab, LiveTab):
+                tab.set_banner(ANALYTICS_BANNER)
+    return tabs
 
 
 class WorkerPresenter:
     """Presents one worker kind: its roster entry, its run tabs and its training form."""
 
-    def __init__(self, spec: WorkerSpec) -> None:
-        self.spec = spec
+    def __init__(self, plugin: WorkerPlugin) -> None:
+        self.plugin = plugin
+        self.spec = plugin.spec
 
     @property
     def kind(self) -> str:
         return self.spec.kind
 
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.spec.capabilities
+
     def lane(self, run: pb.RunInfo) -> Lane:
         """The lane of a run of this kind (an evaluation streams every step whatever the kind)."""
-        return Lane(run.lane) if run.lane else lane_of(self.spec.kind, "train")
+        return Lane(run.lane) if run.lane else self.spec.lane
 
     def tabs(self, run: pb.RunInfo, link: DaemonLink) -> list[RunTab]:
-        """The lane decision: which tabs a run of this kind gets."""
-        if self.lane(run) is Lane.ANALYTICS:
-            return bootstrap_analytics_tabs(link)
-        return bootstrap_live_tabs(link)
+        """The tabs a run of this kind gets, as its plugin names them for the run's lane."""
+        lane = self.lane(run)
+        return build_tabs(self.plugin.tabs(lane), lane, link)
 
     def form(self, link: DaemonLink) -> QWidget | None:
         """The "Train new" form of this kind, generated from what the daemon says about it."""
@@ -73,10 +82,34 @@ class WorkerPresenter:
         return form_for(self.spec.kind, link)
 
 
-_PRESENTERS: dict[str, WorkerPresenter] = {kind: WorkerPresenter(spec) for kind, spec in WORKERS.items()}
+_PRESENTERS: dict[str, WorkerPresenter] = {}
 
 
 def presenter_for(kind: str) -> WorkerPresenter:
-    """The presenter of ``kind`` (KeyError naming the known kinds for an unknown one)."""
-    worker_spec(kind)
+    """The presenter of ``kind``.
+
+    Raises:
+        ConfigError: for a kind no installed plugin declares, naming the installed ones.
+    """
+    if kind not in _PRESENTERS:
+        _PRESENTERS[kind] = WorkerPresenter(worker_catalog().plugin(kind))
     return _PRESENTERS[kind]
+
+
+def tabs_for_run(run: pb.RunInfo, link: DaemonLink) -> list[RunTab]:
+    """The tabs of ``run``; a run whose worker plugin is no longer installed still opens, with its
+    lane's tabs, so what it stored stays readable."""
+    try:
+        presenter = presenter_for(run.worker)
+    except GymGuiError:
+        lane = Lane(run.lane) if run.lane else Lane.TELEMETRY
+        return build_tabs(LANE_TABS[lane], lane, link)
+    return presenter.tabs(run, link)
+
+
+def capabilities_of(kind: str) -> Capabilities:
+    """The controls runs of ``kind`` accept (none for a kind no installed plugin declares)."""
+    try:
+        return presenter_for(kind).capabilities
+    except GymGuiError:
+        return Capabilities()

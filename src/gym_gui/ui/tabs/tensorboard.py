@@ -22,15 +22,14 @@ from PySide6.QtGui import QDesktopServices, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from gym_gui.core.errors import GymGuiError
-from gym_gui.daemon.bundles import BundleManager
 from gym_gui.storage.home import Home
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
-BUNDLE = "cleanrl"  # the bundle that carries tensorboard (the app's own venv does not)
 READY_TIMEOUT = 90.0  # a cold start imports TensorFlow's stubs and scans the logdir
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 12
@@ -316,14 +315,20 @@ class TensorBoardTab(RunTab):
         self.message.setText("Starting TensorBoard…")
         run_dir = Path(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
+        worker = run.worker
         cancelled = self._cancel
 
         def launch() -> TensorBoardServer:
-            status = BundleManager(bundles).status(BUNDLE)
+            # gym_gui's own environment has no TensorBoard: it runs from the run's worker bundle.
+            status = worker_catalog().bundle_status(worker, bundles)
+            if status is None:
+                raise TensorBoardError(
+                    f"worker {worker!r} runs in gym_gui's own environment, which has no TensorBoard."
+                )
             if not status.installed:
                 raise TensorBoardError(
-                    f"TensorBoard runs from the {BUNDLE} bundle, which is not ready: {status.reason}.\n"
-                    f"Install it with `gym-gui bundles install {BUNDLE}`."
+                    f"TensorBoard runs from the {status.name} bundle, which is not ready: {status.reason}.\n"
+                    f"Install it with `gym-gui bundles install {status.name}`."
                 )
             server = TensorBoardServer(
                 status.python, tensorboard_logdir(run_dir), run_dir / "logs" / "tensorboard.log"

@@ -26,17 +26,16 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import GymGuiError
-from gym_gui.daemon.bundles import BundleManager
 from gym_gui.storage.home import Home
 from gym_gui.ui.artifacts import json_file
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.ui.tabs.charts import is_terminal
+from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
-BUNDLE = "cleanrl"  # the bundle that carries wandb (the app's own venv does not)
 API_KEY = "WANDB_API_KEY"
 READ_TIMEOUT = 120.0
 SYNC_TIMEOUT = 3600.0
@@ -169,8 +168,11 @@ def _url_from_logs(run_dir: Path) -> str | None:
     return None
 
 
-def read_wandb_run(run_dir: Path, bundles_dir: Path, terminal: bool) -> WandbRunInfo:
-    """Everything the tab shows about ``run_dir``'s W&B run (blocking: call it off the GUI thread)."""
+def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool) -> WandbRunInfo:
+    """Everything the tab shows about ``run_dir``'s W&B run (blocking: call it off the GUI thread).
+
+    wandb is read with the interpreter of the bundle the run's ``worker`` runs in (gym_gui's own
+    environment has no wandb)."""
     config = json_file(run_dir / "config.json")
     manifest = json_file(run_dir / "manifest.json")
     tracking = config.get("tracking")
@@ -191,14 +193,20 @@ def read_wandb_run(run_dir: Path, bundles_dir: Path, terminal: bool) -> WandbRun
         )
     path = run_dir / entry["path"] if entry and entry.get("path") else local[-1]
     mode = str((entry or {}).get("mode") or ("offline" if path.name.startswith("offline-") else "online"))
-    status = BundleManager(bundles_dir).status(BUNDLE)
+    try:
+        status = worker_catalog().bundle_status(worker, bundles_dir)
+    except GymGuiError as exc:
+        status, reason = None, str(exc)
+    else:
+        reason = f"worker {worker!r} runs in gym_gui's own environment, which has no wandb"
+    installed = status is not None and status.installed
     info = WandbRunInfo(
         mode,
         "",
         path=path,
         offline_dirs=offline_dirs,
-        python=status.python if status.installed else None,
-        bundle_reason="" if status.installed else status.reason,
+        python=status.python if status is not None and status.installed else None,
+        bundle_reason="" if installed else (status.reason if status is not None else reason),
     )
     if mode == "online":
         info.url = (entry or {}).get("url") or _url_from_logs(run_dir)
@@ -221,7 +229,7 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
         if summary.is_file():
             info.summary = json_file(summary)
         info.notes.append(
-            f"The config is read with the {BUNDLE} bundle's wandb, which is not ready: {info.bundle_reason}"
+            f"The config is read with the wandb of the run's worker bundle, which is not ready: {info.bundle_reason}"
         )
         return
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
@@ -404,9 +412,10 @@ class WandbTab(RunTab):
         generation = self._generation
         run_dir = Path(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
+        worker = run.worker
         terminal = is_terminal(run.state)
         self._background.run(
-            lambda: read_wandb_run(run_dir, bundles, terminal),
+            lambda: read_wandb_run(run_dir, worker, bundles, terminal),
             lambda info: self._show(generation, info),
             lambda message: self._error(generation, message),
             name=f"wandb-read-{run.run_id}",
@@ -458,7 +467,7 @@ class WandbTab(RunTab):
         if not info.offline_dirs:
             return "the run has no offline W&B data to sync"
         if info.python is None:
-            return f"syncing needs the {BUNDLE} bundle: {info.bundle_reason}"
+            return f"syncing needs the run's worker bundle: {info.bundle_reason}"
         if not os.environ.get(API_KEY):
             return (
                 f"Sync needs {API_KEY} in the environment gym_gui was started from "

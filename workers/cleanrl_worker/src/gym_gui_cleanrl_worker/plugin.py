@@ -1,4 +1,8 @@
-"""Worker launchers: how each worker kind's RunConfig becomes a command line, in one place per kind."""
+"""The CleanRL worker's plugin: how gym_gui lists, checks, describes and launches CleanRL runs.
+
+This module runs in gym_gui's own environment (the daemon loads it through the ``gym_gui.workers``
+entry point); everything else in the package runs inside the cleanrl bundle, which has no gym_gui.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,15 @@ import functools
 import json
 import logging
 import subprocess
-import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from gym_gui.core.config import RunConfig, ScriptSource
 from gym_gui.core.errors import ConfigError
-from gym_gui.core.workers import worker_spec
-from gym_gui.daemon.bundles import BundleManager
-from gym_gui.storage.home import Home
+from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
+from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, PipStep, WorkerPlugin
 
 log = logging.getLogger(__name__)
 
@@ -26,51 +27,28 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 
-
-@dataclass
-class LaunchPlan:
-    """What the supervisor starts: an argument list (never a shell string) and its extras."""
-
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
-    manifest: dict[str, Any] = field(default_factory=dict)
-    # The run's secrets this worker gets (None: all of them); the rest never reach its process.
-    secrets: dict[str, str] | None = None
-
-
-class WorkerLauncher(Protocol):
-    bundle: str
-
-    def validate(self, config: RunConfig) -> None:
-        """Refuse a config before anything is stored (raises ConfigError naming the field)."""
-
-    def plan(
-        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
-    ) -> LaunchPlan:
-        """Resolve the command line; may take seconds (runs outside the supervisor's lock).
-
-        Raises:
-            ConfigError: the run cannot start; it fails before launch with this message.
-        """
-
-
-class ModuleLauncher:
-    """Workers that run as ``python -m module`` in gym_gui's own environment (random)."""
-
-    bundle = "app"
-
-    def __init__(self, kind: str) -> None:
-        self.module = worker_spec(kind).module
-
-    def validate(self, config: RunConfig) -> None:
-        if config.mode == "evaluate":
-            raise ConfigError(f"field 'mode': worker {config.worker!r} has nothing to evaluate")
-
-    def plan(
-        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
-    ) -> LaunchPlan:
-        return LaunchPlan(argv=[sys.executable, "-m", self.module])
+BUNDLE = BundleSpec(
+    name="cleanrl",
+    requirements="bundles/cleanrl.txt",
+    extra_steps=(
+        PipStep(
+            # Its metadata asks for Python < 3.11 and pins 2022 releases; bundles/cleanrl.txt
+            # holds the set its scripts run with here.
+            "installing cleanrl 1.2.0 (no deps, ignoring its Python < 3.11 cap)",
+            ("--no-deps", "--ignore-requires-python", "cleanrl==1.2.0"),
+        ),
+    ),
+    local_packages=("sdk", "workers/cleanrl_worker"),
+    check_imports=(
+        "torch",
+        "gymnasium",
+        "gym",
+        "cleanrl",
+        "tensorboard",
+        "gym_gui_sdk",
+        "gym_gui_cleanrl_worker",
+    ),
+)
 
 
 class BundleCall:
@@ -105,11 +83,11 @@ class BundleCall:
 class CleanRLLauncher:
     """Real CleanRL scripts, from the cleanrl bundle or a user's checkout and interpreter."""
 
-    bundle = "cleanrl"
+    bundle = BUNDLE.name
 
-    def __init__(self, home: Home, bundles: BundleManager) -> None:
-        self.home = home
-        self.bundles = bundles
+    def __init__(self, context: LaunchContext) -> None:
+        self.home = context.home
+        self.bundles = context.bundles
         self._lock = threading.Lock()
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
@@ -140,11 +118,28 @@ class CleanRLLauncher:
         """The scripts present (bundled package or the config's checkout), runnable or not."""
         return _list_algorithms(self.python(source), tuple(self._dir_args(source)))
 
-    def describe(self, source: ScriptSource, algorithm: str) -> dict[str, Any]:
+    def arguments(self, source: ScriptSource, algorithm: str) -> dict[str, Any]:
         """The script's own arguments (name, type, default, help, choices, boolean style)."""
         return BundleCall(self.python(source))(
             "gym_gui_cleanrl_worker.describe", *self._dir_args(source), "--algo", algorithm
         )
+
+    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
+        """The scripts present (``algorithms``), whether torch sees a GPU, and with ``algorithm`` in
+        ``query`` that script's own ``arguments``; ``scripts_dir`` and ``python`` name a user's
+        checkout and interpreter. Empty while the bundle is not installed and no interpreter is named."""
+        source = ScriptSource(
+            scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
+        )
+        if source.python is None and not self.bundles.installed(self.bundle):
+            return {}
+        description: dict[str, Any] = {
+            "algorithms": self.algorithms(source),
+            "gpu_available": self.gpu_available(source),
+        }
+        if query.get("algorithm"):
+            description["arguments"] = self.arguments(source, query["algorithm"])
+        return description
 
     # ------------------------------------------------------------ checks
 
@@ -330,6 +325,17 @@ def _cuda_available(python: Path) -> bool:
     return result.stdout.strip() == "True"
 
 
-def launchers_for(home: Home, bundles: BundleManager) -> dict[str, WorkerLauncher]:
-    """The launcher of every worker kind the daemon can start."""
-    return {"random": ModuleLauncher("random"), "cleanrl": CleanRLLauncher(home, bundles)}
+PLUGIN = WorkerPlugin(
+    WorkerSpec(
+        kind="cleanrl",
+        display_name="CleanRL Worker",
+        lane=Lane.ANALYTICS,
+        capabilities=Capabilities(checkpoint=True, evaluation=True),
+        bundle=BUNDLE.name,
+        rank=30,
+        description="Real CleanRL scripts (ppo, dqn, sac, …) with their own arguments, metrics and models.",
+    ),
+    bundle=BUNDLE,
+    launcher=CleanRLLauncher,
+    form="scripts",
+)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gym_gui.daemon import bundles as bundles_module
-from gym_gui.daemon.bundles import BundleError, BundleManager, BundleSpec
 from gym_gui.storage.home import Home
+from gym_gui.workers import bundles as bundles_module
+from gym_gui.workers.bundles import BundleDirectory, BundleError, BundleSpec
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = "gym-gui bundles install cleanrl"
@@ -49,7 +49,7 @@ def tiny_spec(tmp_path: Path, requirement: str = "six==1.17.0") -> BundleSpec:
     )
 
 
-def write_marker(manager: BundleManager, name: str, spec_hash: str) -> None:
+def write_marker(manager: BundleDirectory, name: str, spec_hash: str) -> None:
     manager.marker_path(name).write_text(json.dumps({"spec_hash": spec_hash, "installed_at": time.time()}))
 
 
@@ -83,7 +83,7 @@ def test_source_root_is_this_checkout() -> None:
 
 
 def test_a_never_installed_bundle_says_how_to_install_it(tmp_path: Path) -> None:
-    manager = BundleManager(tmp_path / "bundles")
+    manager = BundleDirectory(tmp_path / "bundles")
     status = manager.status("cleanrl")
     assert not status.installed
     assert status.path == tmp_path / "bundles" / "cleanrl"
@@ -102,12 +102,12 @@ def test_a_never_installed_bundle_says_how_to_install_it(tmp_path: Path) -> None
 
 def test_an_unknown_bundle_is_refused_with_the_known_names(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="unknown bundle 'nope'; known bundles: cleanrl"):
-        BundleManager(tmp_path).status("nope")
+        BundleDirectory(tmp_path).status("nope")
 
 
 def test_the_marker_decides_installed(tmp_path: Path) -> None:
     spec = tiny_spec(tmp_path)
-    manager = BundleManager(tmp_path / "bundles", specs={"tiny": spec})
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": spec})
     make_venv(manager.path("tiny"))
 
     # A venv without the marker is what an interrupted install leaves.
@@ -128,7 +128,7 @@ def test_the_marker_decides_installed(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_install_leaves_the_bundle_not_installed(tmp_path: Path) -> None:
-    manager = BundleManager(tmp_path / "bundles", specs={"tiny": tiny_spec(tmp_path)})
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": tiny_spec(tmp_path)})
     make_venv(manager.path("tiny"))
     write_marker(manager, "tiny", manager.spec_hash("tiny"))
     assert manager.installed("tiny")
@@ -151,7 +151,7 @@ def test_an_interrupted_install_leaves_the_bundle_not_installed(tmp_path: Path) 
 def test_a_failing_pip_step_names_the_step_the_log_and_pips_complaint(tmp_path: Path) -> None:
     # --no-index keeps the failure local: pip looks only at this machine's wheel directories.
     spec = tiny_spec(tmp_path, requirement="--no-index\ngym-gui-no-such-package==0.0.0")
-    manager = BundleManager(tmp_path / "bundles", specs={"tiny": spec})
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": spec})
     with pytest.raises(BundleError) as caught:
         manager.install("tiny")
     text = str(caught.value)
@@ -167,7 +167,7 @@ def test_a_failing_pip_step_names_the_step_the_log_and_pips_complaint(tmp_path: 
 
 
 def test_check_names_every_missing_import_in_one_line(tmp_path: Path) -> None:
-    manager = BundleManager(tmp_path / "bundles")
+    manager = BundleDirectory(tmp_path / "bundles")
     site = make_venv(manager.path("cleanrl"))
     (site / "torch.py").write_text("")
     (site / "gym.py").write_text("")
@@ -195,7 +195,7 @@ def test_check_names_every_missing_import_in_one_line(tmp_path: Path) -> None:
 def tiny_installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Two concurrent installs of the tiny bundle: A builds it while B waits on the lock, then C (after both)."""
     tmp = tmp_path_factory.mktemp("tiny")
-    manager = BundleManager(tmp / "bundles", specs={"tiny": tiny_spec(tmp)})
+    manager = BundleDirectory(tmp / "bundles", specs={"tiny": tiny_spec(tmp)})
     a_holds_lock, release_a, b_waits = threading.Event(), threading.Event(), threading.Event()
     a_calls: list[tuple[int, int, str]] = []
     b_calls: list[tuple[int, int, str]] = []
@@ -247,7 +247,7 @@ def tiny_installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_install_reports_numbered_increasing_steps_and_writes_the_marker_last(
     tiny_installs: dict[str, Any],
 ) -> None:
-    manager: BundleManager = tiny_installs["manager"]
+    manager: BundleDirectory = tiny_installs["manager"]
     first = tiny_installs["results"]["a"]
     assert not isinstance(first, BaseException), first
     assert first.installed, first.reason
@@ -287,7 +287,7 @@ def test_a_concurrent_install_waits_on_the_lock_then_finds_it_installed(
 
 
 def test_installing_an_installed_bundle_is_a_fast_no_op(tiny_installs: dict[str, Any]) -> None:
-    manager: BundleManager = tiny_installs["manager"]
+    manager: BundleDirectory = tiny_installs["manager"]
     assert tiny_installs["results"]["c"].installed
     assert tiny_installs["c_calls"] == []
     assert tiny_installs["c_seconds"] < 5
@@ -298,8 +298,8 @@ def test_installing_an_installed_bundle_is_a_fast_no_op(tiny_installs: dict[str,
 
 
 @pytest.fixture
-def cleanrl_manager() -> BundleManager:
-    manager = BundleManager(Home().bundles_dir)
+def cleanrl_manager() -> BundleDirectory:
+    manager = BundleDirectory(Home().bundles_dir)
     status = manager.status("cleanrl")
     assert status.installed, (
         f"{status.reason}; the suite expects it pre-installed: `make bundles` with "
@@ -308,19 +308,19 @@ def cleanrl_manager() -> BundleManager:
     return manager
 
 
-def test_the_pre_installed_cleanrl_bundle_is_the_shared_one(cleanrl_manager: BundleManager) -> None:
+def test_the_pre_installed_cleanrl_bundle_is_the_shared_one(cleanrl_manager: BundleDirectory) -> None:
     assert cleanrl_manager.bundles_dir == Path(os.environ["GYM_GUI_BUNDLES"]).resolve()
     assert cleanrl_manager.bundles_dir != Home().root / "bundles"
 
 
-def test_the_pre_installed_cleanrl_bundle_checks_ok(cleanrl_manager: BundleManager) -> None:
+def test_the_pre_installed_cleanrl_bundle_checks_ok(cleanrl_manager: BundleDirectory) -> None:
     result = cleanrl_manager.check("cleanrl")
     assert result.ok, result.message
     assert result.missing == []
 
 
 def test_freeze_of_the_cleanrl_bundle_is_exact_and_cached(
-    cleanrl_manager: BundleManager, monkeypatch: pytest.MonkeyPatch
+    cleanrl_manager: BundleDirectory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     freeze = cleanrl_manager.freeze("cleanrl")
     assert "cleanrl==1.2.0" in freeze

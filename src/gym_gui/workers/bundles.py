@@ -65,32 +65,6 @@ class BundleSpec:
     check_imports: tuple[str, ...] = ()
 
 
-BUNDLES: dict[str, BundleSpec] = {
-    "cleanrl": BundleSpec(
-        name="cleanrl",
-        requirements="bundles/cleanrl.txt",
-        extra_steps=(
-            PipStep(
-                # Its metadata asks for Python < 3.11 and pins 2022 releases; bundles/cleanrl.txt
-                # holds the set its scripts run with here.
-                "installing cleanrl 1.2.0 (no deps, ignoring its Python < 3.11 cap)",
-                ("--no-deps", "--ignore-requires-python", "cleanrl==1.2.0"),
-            ),
-        ),
-        local_packages=("sdk", "workers/cleanrl_worker"),
-        check_imports=(
-            "torch",
-            "gymnasium",
-            "gym",
-            "cleanrl",
-            "tensorboard",
-            "gym_gui_sdk",
-            "gym_gui_cleanrl_worker",
-        ),
-    ),
-}
-
-
 def install_hint(name: str) -> str:
     """The command that installs bundle ``name``, quoted for an error message."""
     return f"run `gym-gui bundles install {name}`"
@@ -165,7 +139,7 @@ def _child_env(venv: Path) -> dict[str, str]:
     return env
 
 
-class BundleManager:
+class BundleDirectory:
     """The bundles under one directory (``Home.bundles_dir``): ``<bundles_dir>/<name>/`` each.
 
     A complete install is marked by ``<name>/.gym_gui_bundle.json``, written last with the
@@ -179,9 +153,14 @@ class BundleManager:
         specs: Mapping[str, BundleSpec] | None = None,
         source: Path | None = None,
     ) -> None:
-        """Manage ``bundles_dir`` with ``specs`` (default :data:`BUNDLES`); ``source`` overrides :func:`source_root`."""
+        """Manage ``bundles_dir`` with ``specs`` (default: the bundles the installed worker plugins declare);
+        ``source`` overrides :func:`source_root`."""
+        if specs is None:
+            from gym_gui.workers.registry import worker_catalog  # the catalog imports this module
+
+            specs = worker_catalog().bundles()
         self.bundles_dir = Path(bundles_dir).expanduser().resolve()
-        self._specs = dict(BUNDLES if specs is None else specs)
+        self._specs = dict(specs)
         self._source = source
         self._freeze_cache: dict[tuple[str, str], list[str]] = {}
         self._cache_lock = threading.Lock()

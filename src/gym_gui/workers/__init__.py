@@ -1,0 +1,29 @@
+"""Worker kinds as plugins: the interface a worker package implements, the catalog of installed kinds, bundles."""
+
+from gym_gui.workers.api import (
+    LANE_TABS,
+    TABS,
+    LaunchContext,
+    LaunchPlan,
+    ModuleLauncher,
+    WorkerLauncher,
+    WorkerPlugin,
+)
+from gym_gui.workers.bundles import BundleDirectory, BundleSpec, PipStep
+from gym_gui.workers.registry import ENTRY_POINT_GROUP, WorkerCatalog, worker_catalog
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "LANE_TABS",
+    "TABS",
+    "BundleDirectory",
+    "BundleSpec",
+    "LaunchContext",
+    "LaunchPlan",
+    "ModuleLauncher",
+    "PipStep",
+    "WorkerCatalog",
+    "WorkerLauncher",
+    "WorkerPlugin",
+    "worker_catalog",
+]

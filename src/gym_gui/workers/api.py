@@ -1,0 +1,165 @@
+"""The worker plugin interface: what a worker kind tells gym_gui about itself, and what gym_gui asks of it.
+
+A worker kind is a package that declares one entry point in the group ``gym_gui.workers``
+pointing at a :class:`WorkerPlugin`. The daemon, the CLI and the window learn kinds only through
+these objects (``gym_gui.workers.registry``): the spec (roster name, lane, capabilities), the
+bundle the worker runs in, how a run config is checked and turned into a command, what the
+worker's parameters are (for the generated form), and which tabs its runs get.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gym_gui.core.config import RunConfig
+from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
+from gym_gui.storage.home import Home
+from gym_gui.workers.bundles import BundleDirectory, BundleSpec
+
+# The training forms a plugin may ask for: "worker" is generated from the parameters its launcher
+# describes; "scripts" picks one of the scripts it describes, then generates that script's arguments.
+FORMS = ("worker", "scripts")
+# Tab names a plugin may list; the window maps each to its widget (ui/presenters.py).
+TABS = ("live", "charts", "tensorboard", "wandb", "checkpoints", "replay")
+# The tabs of a lane when the plugin names none: a telemetry-lane run stores every step, so it is
+# watched live and replayed; an analytics-lane run has the metrics instruments and its artifacts.
+LANE_TABS: dict[Lane, tuple[str, ...]] = {
+    Lane.TELEMETRY: ("live", "replay"),
+    Lane.ANALYTICS: ("live", "charts", "tensorboard", "wandb", "checkpoints", "replay"),
+    Lane.HYBRID: ("live", "replay", "charts"),
+}
+
+
+@dataclass
+class LaunchPlan:
+    """What the supervisor starts: an argument list (never a shell string) and its extras."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
+    manifest: dict[str, Any] = field(default_factory=dict)
+    # The run's secrets this worker gets (None: all of them); the rest never reach its process.
+    secrets: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What a launcher may use: the home its runs live in and the bundles directory."""
+
+    home: Home
+    bundles: BundleDirectory
+
+
+class WorkerLauncher(Protocol):
+    """How the daemon checks, describes and starts the runs of one worker kind."""
+
+    def validate(self, config: RunConfig) -> None:
+        """Refuse a config before anything is stored.
+
+        Raises:
+            ConfigError: naming the field and what is wrong with it.
+        """
+
+    def plan(
+        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
+    ) -> LaunchPlan:
+        """Resolve the command line; may take seconds (runs outside the supervisor's lock).
+
+        Raises:
+            ConfigError: the run cannot start; it fails before launch with this message.
+        """
+
+    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
+        """What the worker offers for a form or ``gym-gui algorithms`` (a JSON object; ``query``
+        narrows it, e.g. to one algorithm's arguments)."""
+
+
+class ModuleLauncher:
+    """A worker run as ``python -m module``, in gym_gui's own environment or in its plugin's bundle.
+
+    The simplest complete launcher: most third-party workers need nothing else.
+    """
+
+    def __init__(self, context: LaunchContext, module: str, bundle: str | None = None) -> None:
+        self.context = context
+        self.module = module
+        self.bundle = bundle
+
+    def python(self) -> Path:
+        if self.bundle is None:
+            return Path(sys.executable)
+        return self.context.bundles.python(self.bundle)
+
+    def validate(self, config: RunConfig) -> None:
+        """Nothing beyond what the daemon checks for every kind (the env id, the capabilities)."""
+
+    def plan(
+        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
+    ) -> LaunchPlan:
+        return LaunchPlan(argv=[str(self.python()), "-m", self.module])
+
+    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
+        return {}
+
+
+LauncherFactory = Callable[[LaunchContext], WorkerLauncher]
+
+
+class WorkerPlugin:
+    """Everything gym_gui needs to know about one worker kind.
+
+    Args:
+        spec: kind, roster name, lane, capabilities, who drives the run.
+        bundle: the virtual environment its process runs in; None runs it in gym_gui's own
+            environment (the app's gymnasium then checks env ids before launch).
+        launcher: builds the kind's :class:`WorkerLauncher` for a daemon; None for kinds the
+            client drives (human play) or that cannot run yet.
+        tabs: the run tabs per lane, by name (:data:`TABS`); lanes left out get :data:`LANE_TABS`.
+        form: the training form the window generates for it (:data:`FORMS`).
+    """
+
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        *,
+        bundle: BundleSpec | None = None,
+        launcher: LauncherFactory | None = None,
+        tabs: Mapping[Lane, tuple[str, ...]] | None = None,
+        form: str = "worker",
+    ) -> None:
+        if (bundle.name if bundle is not None else APP_BUNDLE) != spec.bundle and spec.available:
+            raise ValueError(
+                f"worker {spec.kind!r}: its spec names bundle {spec.bundle!r} "
+                f"but the plugin declares {bundle.name if bundle else 'none'!r}"
+            )
+        if spec.launch is Launch.DAEMON and spec.available and launcher is None:
+            raise ValueError(f"worker {spec.kind!r} is launched by the daemon but has no launcher")
+        unknown = {name for names in (tabs or {}).values() for name in names} - set(TABS)
+        if unknown:
+            raise ValueError(f"worker {spec.kind!r}: unknown tabs {sorted(unknown)}; known: {list(TABS)}")
+        if form not in FORMS:
+            raise ValueError(f"worker {spec.kind!r}: unknown form {form!r}; known: {list(FORMS)}")
+        self.spec = spec
+        self.form = form
+        self.bundle = bundle
+        self._launcher = launcher
+        self._tabs = dict(tabs or {})
+
+    def __repr__(self) -> str:
+        return f"WorkerPlugin({self.spec.kind!r})"
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    def launcher(self, context: LaunchContext) -> WorkerLauncher | None:
+        """This kind's launcher for one daemon, or None when the daemon does not start its runs."""
+        return self._launcher(context) if self._launcher is not None else None
+
+    def tabs(self, lane: Lane) -> tuple[str, ...]:
+        """The tabs a run of this kind gets on ``lane``."""
+        return self._tabs.get(lane, LANE_TABS[lane])

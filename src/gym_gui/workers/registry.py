@@ -1,0 +1,162 @@
+"""The worker catalog: the worker kinds installed as plugins (entry point group ``gym_gui.workers``).
+
+A plugin that fails to import, is not a :class:`WorkerPlugin`, or declares a kind (or a bundle)
+another plugin already took is kept as a :class:`BrokenWorker` with its error: the roster and
+``gym-gui workers`` list it greyed, and nothing else is affected.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.workers import WorkerSpec
+from gym_gui.workers.api import WorkerPlugin
+from gym_gui.workers.bundles import BundleDirectory, BundleSpec, BundleStatus
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "gym_gui.workers"
+# gym_gui's own distributions load first, so a third-party plugin can never take one of their kinds.
+_OWN_PREFIX = "gym-gui"
+
+
+@dataclass(frozen=True)
+class BrokenWorker:
+    """An installed worker plugin that cannot be used, and why."""
+
+    name: str  # the entry point's name
+    source: str  # ``distribution: module:object``
+    error: str
+
+
+@dataclass(frozen=True)
+class RosterEntry:
+    """One line of the roster: a usable (or not yet available) kind, or a broken plugin."""
+
+    kind: str
+    display_name: str
+    available: bool
+    reason: str  # why it is unavailable or broken; empty when it can run
+    spec: WorkerSpec | None  # None for a broken plugin
+
+
+class WorkerCatalog:
+    """The worker kinds of this installation, in roster order."""
+
+    def __init__(self, plugins: Iterable[WorkerPlugin], broken: Iterable[BrokenWorker] = ()) -> None:
+        ordered = sorted(plugins, key=lambda p: (p.spec.rank, p.spec.display_name.lower()))
+        self._plugins = {plugin.kind: plugin for plugin in ordered}
+        self.broken = tuple(broken)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._plugins
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(self._plugins)
+
+    def plugins(self) -> list[WorkerPlugin]:
+        return list(self._plugins.values())
+
+    def plugin(self, kind: str) -> WorkerPlugin:
+        """The plugin of ``kind``.
+
+        Raises:
+            ConfigError: naming the field, the kind and the kinds installed (and a broken plugin
+                of that name, with its error).
+        """
+        try:
+            return self._plugins[kind]
+        except KeyError:
+            pass
+        for broken in self.broken:
+            if broken.name == kind:
+                raise ConfigError(f"field 'worker': the {kind!r} worker plugin is broken: {broken.error}")
+        known = ", ".join(sorted(self._plugins)) or "none"
+        raise ConfigError(f"field 'worker': unknown worker kind {kind!r}; installed kinds: {known}")
+
+    def spec(self, kind: str) -> WorkerSpec:
+        return self.plugin(kind).spec
+
+    def bundles(self) -> dict[str, BundleSpec]:
+        """Every bundle a plugin declares, by name."""
+        return {p.bundle.name: p.bundle for p in self._plugins.values() if p.bundle is not None}
+
+    def bundle_status(self, kind: str, bundles_dir: Path) -> BundleStatus | None:
+        """The bundle ``kind``'s workers run in (its interpreter, installed or not), or None when they
+        run in gym_gui's own environment. Tools a run's files need (TensorBoard, wandb) come from it."""
+        bundle = self.plugin(kind).bundle
+        return None if bundle is None else BundleDirectory(bundles_dir, self.bundles()).status(bundle.name)
+
+    def roster(self) -> list[RosterEntry]:
+        """Every kind in roster order, then the broken plugins."""
+        entries = [
+            RosterEntry(p.kind, p.spec.display_name, p.spec.available, p.spec.unavailable_reason, p.spec)
+            for p in self._plugins.values()
+        ]
+        entries += [
+            RosterEntry(b.name, b.name, False, f"broken plugin: {b.error}", None) for b in self.broken
+        ]
+        return entries
+
+
+def load_catalog(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> WorkerCatalog:
+    """Load every worker plugin (default: the installed entry points of :data:`ENTRY_POINT_GROUP`)."""
+    if entry_points is None:
+        entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+    def order(ep: importlib.metadata.EntryPoint) -> tuple[bool, str, str]:
+        dist = _dist_name(ep)
+        return (not dist.startswith(_OWN_PREFIX), dist, ep.name)
+
+    plugins: dict[str, WorkerPlugin] = {}
+    owners: dict[str, str] = {}  # kind or bundle → the source that took it
+    broken: list[BrokenWorker] = []
+    for ep in sorted(entry_points, key=order):
+        source = f"{_dist_name(ep) or '?'}: {ep.value}"
+        try:
+            plugin = ep.load()
+        except (Exception, SystemExit) as exc:  # a plugin's import error must not take gym_gui down
+            log.warning("worker plugin %s (%s) failed to load: %s", ep.name, source, exc)
+            broken.append(BrokenWorker(ep.name, source, f"failed to load: {type(exc).__name__}: {exc}"))
+            continue
+        error = _conflict(plugin, owners)
+        if error:
+            log.warning("worker plugin %s (%s): %s", ep.name, source, error)
+            broken.append(BrokenWorker(ep.name, source, error))
+            continue
+        plugins[plugin.kind] = plugin
+        owners[f"kind {plugin.kind}"] = source
+        if plugin.bundle is not None:
+            owners[f"bundle {plugin.bundle.name}"] = source
+    return WorkerCatalog(plugins.values(), broken)
+
+
+def _conflict(plugin: object, owners: dict[str, str]) -> str:
+    if not isinstance(plugin, WorkerPlugin):
+        return f"is a {type(plugin).__name__}, not a gym_gui.workers.WorkerPlugin"
+    taken = owners.get(f"kind {plugin.kind}")
+    if taken:
+        return f"declares worker kind {plugin.kind!r}, already taken by {taken}"
+    if plugin.bundle is not None:
+        taken = owners.get(f"bundle {plugin.bundle.name}")
+        if taken:
+            return f"declares bundle {plugin.bundle.name!r}, already taken by {taken}"
+    return ""
+
+
+def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return str(dist.metadata["Name"]) if dist is not None and dist.metadata["Name"] else ""
+
+
+@functools.cache
+def worker_catalog() -> WorkerCatalog:
+    """The catalog of this process, loaded once (a newly installed plugin shows after a restart)."""
+    return load_catalog()

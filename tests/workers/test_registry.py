@@ -1,0 +1,197 @@
+"""The worker catalog: installed plugins in roster order; broken and conflicting plugins listed, never fatal."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.workers import Lane, Launch
+from gym_gui.workers import ENTRY_POINT_GROUP, LANE_TABS, worker_catalog
+from gym_gui.workers.registry import load_catalog
+
+# Modules a test plugin distribution can point its entry points at.
+PLUGIN_MODULE = """\
+from gym_gui.core.workers import Lane, WorkerSpec
+from gym_gui.workers import ModuleLauncher, WorkerPlugin
+
+SECOND_RANDOM = WorkerPlugin(
+    WorkerSpec(kind="random", display_name="Another Random", lane=Lane.TELEMETRY),
+    launcher=lambda context: ModuleLauncher(context, "tp_plugins"),
+)
+NOT_A_PLUGIN = {"kind": "dict"}
+"""
+
+
+def make_plugin_distribution(
+    root: Path, entry_points: dict[str, str], name: str = "third-party-workers"
+) -> Path:
+    """A real distribution on a directory that can go on sys.path: its dist-info with entry points
+    and the modules they point at (one raises on import, like a plugin with a missing dependency)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "tp_plugins.py").write_text(PLUGIN_MODULE)
+    (root / "tp_broken.py").write_text("import a_module_that_is_not_installed\n")
+    dist_info = root / f"{name.replace('-', '_')}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    lines = "\n".join(f"{key} = {value}" for key, value in entry_points.items())
+    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}\n")
+    return root
+
+
+BROKEN_SET = {
+    "tp_broken": "tp_broken:PLUGIN",
+    "tp_second_random": "tp_plugins:SECOND_RANDOM",
+    "tp_not_a_plugin": "tp_plugins:NOT_A_PLUGIN",
+}
+
+
+def test_the_installed_catalog_is_the_roster_in_order() -> None:
+    catalog = worker_catalog()
+    assert catalog.kinds == ["human", "spade_bdi", "llm", "cleanrl", "random"]
+    assert [e.display_name for e in catalog.roster()] == [
+        "Human-Only",
+        "Spade BDI Worker",
+        "LLM Multi-Step Worker",
+        "CleanRL Worker",
+        "Random Baseline",
+    ]
+    assert catalog.broken == ()
+    assert list(catalog.bundles()) == ["cleanrl"]
+    assert catalog.spec("human").launch is Launch.CLIENT
+    assert not catalog.spec("spade_bdi").available
+    cleanrl = catalog.plugin("cleanrl")
+    assert cleanrl.spec.capabilities.checkpoint and cleanrl.spec.capabilities.evaluation
+    assert cleanrl.tabs(Lane.ANALYTICS) == LANE_TABS[Lane.ANALYTICS]
+    # Evaluating a CleanRL model streams every step: its run is on the telemetry lane.
+    assert cleanrl.spec.lane_for("evaluate") is Lane.TELEMETRY
+
+
+def test_an_unknown_kind_names_the_installed_ones() -> None:
+    with pytest.raises(
+        ConfigError, match="field 'worker': unknown worker kind 'nope'; installed kinds: cleanrl"
+    ):
+        worker_catalog().plugin("nope")
+
+
+def test_broken_and_conflicting_plugins_are_listed_with_their_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(make_plugin_distribution(tmp_path / "site", BROKEN_SET)))
+    catalog = load_catalog()
+
+    # gym_gui's own kinds are all there and unchanged.
+    assert catalog.kinds == ["human", "spade_bdi", "llm", "cleanrl", "random"]
+    assert catalog.spec("random").display_name == "Random Baseline"
+    broken = {b.name: b for b in catalog.broken}
+    assert set(broken) == set(BROKEN_SET)
+    assert "ModuleNotFoundError" in broken["tp_broken"].error
+    assert "a_module_that_is_not_installed" in broken["tp_broken"].error
+    assert broken["tp_broken"].source == "third-party-workers: tp_broken:PLUGIN"
+    assert "declares worker kind 'random', already taken by gym-gui-random-worker" in (
+        broken["tp_second_random"].error
+    )
+    assert "is a dict, not a gym_gui.workers.WorkerPlugin" in broken["tp_not_a_plugin"].error
+    roster = catalog.roster()
+    assert [e.kind for e in roster[-3:]] == sorted(BROKEN_SET, key=list(broken).index)
+    assert all(not e.available and e.reason.startswith("broken plugin: ") for e in roster[-3:])
+    with pytest.raises(ConfigError, match="the 'tp_broken' worker plugin is broken: failed to load"):
+        catalog.plugin("tp_broken")
+
+
+def test_load_catalog_reads_the_given_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_plugin_distribution(tmp_path / "site", {})
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    points = [
+        importlib.metadata.EntryPoint("tp_second_random", "tp_plugins:SECOND_RANDOM", ENTRY_POINT_GROUP)
+    ]
+    catalog = load_catalog(points)
+    assert catalog.kinds == ["random"]
+    assert catalog.spec("random").display_name == "Another Random"
+
+
+def cli(*args: str, home: Path, pythonpath: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "GYM_GUI_HOME": str(home),
+        "PYTHONPATH": str(pythonpath),
+        "COLUMNS": "250",
+        "NO_COLOR": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "gym_gui", *args], capture_output=True, text=True, timeout=180, env=env
+    )
+
+
+def test_cli_lists_broken_plugins_and_the_daemon_still_runs_workers(tmp_path: Path) -> None:
+    site = make_plugin_distribution(tmp_path / "site", BROKEN_SET)
+    home = tmp_path / "home"
+    try:
+        listed = cli("workers", home=home, pythonpath=site)
+        assert listed.returncode == 0, listed.stderr
+        lines = listed.stdout.splitlines()
+        for kind, name in (
+            ("human", "Human-Only"),
+            ("cleanrl", "CleanRL Worker"),
+            ("random", "Random Baseline"),
+        ):
+            assert any(kind in line and name in line for line in lines), listed.stdout
+        assert any("spade_bdi" in line and "unavailable" in line for line in lines)
+        broken = [line for line in lines if "broken" in line]
+        assert len(broken) == 3 and any("a_module_that_is_not_installed" in line for line in broken)
+
+        # The daemon (started by the CLI with the same plugins on its path) serves the other kinds.
+        trained = cli(
+            "train",
+            "--worker",
+            "random",
+            "--env",
+            "FrozenLake-v1",
+            "--episodes",
+            "5",
+            home=home,
+            pythonpath=site,
+        )
+        assert trained.returncode == 0, trained.stderr
+        assert "COMPLETED" in trained.stdout
+        refused = cli(
+            "train",
+            "--worker",
+            "tp_broken",
+            "--env",
+            "FrozenLake-v1",
+            "--episodes",
+            "5",
+            home=home,
+            pythonpath=site,
+        )
+        assert refused.returncode == 1
+        assert (
+            refused.stderr.startswith("error: ")
+            and "the 'tp_broken' worker plugin is broken" in refused.stderr
+        )
+    finally:
+        cli("daemon", "stop", home=home, pythonpath=site)
+
+
+def test_a_kind_must_be_an_identifier() -> None:
+    from gym_gui.core.workers import WorkerSpec
+
+    with pytest.raises(ValueError, match="must match"):
+        WorkerSpec(kind="Bad Kind", display_name="x", lane=Lane.TELEMETRY)
+    plugin_source = textwrap.dedent(
+        """
+        from gym_gui.core.workers import Lane, WorkerSpec
+        from gym_gui.workers import WorkerPlugin
+        WorkerPlugin(WorkerSpec(kind="x", display_name="x", lane=Lane.TELEMETRY))
+        """
+    )
+    # A daemon-launched kind that can run needs a launcher: caught when the plugin is made.
+    with pytest.raises(ValueError, match="launched by the daemon but has no launcher"):
+        exec(compile(plugin_source, "<plugin>", "exec"), {})
