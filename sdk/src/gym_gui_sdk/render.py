@@ -1,4 +1,4 @@
-"""Render payloads: a compact JSON grid for grid games, a PNG frame for pixel envs (DESIGN.md §5).
+"""Render payloads: a compact JSON grid for grid games, a PNG frame for pixel envs.
 
 The env is duck-typed on ``env.unwrapped`` (this module never imports gymnasium or minigrid), so it
 runs in any worker bundle.

@@ -13,7 +13,7 @@ APP_BUNDLE = "app"
 
 
 class Lane(StrEnum):
-    """How a worker's output reaches the user (DESIGN.md §4)."""
+    """How a worker's output reaches the user."""
 
     TELEMETRY = "telemetry"  # every step streamed, stored, replayable
     ANALYTICS = "analytics"  # lifecycle, scalar metrics and artifacts only

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TAG = "charts/episodic_return"
 DEFAULT_SMOOTHING = 0.6  # TensorBoard's default
-REDRAW_MS = 100  # DESIGN.md §5: charts redraw at ~10 Hz whatever the stream rate
+REDRAW_MS = 100  # charts redraw at ~10 Hz whatever the stream rate
 X_STEP = "step"
 X_WALL = "wall time"
 

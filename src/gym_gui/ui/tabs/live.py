@@ -45,7 +45,7 @@ TABLE_CAPACITY = 2_000
 CHART_CAPACITY = 20_000
 # Episodes averaged by the chart's smoothed curve.
 MEAN_WINDOW = 100
-# The chart and the table are redrawn at ~10 Hz whatever the stream rate (DESIGN.md §5): a
+# The chart and the table are redrawn at ~10 Hz whatever the stream rate: a
 # table scrolling faster cannot be read, and each redraw of either costs milliseconds.
 REDRAW_INTERVAL_MS = 100
 # Payloads are kept no closer than this in stream time: a little finer than the EnvView's ~30
