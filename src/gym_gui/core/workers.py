@@ -64,7 +64,8 @@ WORKERS: dict[str, WorkerSpec] = {
             kind="human",
             display_name="Human-Only",
             lane=Lane.TELEMETRY,
-            capabilities=Capabilities(pause=True),
+            # The person playing is the one who pauses: human play takes no commands from the daemon.
+            capabilities=Capabilities(),
             bundle="app",
             module="",
             launch=Launch.CLIENT,
@@ -91,7 +92,8 @@ WORKERS: dict[str, WorkerSpec] = {
             kind="cleanrl",
             display_name="CleanRL Worker",
             lane=Lane.ANALYTICS,
-            capabilities=Capabilities(checkpoint=True, evaluation=True),
+            # Pause stops the script's process (SIGSTOP) and resume continues it (SIGCONT).
+            capabilities=Capabilities(pause=True, checkpoint=True, evaluation=True),
             bundle="cleanrl",
             module="gym_gui_cleanrl_worker",
         ),
