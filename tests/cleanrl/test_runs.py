@@ -18,7 +18,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.render import decode_payload
 
 from gym_gui.core.config import RunConfig, parse_run_config
-from gym_gui.core.errors import ConfigError
+from gym_gui.core.errors import ConfigError, RunBusy
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -35,6 +35,7 @@ from tests.support import (
 )
 
 SECRET = "gymgui-test-secret-7f3a9c"
+Command = pb.ControlMessage.Command
 
 
 def cleanrl_config(algo: str, env_id: str, timesteps: int, **extra: Any) -> RunConfig:
@@ -188,6 +189,28 @@ def test_a_real_time_evaluation_plays_at_the_envs_own_frame_rate(
     # (steps - 1) × 20 ms of wall time (played flat out, a trained agent's 500 steps take ~0.2 s).
     assert len(steps) >= 20
     assert steps[-1].wall_time - steps[0].wall_time >= (len(steps) - 1) * 0.020 * 0.95
+
+
+def test_an_evaluation_pauses_between_two_steps_and_has_nothing_to_checkpoint(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    client, _home = cleanrl_daemon
+    config = client.evaluation_config(trained["run_id"], episodes=50, seed=3, render_fps=0, real_time=True)
+    record, _ = client.submit(config)
+    run_id = record.run_id
+    try:
+        wait_until(lambda: client.get_run(run_id).progress.steps > 20, 120, "the evaluation to play")
+        client.control(run_id, Command.PAUSE)
+        assert client.wait_for_state(run_id, RunState.PAUSED, timeout=30).state is RunState.PAUSED
+        held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused evaluation")
+        client.control(run_id, Command.RESUME)
+        assert client.wait_for_state(run_id, RunState.RUNNING, timeout=30).state is RunState.RUNNING
+        wait_until(lambda: client.get_run(run_id).progress.steps > held + 20, 30, "play to go on")
+        with pytest.raises(RunBusy, match="is an evaluation: it trains no model to checkpoint"):
+            client.control(run_id, Command.CHECKPOINT_NOW)
+    finally:
+        client.cancel(run_id)
+    assert client.wait_for_end(run_id, timeout=60).state is RunState.CANCELLED
 
 
 def test_evaluation_of_a_periodic_checkpoint_and_refusal_of_one_outside_the_run(
