@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -16,6 +18,8 @@ from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+
+T = TypeVar("T")
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
@@ -28,6 +32,22 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(0.02)
+
+
+def wait_until_stable(
+    read: Callable[[], T], interval: float = 0.5, timeout: float = 30.0, what: str = "value"
+) -> T:
+    """Read until two reads ``interval`` seconds apart agree (a count that stopped growing); return it."""
+    deadline = time.monotonic() + timeout
+    last = read()
+    while True:
+        time.sleep(interval)
+        value = read()
+        if value == last:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} still changing after {timeout:.0f}s ({last!r}, then {value!r})")
+        last = value
 
 
 def pid_alive(pid: int) -> bool:
@@ -84,3 +104,28 @@ def module_daemon(root: Path, bundles: str, daemon_args: list[str]) -> Iterator[
         finally:
             kill_run_workers(home)
             stop_daemon(client)
+
+
+def gym_gui(
+    *args: str, home: Path, timeout: float = 180, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``gym-gui ARGS`` as a user runs it, against the home ``home`` (plain output, 200 columns)."""
+    env = {**os.environ, "GYM_GUI_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "gym_gui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        input=input,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """The CLI failed with exit 1 and one "error:" line (no traceback) containing every needle."""
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and lines[0].startswith("error:"), result.stderr
+    for needle in needles:
+        assert needle in result.stderr

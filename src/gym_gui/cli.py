@@ -26,6 +26,7 @@ from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
+from gym_gui.core.records import ArtifactRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
@@ -49,6 +50,7 @@ app.add_typer(bundles_app, name="bundles")
 
 console = Console()
 err_console = Console(stderr=True)
+Command = pb.ControlMessage.Command
 
 _STATE_STYLE = {
     "QUEUED": "dim",
@@ -718,6 +720,104 @@ def cancel(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
         client.cancel(run_id)
         final = client.wait_for_end(run_id, timeout=60)
     console.print(f"run [bold]{run_id}[/] {_state(final.state.value)}")
+
+
+@app.command()
+def pause(
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the worker to pause.")] = 30.0,
+) -> None:
+    """Pause a run: its worker keeps its process and stops stepping until `gym-gui resume`."""
+    _change_state(validate_run_id(run), Command.PAUSE, RunState.PAUSED, timeout)
+
+
+@app.command()
+def resume(
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the worker to resume.")] = 30.0,
+) -> None:
+    """Resume a paused run: it goes on from the step it was paused at."""
+    _change_state(validate_run_id(run), Command.RESUME, RunState.RUNNING, timeout)
+
+
+def _change_state(run_id: str, command: pb.ControlMessage.Command, target: RunState, timeout: float) -> None:
+    """Send ``command`` and wait until the worker has reported the run ``target`` (or it ended)."""
+    with _client() as client:
+        client.control(run_id, command)
+        record = client.wait_for_state(run_id, target, timeout=timeout)
+    if record.state is not target:
+        reason = f": {record.reason}" if record.reason else ""
+        raise GymGuiError(f"run {run_id} ended ({record.state.value}{reason}) before it was {target.value}")
+    console.print(f"run [bold]{run_id}[/] {_state(record.state.value)}")
+
+
+@app.command()
+def checkpoint(
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for the checkpoint to be reported (0: do not wait).")
+    ] = 120.0,
+) -> None:
+    """Ask a run's worker to save a checkpoint now, then print where it was saved."""
+    run_id = validate_run_id(run)
+    path = _home().telemetry_path(run_id)
+    with _client() as client:
+        before = {a.path for a in _checkpoints(path)}
+        client.control(run_id, Command.CHECKPOINT_NOW)
+        console.print(f"checkpoint asked of run [bold]{run_id}[/]")
+        if timeout <= 0:
+            return
+        deadline = time.monotonic() + timeout
+        # The worker saves at its next training step and reports the file; storage holds the report.
+        while True:
+            fresh = [a for a in _checkpoints(path) if a.path not in before and _requested(a)]
+            if fresh:
+                saved = fresh[-1]
+                break
+            info = client.get_run(run_id).info
+            if RunState(info.state).terminal:
+                raise GymGuiError(f"run {run_id} ended ({info.state}) before a checkpoint was reported")
+            if time.monotonic() > deadline:
+                raise GymGuiError(f"run {run_id} reported no checkpoint within {timeout:.0f}s")
+            time.sleep(0.25)
+    console.print(
+        f"checkpoint saved: {escape(str(path.parent / saved.path))} (step {saved.step})",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _checkpoints(path: Path) -> list[ArtifactRecord]:
+    """The checkpoint artifacts a run has reported so far (none while its storage is not set up)."""
+    if not path.exists():
+        return []
+    try:
+        reader = TelemetryReader(path)
+    except GymGuiError:
+        return []
+    try:
+        return [a for a in reader.artifacts() if a.kind == "checkpoint"]
+    finally:
+        reader.close()
+
+
+def _requested(artifact: ArtifactRecord) -> bool:
+    try:
+        return json.loads(artifact.meta or "{}").get("requested") is True
+    except (ValueError, AttributeError):
+        return False
+
+
+@app.command("render-rate")
+def render_rate(
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    fps: Annotated[float, typer.Argument(help="Frames per second for pixel environments (0: none).")],
+) -> None:
+    """Change how many frames a second a running pixel-env run renders for the live view and replay."""
+    run_id = validate_run_id(run)
+    with _client() as client:
+        client.control(run_id, Command.SET_RENDER_RATE, render_fps=fps)
+    console.print(f"run [bold]{run_id}[/]: render rate {fps:g} frames/s")
 
 
 @app.command()

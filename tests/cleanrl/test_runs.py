@@ -18,16 +18,24 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.render import decode_payload
 
 from gym_gui.core.config import RunConfig, parse_run_config
-from gym_gui.core.errors import ConfigError
+from gym_gui.core.errors import ConfigError, RunBusy
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.conftest import SHARED_BUNDLES
-from tests.support import module_daemon, pid_alive, wait_until
+from tests.support import (
+    assert_one_line_error,
+    gym_gui,
+    module_daemon,
+    pid_alive,
+    wait_until,
+    wait_until_stable,
+)
 
 SECRET = "gymgui-test-secret-7f3a9c"
+Command = pb.ControlMessage.Command
 
 
 def cleanrl_config(algo: str, env_id: str, timesteps: int, **extra: Any) -> RunConfig:
@@ -181,6 +189,28 @@ def test_a_real_time_evaluation_plays_at_the_envs_own_frame_rate(
     # (steps - 1) × 20 ms of wall time (played flat out, a trained agent's 500 steps take ~0.2 s).
     assert len(steps) >= 20
     assert steps[-1].wall_time - steps[0].wall_time >= (len(steps) - 1) * 0.020 * 0.95
+
+
+def test_an_evaluation_pauses_between_two_steps_and_has_nothing_to_checkpoint(
+    trained: dict[str, Any], cleanrl_daemon: tuple[DaemonClient, Home]
+) -> None:
+    client, _home = cleanrl_daemon
+    config = client.evaluation_config(trained["run_id"], episodes=50, seed=3, render_fps=0, real_time=True)
+    record, _ = client.submit(config)
+    run_id = record.run_id
+    try:
+        wait_until(lambda: client.get_run(run_id).progress.steps > 20, 120, "the evaluation to play")
+        client.control(run_id, Command.PAUSE)
+        assert client.wait_for_state(run_id, RunState.PAUSED, timeout=30).state is RunState.PAUSED
+        held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused evaluation")
+        client.control(run_id, Command.RESUME)
+        assert client.wait_for_state(run_id, RunState.RUNNING, timeout=30).state is RunState.RUNNING
+        wait_until(lambda: client.get_run(run_id).progress.steps > held + 20, 30, "play to go on")
+        with pytest.raises(RunBusy, match="is an evaluation: it trains no model to checkpoint"):
+            client.control(run_id, Command.CHECKPOINT_NOW)
+    finally:
+        client.cancel(run_id)
+    assert client.wait_for_end(run_id, timeout=60).state is RunState.CANCELLED
 
 
 def test_evaluation_of_a_periodic_checkpoint_and_refusal_of_one_outside_the_run(
@@ -365,6 +395,81 @@ def test_cancel_mid_training_ends_the_process_tree_and_keeps_metrics_and_model(
     reader = TelemetryReader(home.telemetry_path(record.run_id))
     assert reader.metric_count() > 0
     reader.close()
+
+
+def _process_state(pid: int) -> str:
+    """The one-letter state /proc gives a process (T: stopped, by SIGSTOP)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(") ", 1)[1][:1]
+
+
+def _script_pid(run_dir: Path) -> int:
+    """The process running the run's CleanRL script (the launcher, with the run directory in its argv)."""
+    found = [
+        pid
+        for pid in _processes_mentioning(str(run_dir))
+        if b"gym_gui_cleanrl_worker.launch" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    assert len(found) == 1, f"expected one script process for {run_dir}, found {found}"
+    return found[0]
+
+
+def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 5_000_000))
+    run_id, run_dir = record.run_id, home.run_dir(record.run_id)
+    wait_until(lambda: client.get_run(run_id).progress.global_step > 2000, 120, "training to be under way")
+    registry = RunRegistry(home.registry_path)
+    try:
+        worker = registry.get(run_id).pid
+        assert worker is not None
+        script = _script_pid(run_dir)
+
+        asked = gym_gui("checkpoint", run_id, home=home.root)
+        assert asked.returncode == 0, asked.stderr
+        assert f"checkpoint asked of run {run_id}" in asked.stdout
+        saved = re.search(r"checkpoint saved: (\S+\.cleanrl_model) \(step (\d+)\)", asked.stdout)
+        assert saved, asked.stdout
+        assert Path(saved.group(1)).parent == run_dir / "checkpoints" and Path(saved.group(1)).is_file()
+        assert int(saved.group(2)) > 0
+
+        paused = gym_gui("pause", run_id, home=home.root)
+        assert paused.returncode == 0, paused.stderr
+        assert f"run {run_id} PAUSED" in paused.stdout
+        assert _process_state(script) == "T", "the script's process must be stopped while paused"
+        assert _process_state(worker) != "T", "the worker must stay awake (it heart-beats)"
+        # The worker passes on what the script wrote before it stopped (event files: within ~1 s).
+        held = wait_until_stable(
+            lambda: client.get_run(run_id).progress.global_step, interval=1.5, what="the paused global step"
+        )
+        assert_one_line_error(gym_gui("checkpoint", run_id, home=home.root), "resume it to checkpoint")
+
+        resumed = gym_gui("resume", run_id, home=home.root)
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"run {run_id} RUNNING" in resumed.stdout
+        assert _process_state(script) != "T"
+        wait_until(
+            lambda: client.get_run(run_id).progress.global_step > held + 2048, 120, "training to go on"
+        )
+        assert _script_pid(run_dir) == script and registry.get(run_id).pid == worker, "same processes"
+        # The same training went on: a loss logged once per update keeps climbing in global steps
+        # (a script started again would log from its first steps).
+        reader = TelemetryReader(home.telemetry_path(run_id))
+        steps = [point.step for point in reader.metrics("losses/value_loss")]
+        reader.close()
+        assert steps == sorted(set(steps)) and steps[-1] > held, steps
+
+        # Cancelled while paused, the script is continued to take its SIGTERM: it saves and ends.
+        assert gym_gui("pause", run_id, home=home.root).returncode == 0
+        assert _process_state(script) == "T"
+        cancelled = gym_gui("cancel", run_id, home=home.root)
+        assert f"run {run_id} CANCELLED" in cancelled.stdout, cancelled.stderr
+        wait_until(lambda: not _processes_mentioning(str(run_dir)), 30, "every process of the run to be gone")
+        assert (run_dir / "checkpoints" / "interrupted.cleanrl_model").is_file()
+    finally:
+        registry.close()
 
 
 def test_gpu_wish_falls_back_to_cpu_with_a_warning_and_a_mandatory_gpu_fails_before_launch(

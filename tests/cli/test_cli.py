@@ -4,30 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import sqlite3
 import subprocess
 import sys
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
 
 from gym_gui.core.daemon_file import read_daemon_file
-
-
-def gym_gui(
-    *args: str, home: Path, timeout: float = 180, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GYM_GUI_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "gym_gui", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        input=input,
-    )
+from gym_gui.play.human import HumanSession
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.telemetry import TelemetryReader
+from tests.support import assert_one_line_error, gym_gui, pid_alive, wait_until, wait_until_stable
 
 
 @pytest.fixture
@@ -41,15 +35,6 @@ def run_id_in(text: str) -> str:
     match = re.search(r"run (\S+__\S+__\S+__\d+(?:-\d+)?)", text)
     assert match, text
     return match.group(1)
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert result.returncode == 1, result
-    assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines and lines[0].startswith("error:"), result.stderr
-    for needle in needles:
-        assert needle in result.stderr
 
 
 def test_train_200_frozenlake_episodes_then_show(home: Path) -> None:
@@ -158,3 +143,133 @@ def test_daemon_start_status_stop(home: Path) -> None:
     assert stopped.returncode == 0
     assert not (home / "daemon.json").exists()
     assert gym_gui("daemon", "status", home=home).returncode == 1
+
+
+class _Watch:
+    """`gym-gui watch RUN` in the background (piped: one plain line per thing that happened)."""
+
+    def __init__(self, run_id: str, home: Path) -> None:
+        env = {**os.environ, "GYM_GUI_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gym_gui", "watch", run_id], stdout=subprocess.PIPE, text=True, env=env
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        stdout = self.process.stdout
+        assert stdout is not None
+        threading.Thread(
+            target=lambda: [self.lines.put(line.rstrip()) for line in stdout], daemon=True
+        ).start()
+
+    def wait_for(self, text: str, timeout: float = 30) -> None:
+        def shown() -> bool:
+            while not self.lines.empty():
+                self.seen.append(self.lines.get())
+            return any(text in line for line in self.seen)
+
+        try:
+            wait_until(shown, timeout, f"`gym-gui watch` to print {text!r}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; it printed {self.seen[-8:]}") from None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_step(home: Path) -> None:
+    started = gym_gui(
+        "train",
+        "--worker",
+        "random",
+        "--env",
+        "CartPole-v1",
+        "--total-timesteps",
+        "100000000",
+        "--detach",
+        home=home,
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = run_id_in(started.stdout)
+    client = DaemonClient.connect(home, autostart=False)
+    registry = RunRegistry(Home(home).registry_path)
+    watch = _Watch(run_id, home)
+    try:
+        wait_until(lambda: client.get_run(run_id).progress.steps > 1000, 60, "the run to take steps")
+        pid = registry.get(run_id).pid
+        assert pid is not None
+
+        paused = gym_gui("pause", run_id, home=home)
+        assert paused.returncode == 0, paused.stderr
+        assert f"run {run_id} PAUSED" in paused.stdout
+        assert client.get_run(run_id).info.state == "PAUSED"
+        assert registry.get(run_id).pid == pid and pid_alive(pid), "a paused run must keep its process"
+        held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
+        reader = TelemetryReader(Home(home).telemetry_path(run_id))
+        last_key = reader.last_step_key()
+        assert last_key is not None
+        reader.close()
+
+        # PAUSED shows in the runs table, in show (state and history) and in watch.
+        assert re.search(rf"{re.escape(run_id)}\s.*\sPAUSED\s", gym_gui("runs", home=home).stdout)
+        shown = gym_gui("show", run_id, home=home).stdout
+        assert re.search(r"state\s+PAUSED: paused", shown), shown
+        assert re.search(r"RUNNING\s+│\s+PAUSED\s+│\s+paused", shown), shown
+        watch.wait_for("state PAUSED: paused")
+
+        # Controls that do not apply say why, in one line.
+        assert_one_line_error(gym_gui("pause", run_id, home=home), "only a RUNNING run can be paused")
+        assert_one_line_error(
+            gym_gui("checkpoint", run_id, home=home), "worker Random Baseline cannot checkpoint on demand"
+        )
+        assert_one_line_error(gym_gui("render-rate", run_id, "500", home=home), "between 0 and 240")
+        assert client.get_run(run_id).progress.steps == held, "refused controls must not move the run"
+
+        resumed = gym_gui("resume", run_id, home=home)
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"run {run_id} RUNNING" in resumed.stdout
+        watch.wait_for("state RUNNING: resumed")
+        wait_until(
+            lambda: client.get_run(run_id).progress.steps > held + 5000, 60, "the resumed run to step on"
+        )
+        assert registry.get(run_id).pid == pid and pid_alive(pid), "resume must continue the same process"
+        assert_one_line_error(gym_gui("resume", run_id, home=home), "only a PAUSED run can be resumed")
+        # The episode it was paused in went on from its last step: it ended with every step stored.
+        episode, step = last_key
+        reader = TelemetryReader(Home(home).telemetry_path(run_id))
+        try:
+            wait_until(lambda: reader.episode_count() > episode + 1, 30, "the paused episode to end")
+            assert reader.episode(episode).steps == reader.steps_per_episode()[episode] >= step + 1
+            numbers = [e.episode for e in reader.episodes()]
+            assert numbers == list(range(len(numbers))), "episodes must be numbered on, never again from 0"
+        finally:
+            reader.close()
+
+        # A run cancelled while paused ends from PAUSED, and its process with it.
+        assert gym_gui("pause", run_id, home=home).returncode == 0
+        cancelled = gym_gui("cancel", run_id, home=home)
+        assert f"run {run_id} CANCELLED" in cancelled.stdout, cancelled.stderr
+        assert [c.to_state for c in client.get_run(run_id).history][-2:] == ["PAUSED", "CANCELLED"]
+        wait_until(lambda: not pid_alive(pid), 30, "the cancelled worker to exit")
+        watch.wait_for("state CANCELLED")
+        assert watch.process.wait(30) == 0
+    finally:
+        watch.close()
+        registry.close()
+        client.close()
+
+
+def test_a_worker_that_cannot_pause_is_refused_in_one_line(home: Path) -> None:
+    assert gym_gui("daemon", "start", home=home).returncode == 0
+    client = DaemonClient.connect(home, autostart=False)
+    session = HumanSession(client, "FrozenLake-v1", seed=0)
+    try:
+        session.start()
+        wait_until(lambda: client.get_run(session.run_id).info.state == "RUNNING", 30, "human play to run")
+        assert_one_line_error(gym_gui("pause", session.run_id, home=home), "worker Human-Only cannot pause")
+        assert_one_line_error(gym_gui("resume", session.run_id, home=home), "worker Human-Only cannot pause")
+        assert client.get_run(session.run_id).info.state == "RUNNING"
+    finally:
+        session.close()
+        client.close()

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import RunConfig, parse_run_config
-from gym_gui.core.records import MetricPoint
+from gym_gui.core.records import ArtifactRecord, MetricPoint
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -27,14 +27,17 @@ from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
 from gym_gui.ui import compare as compare_module
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.main_window import MainWindow
+from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs import tensorboard as tensorboard_module
 from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab, ema
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
+from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
 from tests.conftest import SHARED_BUNDLES
-from tests.support import module_daemon
+from tests.support import module_daemon, wait_until_stable
 
 RETURN = DEFAULT_TAG
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
@@ -519,3 +522,62 @@ def test_wandb_tab_shows_an_offline_run_and_needs_the_api_key_to_sync(
     assert "WANDB_API_KEY" in tab.sync_status.text()
     monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
     assert tab.sync_blocked_reason() is None
+
+
+# ---------------------------------------------------------------- run controls
+
+
+def test_the_window_checkpoints_pauses_and_resumes_a_cleanrl_run(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home
+) -> None:
+    record, _ = client.submit(ppo(7, timesteps=5_000_000))
+    run_id = record.run_id
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    window.show()
+    table = window.runs
+    try:
+        qtbot.waitUntil(lambda: table.state_of(run_id) == "RUNNING", timeout=120_000)
+        qtbot.waitUntil(lambda: client.get_run(run_id).progress.global_step > 1000, timeout=120_000)
+        table.select(run_id)
+        live = window.run_view.tab_list()[0]
+        assert isinstance(live, LiveTab) and live.banner_text
+        # An analytics-lane run streams no frames: no render rate; the CleanRL worker checkpoints.
+        assert live.controls.render_spin.isHidden() and not live.controls.checkpoint_button.isHidden()
+        assert table.checkpoint_button.isEnabled() and table.pause_button.isEnabled()
+
+        qtbot.mouseClick(table.checkpoint_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: f"checkpoint asked of {run_id}" in table.message_label.text(), timeout=10_000)
+        qtbot.waitUntil(lambda: bool(_requested_checkpoints(home, run_id)), timeout=60_000)
+        assert (home.run_dir(run_id) / _requested_checkpoints(home, run_id)[0].path).is_file()
+
+        qtbot.mouseClick(table.pause_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: table.state_of(run_id) == "PAUSED", timeout=30_000)
+        qtbot.waitUntil(lambda: not live.paused_badge.isHidden(), timeout=10_000)
+        assert not table.checkpoint_button.isEnabled()
+        assert table.checkpoint_button.toolTip() == "the run is PAUSED: resume it to checkpoint"
+        assert not live.controls.checkpoint_button.isEnabled()
+        held = wait_until_stable(
+            lambda: client.get_run(run_id).progress.global_step, interval=1.5, what="the paused global step"
+        )
+
+        qtbot.mouseClick(live.controls.resume_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: table.state_of(run_id) == "RUNNING", timeout=30_000)
+        qtbot.waitUntil(lambda: client.get_run(run_id).progress.global_step > held, timeout=60_000)
+        assert table.checkpoint_button.isEnabled()
+    finally:
+        window.run_view.clear()
+        client.cancel(run_id)
+    assert client.wait_for_end(run_id, timeout=120).state is RunState.CANCELLED
+
+
+def _requested_checkpoints(home: Home, run_id: str) -> list[ArtifactRecord]:
+    reader = TelemetryReader(home.telemetry_path(run_id))
+    try:
+        return [
+            a
+            for a in reader.artifacts()
+            if a.kind == "checkpoint" and json.loads(a.meta).get("requested") is True
+        ]
+    finally:
+        reader.close()

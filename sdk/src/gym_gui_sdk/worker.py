@@ -349,14 +349,19 @@ class WorkerSession:
         return not self._resume.is_set()
 
     def wait_if_paused(self) -> None:
-        """Block while the daemon has the run paused (a stop request ends the wait)."""
+        """Block while the daemon has the run paused, reporting PAUSED and then RESUMED.
+
+        A stop request ends the wait without RESUMED: a run cancelled while paused goes from
+        PAUSED straight to its end. Heartbeats go on meanwhile, so a paused run is not silent.
+        """
         if self._resume.is_set():
             return
         self.lifecycle(Phase.PAUSED)
         while not self._resume.wait(0.2):
             if self.stop_requested.is_set() or self._error is not None:
                 return
-        self.lifecycle(Phase.RESUMED)
+        if not self.stop_requested.is_set():
+            self.lifecycle(Phase.RESUMED)
 
     def finish(self, phase: Phase = Phase.COMPLETED, message: str = "", timeout: float = 60.0) -> None:
         """Send what is buffered and the final lifecycle, close the stream, and wait until the

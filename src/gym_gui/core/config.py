@@ -21,6 +21,8 @@ def looks_secret(key: object) -> bool:
 
 
 REDACTED = "***"
+# The most frames per second a run may ask a worker to encode (at start or while it runs).
+MAX_RENDER_FPS = 240.0
 
 
 class _Strict(BaseModel):
@@ -78,7 +80,7 @@ class TelemetryOptions(_Strict):
     render_fps: float = Field(
         default=10.0,
         ge=0.0,
-        le=240.0,
+        le=MAX_RENDER_FPS,
         description="Encoded frames per second for pixel environments (0: none).",
     )
     store_steps: bool = Field(default=True, description="Store every step (needed for replay).")

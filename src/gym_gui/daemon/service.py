@@ -220,16 +220,6 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     @_user_errors
     def ControlRun(self, request: pb.ControlRunRequest, context: grpc.ServicerContext) -> pb.RunInfo:
         record = self._record(request.run_id)
-        if request.command not in (
-            Command.PAUSE,
-            Command.RESUME,
-            Command.SET_RENDER_RATE,
-            Command.CHECKPOINT_NOW,
-        ):
-            context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                "command must be PAUSE, RESUME, SET_RENDER_RATE or CHECKPOINT_NOW",
-            )
         return self._info(self.supervisor.control(record.run_id, request.command, request.render_fps))
 
     @_user_errors

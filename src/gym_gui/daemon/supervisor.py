@@ -19,7 +19,8 @@ from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOK
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
-from gym_gui.core.config import RunConfig, redact
+from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, redact
+from gym_gui.core.controls import Control, control_refusal
 from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import make_run_id
 from gym_gui.core.records import EventRecord, RunRecord, StateTransition
@@ -37,6 +38,13 @@ log = logging.getLogger(__name__)
 
 Command = pb.ControlMessage.Command
 Phase = pb.Lifecycle.Phase
+
+_CONTROLS = {
+    Command.PAUSE: Control.PAUSE,
+    Command.RESUME: Control.RESUME,
+    Command.CHECKPOINT_NOW: Control.CHECKPOINT,
+    Command.SET_RENDER_RATE: Control.RENDER_RATE,
+}
 
 # Variables a worker inherits from the daemon's environment; everything else is set explicitly.
 _INHERITED_ENV = (
@@ -328,16 +336,33 @@ class Supervisor:
         return self.registry.get(run_id)
 
     def control(self, run_id: str, command: Command, render_fps: float = 0.0) -> RunRecord:
-        record = self.registry.get(run_id)
+        """Pass a control (pause, resume, checkpoint now, render rate) on to a run's worker.
+
+        Raises:
+            ConfigError: an unknown command or a render rate out of range.
+            RunBusy: naming why the run cannot take it now (its worker kind, its state).
+        """
+        control = _CONTROLS.get(command)
+        if control is None:
+            raise ConfigError("command must be PAUSE, RESUME, SET_RENDER_RATE or CHECKPOINT_NOW")
+        if control is Control.RENDER_RATE and not 0.0 <= render_fps <= MAX_RENDER_FPS:
+            raise ConfigError(
+                f"render rate must be between 0 and {MAX_RENDER_FPS:g} frames per second (got {render_fps:g})"
+            )
         with self._lock:
+            record = self.registry.get(run_id)
             run = self._live.get(run_id)
-            if run is None or record.state.terminal:
-                raise RunBusy(f"run {run_id} is not active ({record.state.value})")
-            if command in (Command.PAUSE, Command.RESUME) and not run.spec.capabilities.pause:
-                raise RunBusy(f"worker {run.spec.display_name} cannot pause")
-            if command == Command.CHECKPOINT_NOW and not run.spec.capabilities.checkpoint:
-                raise RunBusy(f"worker {run.spec.display_name} cannot checkpoint on demand")
-            if command == Command.SET_RENDER_RATE:
+            spec = run.spec if run is not None else self.catalog.spec(record.worker)
+            refusal = control_refusal(
+                control, record.state, spec.capabilities, spec.display_name, record.lane
+            )
+            if refusal:
+                raise RunBusy(f"run {run_id}: {refusal}")
+            if run is None:
+                raise RunBusy(f"run {run_id} has no worker this daemon can reach")
+            if control is Control.CHECKPOINT and run.config.mode == "evaluate":
+                raise RunBusy(f"run {run_id} is an evaluation: it trains no model to checkpoint")
+            if control is Control.RENDER_RATE:
                 run.render_fps = render_fps
             run.send(command, render_fps=render_fps)
         return record

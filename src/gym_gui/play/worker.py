@@ -10,7 +10,8 @@ HUMAN = WorkerPlugin(
         kind="human",
         display_name="Human-Only",
         lane=Lane.TELEMETRY,
-        capabilities=Capabilities(pause=True),
+        # The person playing is the one who pauses: human play takes no commands from the daemon.
+        capabilities=Capabilities(),
         launch=Launch.CLIENT,
         rank=0,
         description="You play by keyboard in the centre view; every episode is a stored, replayable run.",

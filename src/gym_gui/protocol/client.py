@@ -22,6 +22,7 @@ from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.records import RunRecord, WorkerDescription
+from gym_gui.core.states import RunState
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
 
@@ -266,6 +267,15 @@ class DaemonClient:
         Raises:
             DaemonError: when ``timeout`` passes first.
         """
+        return self.wait_for_state(run_id, timeout=timeout)
+
+    def wait_for_state(self, run_id: str, *states: RunState, timeout: float) -> RunRecord:
+        """Block until ``run_id`` is in one of ``states`` or has ended; returns its record.
+
+        Raises:
+            DaemonError: when ``timeout`` passes first.
+        """
+        wanted = frozenset(states)
         done = threading.Event()
         result: list[RunRecord] = []
 
@@ -281,7 +291,7 @@ class DaemonClient:
                     )
                     if info is not None and info.run_id == run_id:
                         record = convert.run_record(info)
-                        if record.state.terminal:
+                        if record.state in wanted or record.state.terminal:
                             result.append(record)
                             done.set()
                             return
@@ -294,7 +304,8 @@ class DaemonClient:
         thread.start()
         if not done.wait(timeout):
             done.set()
-            raise DaemonError(f"run {run_id} did not end within {timeout:.0f}s")
+            target = " or ".join(sorted(s.value for s in wanted)) if wanted else "a final state"
+            raise DaemonError(f"run {run_id} did not reach {target} within {timeout:.0f}s")
         if not result:
             raise DaemonError(f"lost the daemon while waiting for run {run_id}")
         return result[0]

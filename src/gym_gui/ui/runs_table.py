@@ -1,4 +1,4 @@
-"""The runs table (state badges, progress, SPS, run actions) and the log drawer of the selected run."""
+"""The runs table (state badges, progress, SPS, run actions and controls) and the log drawer of the selected run."""
 
 from __future__ import annotations
 
@@ -50,12 +50,14 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.cli import export_run
+from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.run_controls import DESCRIPTIONS, refusal, send_control
 
 log = logging.getLogger(__name__)
 
@@ -461,6 +463,18 @@ class RunsTable(QWidget):
         header.resizeSection(PROGRESS, 170)
 
         self.cancel_button = QPushButton("Cancel")
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.setObjectName("runsPause")
+        self.resume_button = QPushButton("Resume")
+        self.resume_button.setObjectName("runsResume")
+        self.checkpoint_button = QPushButton("Checkpoint now")
+        self.checkpoint_button.setObjectName("runsCheckpoint")
+        # The run controls, enabled from the selected runs' states and their workers' capabilities.
+        self.control_buttons = {
+            Control.PAUSE: self.pause_button,
+            Control.RESUME: self.resume_button,
+            Control.CHECKPOINT: self.checkpoint_button,
+        }
         self.archive_button = QPushButton("Archive")
         self.delete_button = QPushButton("Delete…")
         self.open_button = QPushButton("Open folder")
@@ -472,6 +486,9 @@ class RunsTable(QWidget):
         # The row actions, in the order of the button bar and of the context menu.
         self.action_buttons = (
             self.cancel_button,
+            self.pause_button,
+            self.resume_button,
+            self.checkpoint_button,
             self.archive_button,
             self.delete_button,
             self.open_button,
@@ -488,6 +505,9 @@ class RunsTable(QWidget):
         layout.addWidget(self.view, 1)
 
         self.cancel_button.clicked.connect(lambda: self.cancel())
+        self.pause_button.clicked.connect(lambda: self.control(Control.PAUSE))
+        self.resume_button.clicked.connect(lambda: self.control(Control.RESUME))
+        self.checkpoint_button.clicked.connect(lambda: self.control(Control.CHECKPOINT))
         self.archive_button.clicked.connect(self._archive_clicked)
         self.delete_button.clicked.connect(lambda: self.delete())
         self.open_button.clicked.connect(lambda: self.open_folder())
@@ -640,6 +660,12 @@ class RunsTable(QWidget):
     def _update_buttons(self) -> None:
         selected = [info for info in map(self.model.info, self.selected_run_ids()) if info is not None]
         self.cancel_button.setEnabled(any(not _is_terminal(info.state) for info in selected))
+        for control, button in self.control_buttons.items():
+            refusals = [refusal(info, control) for info in selected]
+            button.setEnabled(any(not why for why in refusals))
+            # One run selected: say why it cannot; several: apply to those that can.
+            why = refusals[0] if len(refusals) == 1 else ""
+            button.setToolTip(why or DESCRIPTIONS[control])
         self.archive_button.setEnabled(bool(selected))
         self.archive_button.setText(
             "Unarchive" if selected and all(info.archived for info in selected) else "Archive"
@@ -648,15 +674,24 @@ class RunsTable(QWidget):
         self.open_button.setEnabled(len(selected) == 1)
         self.export_button.setEnabled(len(selected) == 1)
 
-    def _context_menu(self, position: QPoint) -> None:
+    def context_menu(self) -> QMenu | None:
+        """The row actions of the selected runs as a menu (None when nothing is selected)."""
         if not self.selected_run_ids():
-            return
+            return None
         menu = QMenu(self)
         for button in self.action_buttons:
             action = menu.addAction(button.text())
             action.setEnabled(button.isEnabled())
+            action.setToolTip(button.toolTip())
             action.triggered.connect(button.click)
-        menu.popup(self.view.viewport().mapToGlobal(position))
+        menu.setToolTipsVisible(True)
+        return menu
+
+    def _context_menu(self, position: QPoint) -> None:
+        menu = self.context_menu()
+        if menu is not None:
+            menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            menu.popup(self.view.viewport().mapToGlobal(position))
 
     # -------------------------------------------------------- actions
 
@@ -677,6 +712,22 @@ class RunsTable(QWidget):
 
     def _cancelled(self, info: pb.RunInfo) -> None:
         self._note(f"cancelling {info.run_id}")
+
+    def control(self, control: Control, run_ids: list[str] | None = None) -> None:
+        """Pause, resume or checkpoint runs (default: the selected ones); runs it does not apply to are skipped."""
+        asked = {
+            Control.PAUSE: "pausing",
+            Control.RESUME: "resuming",
+            Control.CHECKPOINT: "checkpoint asked of",
+        }
+        for run_id in self._targets(run_ids):
+            info = self.model.info(run_id)
+            if info is None or refusal(info, control):
+                continue
+            send_control(self.link, run_id, control, _bind(self._controlled, asked[control]), self._error)
+
+    def _controlled(self, info: pb.RunInfo, asked: str) -> None:
+        self._note(f"{asked} {info.run_id}")
 
     def _archive_clicked(self) -> None:
         self.set_archived(None, self.archive_button.text() == "Archive")

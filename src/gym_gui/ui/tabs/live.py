@@ -1,4 +1,4 @@
-"""LiveTab: a run's live view — the current frame, the latest steps, the episode-return chart, a STARVED badge."""
+"""LiveTab: a run's live view — the current frame, the latest steps, the episode-return chart, its controls, badges."""
 
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.records import EpisodeRecord
+from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.env_view import EnvView
+from gym_gui.ui.run_controls import RunControlBar
 from gym_gui.ui.tabs.base import RunTab
 
 log = logging.getLogger(__name__)
@@ -305,6 +307,19 @@ class LiveTab(RunTab):
         policy.setRetainSizeWhenHidden(True)
         self.starved_badge.setSizePolicy(policy)
         self.starved_badge.hide()
+        self.paused_badge = QLabel("PAUSED")
+        self.paused_badge.setObjectName("pausedBadge")
+        self.paused_badge.setStyleSheet(
+            "QLabel#pausedBadge { background: #f9a825; color: black; font-weight: bold;"
+            " padding: 2px 8px; border-radius: 4px; }"
+        )
+        self.paused_badge.setToolTip("The run is paused: its worker holds its process until it is resumed.")
+        self.paused_badge.hide()
+
+        self.controls = RunControlBar(link)
+        self.control_message = QLabel()
+        self.control_message.setObjectName("liveControlMessage")
+        self.controls.message.connect(self.control_message.setText)
 
         self.env_view = EnvView()
         self.model = StepTableModel(table_capacity, self)
@@ -340,8 +355,12 @@ class LiveTab(RunTab):
 
         header = QHBoxLayout()
         header.addWidget(self.status, 1)
+        header.addWidget(self.paused_badge)
         header.addWidget(self.counters)
         header.addWidget(self.starved_badge)
+        control_row = QHBoxLayout()
+        control_row.addWidget(self.controls)
+        control_row.addWidget(self.control_message, 1)
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.chart)
         right.addWidget(self.table)
@@ -353,6 +372,7 @@ class LiveTab(RunTab):
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addLayout(header)
+        layout.addLayout(control_row)
         layout.addWidget(self.body, 1)
 
         self._take_timer = QTimer(self)
@@ -409,6 +429,7 @@ class LiveTab(RunTab):
     def attach(self, run: pb.RunInfo) -> None:
         self.detach()
         super().attach(run)
+        self.controls.set_run(run)
         self._show_state(run.state, run.reason)
         if self._banner:
             return
@@ -426,6 +447,7 @@ class LiveTab(RunTab):
 
     def run_changed(self, run: pb.RunInfo) -> None:
         super().run_changed(run)
+        self.controls.run_changed(run)
         self._show_state(run.state, run.reason)
 
     def detach(self) -> None:
@@ -449,6 +471,9 @@ class LiveTab(RunTab):
         self._rows.clear()
         self.model.clear()
         self.env_view.clear("No run attached.")
+        self.controls.set_run(None)
+        self.control_message.clear()
+        self.paused_badge.hide()
         super().detach()
 
     # ------------------------------------------------------------ consumption
@@ -518,7 +543,14 @@ class LiveTab(RunTab):
     def _on_state(self, change: pb.StateChange) -> None:
         if not self._current():
             return
-        self._show_state(change.to_state, change.reason)
+        if self.run is not None and change.to_state != self.run.state:
+            # The stream may tell of a change before the runs table does: the controls follow it.
+            run = pb.RunInfo()
+            run.CopyFrom(self.run)
+            run.state, run.reason = change.to_state, change.reason
+            self.run_changed(run)
+        else:
+            self._show_state(change.to_state, change.reason)
         if not self._backfilled:
             # The daemon sends the state once the subscription is on the bus: from here on every
             # episode reaches this view, so storage fills in the ones before.
@@ -550,6 +582,7 @@ class LiveTab(RunTab):
     def _show_state(self, state: str, reason: str = "") -> None:
         run_id = self.run.run_id if self.run is not None else ""
         self.status.setText(f"{run_id}: {state}" + (f" — {reason}" if reason else ""))
+        self.paused_badge.setVisible(state == RunState.PAUSED.value)
 
     # ------------------------------------------------------------ back-fill and chart
 

@@ -96,13 +96,20 @@ class Trainer:
 
         threading.Thread(target=wait, daemon=True).start()
         stop_sent_at: float | None = None
+        stopped = False  # the script's process is held by SIGSTOP (the run is paused)
         next_poll = time.monotonic() + _POLL_SECONDS
         while not exited.wait(_CONTROL_SECONDS):
             if self.session.stop_requested.is_set() and stop_sent_at is None:
                 stop_sent_at = time.monotonic()
                 child.send_signal(signal.SIGTERM)
+                if stopped:
+                    # A stopped process takes its SIGTERM once continued: it saves its model and ends.
+                    child.send_signal(signal.SIGCONT)
+                    stopped = False
             if stop_sent_at is not None and time.monotonic() - stop_sent_at > _STOP_GRACE:
                 child.kill()
+            elif stop_sent_at is None and self.session.paused != stopped:
+                stopped = self._hold(child, self.session.paused)
             if self.session.checkpoint_requested.is_set():
                 self.session.checkpoint_requested.clear()
                 child.send_signal(signal.SIGUSR1)
@@ -113,6 +120,18 @@ class Trainer:
             reader.join(10)
         self._poll_files(final=True)
         return child.returncode
+
+    def _hold(self, child: subprocess.Popen[bytes], pause: bool) -> bool:
+        """Stop (pause) or continue (resume) the script's process and report it; returns whether it is held.
+
+        Only the script's own process is stopped, not the process group: the group holds this
+        worker, which goes on heart-beating while paused, and the script's helpers (vector-env
+        workers, W&B's service) only wait on the script. Its threads (torch's, the TensorBoard
+        writer's) stop with it, and a continued script goes on from the very step it was at.
+        """
+        child.send_signal(signal.SIGSTOP if pause else signal.SIGCONT)
+        self.session.lifecycle(Phase.PAUSED if pause else Phase.RESUMED)
+        return pause
 
     @property
     def error_line(self) -> str:
@@ -152,7 +171,10 @@ class Trainer:
         checkpoint = data.get("checkpoint")
         if isinstance(checkpoint, str):
             kind = "model" if data.get("final") else "checkpoint"
-            self.session.artifact(kind, checkpoint, int(data.get("step") or 0), {"algo": data.get("algo")})
+            meta: dict[str, Any] = {"algo": data.get("algo")}
+            if data.get("requested") is True:
+                meta["requested"] = True  # saved on "checkpoint now", which waits for it by this
+            self.session.artifact(kind, checkpoint, int(data.get("step") or 0), meta)
         video = data.get("video")
         if isinstance(video, str):
             self._video(video, data)
@@ -308,6 +330,8 @@ def evaluate(session: WorkerSession, registration: Registration, args: argparse.
             session.metrics([("eval/episodic_return", episode, total)])
             total = 0.0
             episode_start = time.time()
+        # Paused between two steps; play resumes at its own pace, without hurrying to catch up.
+        session.wait_if_paused()
 
     play_episodes(
         policy,

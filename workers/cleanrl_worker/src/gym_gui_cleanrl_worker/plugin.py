@@ -330,7 +330,8 @@ PLUGIN = WorkerPlugin(
         kind="cleanrl",
         display_name="CleanRL Worker",
         lane=Lane.ANALYTICS,
-        capabilities=Capabilities(checkpoint=True, evaluation=True),
+        # Pause stops the script's process (SIGSTOP) and resume continues it (SIGCONT).
+        capabilities=Capabilities(pause=True, checkpoint=True, evaluation=True),
         bundle=BUNDLE.name,
         rank=30,
         description="Real CleanRL scripts (ppo, dqn, sac, …) with their own arguments, metrics and models.",

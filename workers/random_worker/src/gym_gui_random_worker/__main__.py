@@ -52,9 +52,10 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
             step = 0
             terminated = truncated = False
             while not (terminated or truncated):
+                # Paused here, between two steps; a stop while paused ends the run without a step more.
+                session.wait_if_paused()
                 if session.stop_requested.is_set():
                     return "stopped"
-                session.wait_if_paused()
                 action = env.action_space.sample()
                 observation, reward, terminated, truncated, info = env.step(action)
                 total_reward += float(reward)
