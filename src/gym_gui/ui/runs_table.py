@@ -49,10 +49,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.cli import export_run
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
@@ -750,15 +750,13 @@ class RunsTable(QWidget):
         if info is None or not info.run_dir:
             self._error(f"no run {run_id} in the table")
             return
-        run_dir, target = Path(info.run_dir), Path(path)
+        files, target = RunDir(info.run_dir), Path(path)
 
         def done(_none: None) -> None:
             self._note(f"exported {run_id} to {target}")
             self.exported.emit(run_id, str(target))
 
-        self._files.run(
-            lambda: export_run(run_dir, target), done, lambda m: self._error(f"export failed: {m}")
-        )
+        self._files.run(lambda: files.export(target), done, lambda m: self._error(f"export failed: {m}"))
 
     def closeEvent(self, event: Any) -> None:
         self._timer.stop()
