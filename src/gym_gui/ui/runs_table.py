@@ -558,7 +558,7 @@ class RunsTable(QWidget):
 
     def _fetch(self, row: RunRow) -> None:
         run_id, lane, cursor = row.info.run_id, row.info.lane, row.sps_cursor
-        telemetry = Path(row.info.run_dir) / "telemetry.sqlite" if row.info.run_dir else None
+        telemetry = RunDir(row.info.run_dir).telemetry_path if row.info.run_dir else None
         self._in_flight.add(run_id)
 
         def fetch(client: DaemonClient) -> tuple[pb.RunDetail, tuple[int, float] | None]:
@@ -788,7 +788,7 @@ def tail_lines(path: Path, lines: int = LOG_LINES, max_bytes: int = 512 * 1024) 
 
 
 class LogDrawer(QWidget):
-    """The selected run's ``logs/worker.stdout.log`` and ``worker.stderr.log`` tails (last ~200 lines).
+    """The tails of the selected run's worker output, stdout and stderr (last ~200 lines each).
 
     Refreshed once a second while the run may still write (a file is re-read only when its size or
     time changed); reads happen on a worker thread.
@@ -857,8 +857,8 @@ class LogDrawer(QWidget):
     def _paths(self) -> tuple[Path, Path] | None:
         if self.run is None or not self.run.run_dir:
             return None
-        logs = Path(self.run.run_dir) / "logs"
-        return logs / "worker.stdout.log", logs / "worker.stderr.log"
+        files = RunDir(self.run.run_dir)
+        return files.worker_stdout_log, files.worker_stderr_log
 
     def refresh(self) -> None:
         """Read the tails again if the files changed (off the GUI thread)."""
