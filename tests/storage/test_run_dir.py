@@ -160,8 +160,11 @@ def test_an_invalid_update_changes_nothing(run: RunDir) -> None:
         writer.update(command="not a list")
     with pytest.raises(StorageError, match="field 'final_state'"):
         writer.update(final_state="EXPLODED")
+    with pytest.raises(StorageError, match="artifact 'wandb/run-x' not registered: field 'mode'"):
+        writer.add_artifact("wandb", "wandb/run-x", 0, {"mode": ["not", "text"]})
     assert run.manifest_path.read_bytes() == before
     assert writer.manifest.command == [] and writer.manifest.final_state is None
+    assert writer.manifest.wandb is None and writer.manifest.artifacts == []
 
 
 def test_no_manifest_yet_reads_as_an_empty_one(run: RunDir) -> None:

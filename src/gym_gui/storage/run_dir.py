@@ -156,11 +156,19 @@ class ManifestWriter:
         """Register a file the worker wrote (``path`` relative to the run directory).
 
         Raises:
-            StorageError: the manifest could not be written (it is as it was).
+            StorageError: the entry does not fit the model (e.g. a W&B ``mode`` that is not text), or
+                the manifest could not be written; either way it is as it was.
         """
-        entry = ArtifactEntry(kind=kind, path=path, step=step, meta=meta)
         with self._lock:
-            self._write(self._manifest.with_artifact(entry))
+            try:
+                manifest = self._manifest.with_artifact(
+                    ArtifactEntry(kind=kind, path=path, step=step, meta=meta)
+                )
+            except ValidationError as exc:
+                raise StorageError(
+                    f"{self.path}: artifact {path!r} not registered: {format_validation_error(exc)}"
+                ) from None
+            self._write(manifest)
 
     def _write(self, manifest: Manifest) -> None:
         try:
