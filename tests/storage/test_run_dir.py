@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 import threading
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,54 @@ def cleanrl_config() -> dict[str, object]:
         "budget": {"timesteps": 5000},
         "env_kwargs": {"api_key": "sk-not-for-eyes", "max_episode_steps": 200},
     }
+
+
+# ---------------------------------------------------------------- no other module names the files
+
+
+def _string_literals(path: Path) -> list[tuple[int, str]]:
+    """Every string literal of a module (docstrings included, comments not), with its line."""
+    found = []
+    with open(path, "rb") as handle:
+        for token in tokenize.tokenize(handle.readline):
+            # Python 3.12 splits f-strings into FSTRING_* tokens; their literal parts count too.
+            if token.type == tokenize.STRING or tokenize.tok_name[token.type] == "FSTRING_MIDDLE":
+                found.append((token.start[0], token.string))
+    return found
+
+
+def _names_in(literal: str) -> list[str]:
+    named = [name for name in FILE_NAMES if name in literal]
+    body = re.sub(r"^[rRbBuUfF]*(\"\"\"|'''|\"|')|(\"\"\"|'''|\"|')$", "", literal)
+    named += [name for name in WHOLE_STRINGS if body == name or re.search(rf"(^|/){name}/", body)]
+    return named
+
+
+def test_only_the_owner_spells_out_a_run_directorys_file_names() -> None:
+    offenders = [
+        f"{path.relative_to(SRC.parent)}:{line} names {', '.join(named)}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path != OWNER
+        for line, literal in _string_literals(path)
+        if (named := _names_in(literal))
+    ]
+    assert not offenders, "use gym_gui.storage.run_dir.RunDir instead:\n" + "\n".join(offenders)
+
+
+def test_the_scan_sees_what_it_should(tmp_path: Path) -> None:
+    # The check above would pass vacuously if the tokenizer missed strings: prove it catches them.
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""Reads the telemetry.sqlite of a run."""\n'
+        "# comments may say manifest.json\n"
+        'LOGS = "logs"\n'
+        "name = f'{LOGS}/worker.stderr.log'\n"
+        "tail = r'logs/x'\n"
+        'prose = "the worker logs what it does"\n'
+    )
+    named = [_names_in(literal) for _line, literal in _string_literals(sample)]
+    assert named == [["telemetry.sqlite"], ["logs"], ["worker.stderr.log"], ["logs"], []]
+    assert any(_names_in(literal) for _line, literal in _string_literals(OWNER))
 
 
 # ---------------------------------------------------------------- layout and config
