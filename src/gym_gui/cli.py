@@ -5,11 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,6 +28,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.workers import BundleDirectory, worker_catalog
 
@@ -359,7 +357,7 @@ def _secret_env(config: RunConfig) -> dict[str, str]:
 
 
 def _print_dry_run(run_dir: Path) -> None:
-    reader = TelemetryReader(run_dir / "telemetry.sqlite")
+    reader = TelemetryReader(RunDir(run_dir).telemetry_path)
     try:
         events = [e for e in reader.events() if e.kind == "dry-run"]
     finally:
@@ -402,7 +400,7 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
 
 def _print_warnings(run_dir: Path) -> None:
     """The WARNING and ERROR events of a run (GPU fallback, W&B offline …), where a user will see them."""
-    path = run_dir / "telemetry.sqlite"
+    path = RunDir(run_dir).telemetry_path
     if not path.exists():
         return
     try:
@@ -521,7 +519,7 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Upload a run's offline W&B data (needs WANDB_API_KEY in this shell; it is never stored)."""
     run_id = validate_run_id(run)
     home = _home()
-    directories = sorted((home.run_dir(run_id) / "wandb").glob("offline-run-*"))
+    directories = [p for p in RunDir(home.run_dir(run_id)).wandb_runs() if p.name.startswith("offline-run-")]
     if not directories:
         raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
     if not os.environ.get("WANDB_API_KEY"):
@@ -577,7 +575,7 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     table.add_row("elapsed", _elapsed(info))
     table.add_row("directory", info.run_dir)
     table.add_row("archived", "yes" if info.archived else "no")
-    telemetry = Path(info.run_dir) / "telemetry.sqlite"
+    telemetry = RunDir(info.run_dir).telemetry_path
     if telemetry.exists():
         reader = TelemetryReader(telemetry)
         try:
@@ -760,7 +758,7 @@ def checkpoint(
 ) -> None:
     """Ask a run's worker to save a checkpoint now, then print where it was saved."""
     run_id = validate_run_id(run)
-    path = _home().telemetry_path(run_id)
+    path = RunDir(_home().run_dir(run_id)).telemetry_path
     with _client() as client:
         before = {a.path for a in _checkpoints(path)}
         client.control(run_id, Command.CHECKPOINT_NOW)
@@ -854,34 +852,9 @@ def export(
 ) -> None:
     """Pack a run directory into a .tar.gz (databases copied consistently, even while the run writes)."""
     run_id = validate_run_id(run)
-    home = _home()
-    run_dir = home.run_dir(run_id)
-    if not run_dir.is_dir():
-        raise GymGuiError(f"no run directory for {run_id} under {home.runs_dir}")
     target = output or Path.cwd() / f"{run_id}.tar.gz"
-    export_run(run_dir, target)
+    RunDir(_home().run_dir(run_id)).export(target)
     console.print(f"exported {run_id} to {target}")
-
-
-def export_run(run_dir: Path, target: Path) -> None:
-    """Write ``run_dir`` as ``target`` (.tar.gz) with every SQLite file copied through the backup API."""
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(target, "w:gz") as tar:
-        for path in sorted(run_dir.rglob("*")):
-            if path.is_dir() or path.name.endswith(("-wal", "-shm", ".tmp")):
-                continue
-            arcname = str(Path(run_dir.name) / path.relative_to(run_dir))
-            if path.suffix == ".sqlite":
-                copy = Path(tmp) / path.name
-                source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-                dest = sqlite3.connect(copy)
-                try:
-                    source.backup(dest)
-                finally:
-                    source.close()
-                    dest.close()
-                tar.add(copy, arcname=arcname)
-            else:
-                tar.add(path, arcname=arcname)
 
 
 @app.command()

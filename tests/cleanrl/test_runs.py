@@ -23,6 +23,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.conftest import SHARED_BUNDLES
 from tests.support import (
@@ -115,7 +116,7 @@ def test_metrics_reach_storage_once_each(
 ) -> None:
     _client, home = cleanrl_daemon
     run_dir = home.run_dir(trained["run_id"])
-    reader = TelemetryReader(home.telemetry_path(trained["run_id"]))
+    reader = TelemetryReader(RunDir(home.run_dir(trained["run_id"])).telemetry_path)
     tags = set(reader.metric_tags())
     assert {"charts/episodic_return", "charts/SPS", "losses/value_loss", "losses/policy_loss"} <= tags
     returns = reader.metrics("charts/episodic_return")
@@ -159,7 +160,7 @@ def test_evaluation_plays_the_trained_model_as_a_replayable_telemetry_run(
     assert "ppo-eval" in record.run_id
     final = client.wait_for_end(record.run_id, timeout=180)
     assert final.state is RunState.COMPLETED, final.reason
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     episodes = reader.episodes()
     assert len(episodes) == 3
     per_episode = reader.steps_per_episode()
@@ -182,7 +183,7 @@ def test_a_real_time_evaluation_plays_at_the_envs_own_frame_rate(
     final = client.wait_for_end(record.run_id, timeout=180)
     assert final.state is RunState.COMPLETED, final.reason
     assert "--real-time" in json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())["command"]
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     steps = reader.steps(0, 0, 100_000)
     reader.close()
     # CartPole's render_fps is 50: one step every 20 ms at the soonest, so the episode lasts at least
@@ -260,7 +261,7 @@ def test_each_algorithm_finishes_a_short_run_with_a_model(
     final = client.wait_for_end(record.run_id, timeout=300)
     assert final.state is RunState.COMPLETED, final.reason
     assert (home.run_dir(record.run_id) / "checkpoints" / "final.cleanrl_model").exists()
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     assert reader.metric_count() > 0
     reader.close()
 
@@ -392,7 +393,7 @@ def test_cancel_mid_training_ends_the_process_tree_and_keeps_metrics_and_model(
     assert registry.get(record.run_id).pid is None
     registry.close()
     assert (home.run_dir(record.run_id) / "checkpoints" / "interrupted.cleanrl_model").exists()
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     assert reader.metric_count() > 0
     reader.close()
 
@@ -480,7 +481,7 @@ def test_gpu_wish_falls_back_to_cpu_with_a_warning_and_a_mandatory_gpu_fails_bef
         cleanrl_config("ppo", "CartPole-v1", 1024, resources={"gpu": True}, params={"num-steps": 128})
     )
     assert client.wait_for_end(record.run_id, timeout=120).state is RunState.COMPLETED
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     warnings = [e.message for e in reader.events() if e.level == "WARNING"]
     reader.close()
     assert any("runs on the CPU" in w or "goes on the CPU" in w for w in warnings), warnings

@@ -127,6 +127,9 @@ def test_archive_delete_export_and_schema(home: Path, tmp_path: Path) -> None:
     assert (home / "runs" / run_id).exists()
     assert gym_gui("delete", run_id, "--yes", home=home).returncode == 0
     assert not (home / "runs" / run_id).exists()
+    gone = gym_gui("export", run_id, "--output", str(tmp_path / "gone.tar.gz"), home=home)
+    assert gone.returncode == 1 and "no run directory at" in gone.stderr, gone.stderr
+    assert not (tmp_path / "gone.tar.gz").exists()
 
     schema = json.loads(gym_gui("schema", home=home).stdout)
     assert {"worker", "env_id", "budget", "tracking"} <= set(schema["properties"])

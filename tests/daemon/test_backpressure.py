@@ -15,6 +15,7 @@ from gym_gui.core.states import RunState
 from gym_gui.daemon.server import DaemonServer
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
 
 
@@ -80,7 +81,7 @@ def test_a_stalled_store_holds_the_worker_back_and_loses_nothing(
     session.finish()
     final = client.wait_for_end(record.run_id, timeout=60)
     assert final.state is RunState.COMPLETED
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     assert reader.step_count() == total
     assert [s.step for s in reader.steps(0, total - 3)] == [total - 3, total - 2, total - 1]
     reader.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -20,6 +19,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.support import kill_run_workers, pid_alive, random_config, stop_daemon, wait_until
 
@@ -110,7 +110,7 @@ def test_malformed_worker_messages_fail_the_run_and_the_daemon_keeps_serving(
     assert final.state is RunState.FAILED
     assert reason in final.reason
     if reason == "storage rejected":
-        reader = TelemetryReader(home.telemetry_path(run_id))
+        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
         assert [s.step for s in reader.steps(0)] == [0, 1]  # what was stored before stays intact
         reader.close()
     # The daemon still serves: a good run completes.
@@ -146,7 +146,7 @@ def test_a_client_driven_run_completes_through_the_sdk(client: DaemonClient, hom
     session.finish()
     final = client.wait_for_end(run_id, timeout=30)
     assert final.state is RunState.COMPLETED
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     assert [s.observation for s in reader.steps(0)] == ["0", "1", "2", "3", "4"]
     assert reader.episode(0).total_reward == 1.0
     reader.close()
@@ -198,7 +198,7 @@ def test_kill_9_of_a_worker_fails_the_run_and_keeps_every_step_it_sent(
     assert final.state is RunState.FAILED
     assert final.exit_code == -9
     assert "killed by signal 9" in final.reason
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     stored = {(s.episode, s.step) for e in reader.steps_per_episode() for s in reader.steps(e)}
     reader.close()
     assert seen <= stored
@@ -314,10 +314,9 @@ def test_a_starved_viewer_never_costs_storage_a_step(client: DaemonClient, home:
     final = client.wait_for_end(record.run_id, timeout=120)
     stream.close()
     assert final.state is RunState.COMPLETED
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     assert reader.step_count() == 20_000
-    manifest = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())
-    assert manifest["final_state"] == "COMPLETED"
+    assert RunDir(home.run_dir(record.run_id)).read_manifest().final_state is RunState.COMPLETED
     reader.close()
 
 
@@ -336,7 +335,7 @@ def test_a_live_worker_reattaches_to_a_restarted_daemon_and_loses_nothing(
         assert final.state is RunState.COMPLETED, final.reason
         history = [c.to_state for c in client.get_run(record.run_id).history]
         assert history == ["QUEUED", "STARTING", "RUNNING", "COMPLETED"]
-        reader = TelemetryReader(home.telemetry_path(record.run_id))
+        reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
         assert reader.step_count() == budget
         per_episode = reader.steps_per_episode()
         episodes = reader.episodes()

@@ -16,6 +16,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.support import random_config, wait_until
 
@@ -28,7 +29,7 @@ def test_frozenlake_run_stores_every_episode_and_step(client: DaemonClient, home
     assert final.state is RunState.COMPLETED, final.reason
     assert final.exit_code == 0
 
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     episodes = reader.episodes()
     assert [e.episode for e in episodes] == list(range(200))
     per_episode = reader.steps_per_episode()
@@ -49,12 +50,13 @@ def test_frozenlake_run_stores_every_episode_and_step(client: DaemonClient, home
     ]
     assert detail.progress.episodes == 200
 
-    run_dir = home.run_dir(record.run_id)
-    assert json.loads((run_dir / "config.json").read_text())["budget"]["episodes"] == 200
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["command"][-1] == "gym_gui_random_worker"
-    assert any(p.startswith("gymnasium==") for p in manifest["environment"]["packages"])
-    assert (run_dir / "logs" / "worker.stderr.log").exists()
+    files = RunDir(home.run_dir(record.run_id))
+    assert files.read_config().budget.episodes == 200
+    manifest = files.read_manifest()
+    assert manifest.command[-1] == "gym_gui_random_worker"
+    assert any(p.startswith("gymnasium==") for p in manifest.environment.packages)
+    assert manifest.final_state is RunState.COMPLETED and manifest.ended_at is not None
+    assert files.worker_stderr_log.exists()
 
 
 def test_same_seed_gives_the_same_episodes(client: DaemonClient, home: Home) -> None:
@@ -63,7 +65,7 @@ def test_same_seed_gives_the_same_episodes(client: DaemonClient, home: Home) -> 
     returns = []
     for run in runs:
         assert client.wait_for_end(run.run_id, timeout=60).state is RunState.COMPLETED
-        reader = TelemetryReader(home.telemetry_path(run.run_id))
+        reader = TelemetryReader(RunDir(home.run_dir(run.run_id)).telemetry_path)
         returns.append([(e.steps, e.total_reward) for e in reader.episodes()])
         reader.close()
     assert returns[0] == returns[1]
@@ -122,7 +124,7 @@ def test_dry_run_launches_nothing(client: DaemonClient, home: Home, registry: Ru
     final = client.wait_for_end(record.run_id, timeout=30)
     assert (final.state, final.reason) == (RunState.COMPLETED, "dry-run")
     assert registry.get(record.run_id).pid is None
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     event = next(e for e in reader.events() if e.kind == "dry-run")
     assert json.loads(event.data)["argv"][-1] == "gym_gui_random_worker"
     assert reader.step_count() == 0
@@ -138,7 +140,7 @@ def test_delete_is_refused_while_running_then_allowed(client: DaemonClient, home
     client.cancel(record.run_id)
     final = client.wait_for_end(record.run_id, timeout=60)
     assert final.state is RunState.CANCELLED
-    reader = TelemetryReader(home.telemetry_path(record.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     assert reader.step_count() > 0  # what the run produced before the cancel is kept
     reader.close()
     client.delete(record.run_id)

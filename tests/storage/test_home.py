@@ -40,7 +40,6 @@ def test_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert home.daemon_lock == root / "daemon.lock"
     assert home.bundles_dir == root / "bundles"
     assert home.run_dir("CartPole-v1__random__1__17") == root / "runs" / "CartPole-v1__random__1__17"
-    assert home.telemetry_path("r1") == root / "runs" / "r1" / "telemetry.sqlite"
 
 
 def test_construction_creates_nothing(tmp_path: Path) -> None:
@@ -62,8 +61,6 @@ def test_ensure_creates_private_root_and_subdirectories(tmp_path: Path) -> None:
 def test_run_dir_rejects_unsafe_ids(home: Home, bad: str) -> None:
     with pytest.raises(InvalidRunId):
         home.run_dir(bad)
-    with pytest.raises(InvalidRunId):
-        home.telemetry_path(bad)
 
 
 def test_run_dir_rejects_a_link_out_of_runs(home: Home, tmp_path: Path) -> None:

@@ -257,6 +257,36 @@ def test_reader_seeks_the_middle_of_a_million_step_episode(tmp_path: Path) -> No
     reader.close()
 
 
+def test_last_step_of_an_episode_and_the_latest_render_before_a_step(
+    writer: TelemetryWriter, db_path: Path
+) -> None:
+    writer.start()
+    # step_rows stores a render payload on every third step only (like a pixel run's render rate).
+    writer.put_steps(step_rows(0, 0, 10))
+    writer.put_steps(step_rows(1, 0, 4))
+    assert writer.flush(timeout=WAIT)
+    reader = TelemetryReader(db_path)
+    assert reader.last_step_of(0) == 9
+    assert reader.last_step_of(1) == 3
+    assert reader.last_step_of(7) is None
+    assert reader.last_step_key() == (1, 3)
+    assert reader.latest_render(0, 8) == (6, bytes([6]))
+    assert reader.latest_render(0, 9) == (9, bytes([9]))
+    assert reader.latest_render(0, 0) == (0, bytes([0]))
+    assert reader.latest_render(7, 5) is None
+    # The lookup walks the primary key backwards from the step; it never scans the episode.
+    plan = " ".join(
+        str(row[-1])
+        for row in reader._conn().execute(
+            "EXPLAIN QUERY PLAN SELECT step, render FROM steps WHERE episode = ? AND step <= ? "
+            "AND render IS NOT NULL ORDER BY step DESC LIMIT 1",
+            (0, 8),
+        )
+    )
+    assert "SEARCH steps USING PRIMARY KEY" in plan and "TEMP B-TREE" not in plan
+    reader.close()
+
+
 def test_metrics_by_tag_and_since_step(writer: TelemetryWriter, db_path: Path) -> None:
     writer.start()
     writer.put_metrics(

@@ -23,6 +23,7 @@ from gym_gui.core.records import ArtifactRecord, MetricPoint
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
 from gym_gui.ui import compare as compare_module
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
@@ -135,7 +136,7 @@ def test_charts_tab_backfills_a_finished_run_from_storage(
     show(qtbot, tab)
     tab.attach(run)
     qtbot.waitUntil(lambda: tab.points_drawn(RETURN) > 0, timeout=10_000)
-    reader = TelemetryReader(home.telemetry_path(run.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run.run_id)).telemetry_path)
     stored = reader.metrics(RETURN)
     tags = reader.metric_tags()
     reader.close()

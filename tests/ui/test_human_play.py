@@ -15,6 +15,7 @@ from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.records import StepRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_view import EnvView
@@ -78,7 +79,7 @@ def test_frozenlake_episode_played_by_keys_is_stored(
     assert client.get_run(run_id).info.worker == "human"
 
     keymap = {binding.key: binding.action for binding in ENV_CATALOG["FrozenLake-v1"].keys}
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         steps = reader.steps(0)
         assert [json.loads(step.action) for step in steps] == [keymap[name] for name in pressed]
@@ -111,7 +112,7 @@ def test_frozenlake_episode_played_by_keys_is_stored(
 
 
 def _stored_steps(home: Home, run_id: str) -> list[StepRecord]:
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         return reader.steps(0)
     finally:
@@ -189,7 +190,7 @@ def test_cartpole_realtime_episode_with_held_keys(
     run_id = widget.run_id
     wait_for_state(qtbot, client, run_id, "COMPLETED")
 
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         steps = reader.steps(0)
         actions = {json.loads(step.action) for step in steps}

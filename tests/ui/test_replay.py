@@ -15,6 +15,7 @@ from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.replay import WINDOW, ReplayTab
@@ -44,7 +45,7 @@ def test_human_episode_replays_step_by_step(
     tab = make_tab(qtbot, link, client.get_run(run_id).info)
     assert tab.title == "Replay"
 
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         stored = reader.steps(0)
         episode = reader.episode(0)
@@ -115,7 +116,7 @@ def test_seeking_a_200k_step_episode_is_immediate(
     )
     final = client.wait_for_end(record.run_id, timeout=120)
     assert final.state is RunState.COMPLETED, final.reason
-    path = home.telemetry_path(record.run_id)
+    path = RunDir(home.run_dir(record.run_id)).telemetry_path
 
     tab = make_tab(qtbot, link, client.get_run(record.run_id).info)
     assert tab.episode == 0

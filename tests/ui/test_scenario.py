@@ -33,6 +33,7 @@ from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
 from gym_gui.ui.forms import CleanRLForm
@@ -175,7 +176,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     click_run(qtbot, window, human_run)
     assert control.mode == AGENT and window.centre.currentWidget() is window.run_view
     replay = open_tab(window, ReplayTab)
-    reader = TelemetryReader(home.telemetry_path(human_run))
+    reader = TelemetryReader(RunDir(home.run_dir(human_run)).telemetry_path)
     try:
         stored = reader.steps(0)
     finally:
@@ -256,7 +257,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot.waitUntil(lambda: window.runs.state_of(train_run) == RunState.COMPLETED.value, timeout=240_000)
     # Back on the chart: every return the run stored reached it, and training made them rise.
     charts = open_tab(window, ChartsTab)
-    reader = TelemetryReader(home.telemetry_path(train_run))
+    reader = TelemetryReader(RunDir(home.run_dir(train_run)).telemetry_path)
     try:
         stored_returns = [point.value for point in reader.metrics(DEFAULT_TAG)]
     finally:

@@ -134,7 +134,7 @@ class EvaluationOptions(_Strict):
 
 
 class RunConfig(_Strict):
-    """Everything that defines a run. Stored as ``config.json`` in the run directory, exactly as run.
+    """Everything that defines a run. Stored in the run directory exactly as run (see ``storage.run_dir``).
 
     Secrets (W&B API keys and the like) are never part of it: they travel only in the worker's
     environment.

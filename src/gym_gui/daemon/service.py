@@ -20,8 +20,8 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RESUMED, RUNS_TOPIC, STARVED, STEPS, BusEvent, RunBus
-from gym_gui.core.config import parse_run_config, redact
-from gym_gui.core.errors import GymGuiError
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import ArtifactRecord, EventRecord, RunRecord
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
@@ -30,6 +30,7 @@ from gym_gui.protocol.convert import ProtocolViolation
 from gym_gui.protocol.errors import status_code_for
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 
 log = logging.getLogger(__name__)
@@ -101,13 +102,13 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     @_user_errors
     def GetRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunDetail:
         record = self._record(request.run_id)
-        run_dir = self.home.run_dir(record.run_id)
+        files = RunDir(self.home.run_dir(record.run_id))
         try:
-            config_json = json.dumps(redact(json.loads((run_dir / "config.json").read_text())))
-        except (OSError, ValueError):
+            config_json = json.dumps(files.redacted_config())
+        except StorageError:
             config_json = "{}"
         progress = pb.RunProgress()
-        telemetry = self.home.telemetry_path(record.run_id)
+        telemetry = files.telemetry_path
         if telemetry.exists():
             # A run whose writer has not initialised its database yet simply has no progress.
             with contextlib.suppress(GymGuiError):

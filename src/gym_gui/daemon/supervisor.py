@@ -27,12 +27,13 @@ from gym_gui.core.records import EventRecord, RunRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
-from gym_gui.daemon.manifest import Manifest
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.storage.telemetry import TelemetryWriter
 from gym_gui.workers import BundleDirectory, LaunchContext, WorkerCatalog, WorkerLauncher, worker_catalog
+from gym_gui.workers.bundles import app_environment
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class LiveRun:
     launching: bool = False  # resolving its command; no process yet
     secret_env: dict[str, str] = field(default_factory=dict)
     controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
-    manifest: Manifest | None = None
+    manifest: ManifestWriter | None = None
     finalized: bool = False
 
     def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
@@ -199,8 +200,9 @@ class Supervisor:
         with self._lock:
             run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
             run_dir = self.home.run_dir(run_id)
-            (run_dir / "logs").mkdir(parents=True)
-            _write_json(run_dir / "config.json", json.loads(config.model_dump_json()))
+            files = RunDir(run_dir)
+            files.create()
+            files.write_config(config)
             record = RunRecord(
                 run_id=run_id,
                 worker=config.worker,
@@ -220,7 +222,7 @@ class Supervisor:
                 render_fps=config.telemetry.render_fps,
                 secret_env=dict(secret_env or {}),
             )
-            run.manifest = Manifest.create(run_dir, spec.bundle)
+            run.manifest = files.create_manifest(app_environment(spec.bundle))
             self.registry.create(record)
             self.registry.set_token_hash(run_id, run.token_hash)
             self._live[run_id] = run
@@ -268,8 +270,12 @@ class Supervisor:
                 return
             worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
             env = {**self._worker_env(run), **plan.env, **worker_secrets}
-            assert run.manifest is not None
-            run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
+            if run.manifest is not None:
+                try:
+                    run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
+                except StorageError as exc:
+                    self._finish(run, RunState.FAILED, f"not launched: {exc}")
+                    return
             for warning in plan.warnings:
                 self._event(run, "WARNING", warning)
             if run.config.dry_run:
@@ -524,7 +530,7 @@ class Supervisor:
             if run.reported == Phase.FAILED and run.reported_message:
                 # The worker named the cause (e.g. the script's own error line): say that.
                 return RunState.FAILED, f"{how}: {run.reported_message}"
-            stderr = tail(run.run_dir / "logs" / "worker.stderr.log", 1500)
+            stderr = tail(RunDir(run.run_dir).worker_stderr_log, 1500)
             return RunState.FAILED, f"{how}: {stderr}" if stderr else how
         if run.reported == Phase.COMPLETED:
             return RunState.COMPLETED, run.reported_message or "completed"
@@ -549,7 +555,10 @@ class Supervisor:
                 state, reason = RunState.FAILED, f"storage failed: {writer.error}"
         # Everything on disk is final before anyone hears the run ended.
         if run.manifest is not None:
-            run.manifest.update(ended_at=time.time(), final_state=state.value)
+            try:
+                run.manifest.update(ended_at=time.time(), final_state=state.value)
+            except StorageError as exc:
+                log.error("run %s: its end is not in its manifest: %s", run.run_id, exc)
         self._transition(run, state, reason, exit_code=run.exit_code)
         if writer is not None:
             writer.close()
@@ -652,13 +661,14 @@ class Supervisor:
         return env
 
     def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:
+        files = RunDir(run.run_dir)
         spec = LaunchSpec(
             run_id=run.run_id,
             argv=argv,
             cwd=run.run_dir,
             env=env,
-            stdout_path=run.run_dir / "logs" / "worker.stdout.log",
-            stderr_path=run.run_dir / "logs" / "worker.stderr.log",
+            stdout_path=files.worker_stdout_log,
+            stderr_path=files.worker_stderr_log,
             secret_keys=frozenset(run.secret_env),
         )
         run.secret_env = {}
@@ -674,7 +684,7 @@ class Supervisor:
 
     def _open_writer(self, run: LiveRun) -> None:
         if run.writer is None:
-            run.writer = TelemetryWriter(self.home.telemetry_path(run.run_id))
+            run.writer = TelemetryWriter(RunDir(run.run_dir).telemetry_path)
             run.writer.start()
 
     # ------------------------------------------------------------ state changes
@@ -720,10 +730,8 @@ class Supervisor:
                 continue
             if record.pid is not None and process_alive(record.pid):
                 try:
-                    config = RunConfig.model_validate_json(
-                        (self.home.run_dir(record.run_id) / "config.json").read_text()
-                    )
-                except (OSError, ValueError) as exc:
+                    config = RunDir(self.home.run_dir(record.run_id)).read_config()
+                except StorageError as exc:
                     self._transition_id(
                         record.run_id,
                         RunState.LOST,
@@ -740,7 +748,7 @@ class Supervisor:
                     orphan_pid=record.pid,
                     started=record.state is not RunState.STARTING,
                 )
-                run.manifest = Manifest.load(run.run_dir)
+                run.manifest = self._open_manifest(run)
                 self._open_writer(run)
                 self._live[record.run_id] = run
                 log.info(
@@ -755,10 +763,8 @@ class Supervisor:
         for record in self.registry.in_states(RunState.QUEUED):
             try:
                 spec = self.catalog.spec(record.worker)
-                config = RunConfig.model_validate_json(
-                    (self.home.run_dir(record.run_id) / "config.json").read_text()
-                )
-            except (OSError, ValueError, GymGuiError) as exc:
+                config = RunDir(self.home.run_dir(record.run_id)).read_config()
+            except GymGuiError as exc:
                 self._transition_id(
                     record.run_id,
                     RunState.FAILED,
@@ -774,8 +780,17 @@ class Supervisor:
             run.token = secrets.token_urlsafe(32)
             run.token_hash = token_digest(run.token)
             self.registry.set_token_hash(run.run_id, run.token_hash)
-            run.manifest = Manifest.load(run.run_dir)
+            run.manifest = self._open_manifest(run)
             self._live[record.run_id] = run
+
+    @staticmethod
+    def _open_manifest(run: LiveRun) -> ManifestWriter | None:
+        # A manifest that cannot be opened costs the run its record of artifacts, not its supervision.
+        try:
+            return RunDir(run.run_dir).open_manifest()
+        except StorageError as exc:
+            log.error("run %s: its manifest is not kept up to date: %s", run.run_id, exc)
+            return None
 
 
 def _signal_pid(pid: int, sig: int) -> None:
@@ -784,9 +799,3 @@ def _signal_pid(pid: int, sig: int) -> None:
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-
-
-def _write_json(path: Path, data: object) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, path)

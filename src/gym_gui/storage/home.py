@@ -23,7 +23,7 @@ class Home:
     Nothing is created on construction; call :meth:`ensure` before writing. The
     layout is the one of DESIGN.md §3::
 
-        <root>/runs/<run_id>/telemetry.sqlite
+        <root>/runs/<run_id>/       one run directory each (its files: storage.run_dir.RunDir)
         <root>/registry.sqlite
         <root>/daemon.json  daemon.log  daemon.lock
         <root>/bundles/<name>/
@@ -103,7 +103,7 @@ class Home:
         return self
 
     def run_dir(self, run_id: str) -> Path:
-        """The directory of run ``run_id`` (not created).
+        """The directory of run ``run_id`` (not created); ``RunDir(home.run_dir(run_id))`` names its files.
 
         Raises:
             InvalidRunId: when ``run_id`` is not a safe directory name, or when the
@@ -119,7 +119,3 @@ class Home:
                 "remove the stray link or pick another id"
             )
         return path
-
-    def telemetry_path(self, run_id: str) -> Path:
-        """The telemetry database of run ``run_id`` (``runs/<run_id>/telemetry.sqlite``)."""
-        return self.run_dir(run_id) / "telemetry.sqlite"

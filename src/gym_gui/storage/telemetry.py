@@ -1,4 +1,4 @@
-"""Per-run telemetry (runs/<run_id>/telemetry.sqlite): its schema, the one batching writer thread, and readers."""
+"""Per-run telemetry (the database of a run directory): its schema, the one batching writer thread, and readers."""
 
 from __future__ import annotations
 
@@ -683,6 +683,29 @@ class TelemetryReader:
         """The largest stored ``(episode, step)``, or None when no step is stored."""
         rows = self._rows("SELECT episode, step FROM steps ORDER BY episode DESC, step DESC LIMIT 1")
         return (rows[0][0], rows[0][1]) if rows else None
+
+    def last_step_of(self, episode: int) -> int | None:
+        """The largest stored step of ``episode``, or None when it has none.
+
+        MAX over the ``(episode, step)`` primary key: one index descent, whatever the episode's length.
+        """
+        value = self._scalar("SELECT MAX(step) FROM steps WHERE episode = ?", (episode,))
+        return None if value is None else int(value)
+
+    def latest_render(self, episode: int, step: int) -> tuple[int, bytes] | None:
+        """The newest render payload stored at or before ``step`` of ``episode``, with its step; None when none is.
+
+        Pixel runs store frames only at their render rate: this is the frame to show for a step
+        without one. One backwards walk of the primary key from ``step``.
+        """
+        rows = self._rows(
+            "SELECT step, render FROM steps WHERE episode = ? AND step <= ? AND render IS NOT NULL "
+            "ORDER BY step DESC LIMIT 1",
+            (episode, step),
+        )
+        if not rows or not isinstance(rows[0][1], bytes):
+            return None
+        return int(rows[0][0]), rows[0][1]
 
     def last_episode(self) -> int | None:
         """The largest stored episode number, or None when no episode is stored."""

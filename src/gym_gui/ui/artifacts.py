@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeGuard
 
+from gym_gui.core.errors import StorageError
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.presenters import capabilities_of
 
 
@@ -51,7 +53,7 @@ class Video:
 
 @dataclass(frozen=True)
 class RunArtifacts:
-    """What the tab lists for a run, read from its manifest.json and config.json."""
+    """What the tab lists for a run, read from its manifest and config."""
 
     models: list[SavedModel]
     videos: list[Video]
@@ -59,46 +61,51 @@ class RunArtifacts:
 
 
 def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
-    """The run's saved models (by step) and videos, from its manifest (blocking: call it off the GUI thread)."""
-    manifest = json_file(run_dir / "manifest.json")
-    config = json_file(run_dir / "config.json")
+    """The run's saved models (by step) and videos, from its manifest (blocking: call it off the GUI thread).
+
+    Entries whose path leaves the run directory are skipped, never opened.
+
+    Raises:
+        StorageError: the manifest is damaged (the message names the file and what is wrong).
+    """
+    files = RunDir(run_dir)
+    manifest = files.read_manifest()
     models: dict[str, SavedModel] = {}
-    for entry in manifest.get("checkpoints") or []:
-        if not _inside(entry):
+    for entry in manifest.checkpoints:
+        file = files.artifact_path(entry.path)
+        if file is None:
             continue
-        file = run_dir / entry["path"]
         size = file.stat().st_size if file.is_file() else 0
         # A path registered twice (re-registered after a reconnect) is one model.
-        models[entry["path"]] = SavedModel(
-            str(entry.get("kind") or "checkpoint"),
-            entry["path"],
-            int(entry.get("step") or 0),
-            file.is_file(),
-            size,
+        models[entry.path] = SavedModel(
+            entry.kind or "checkpoint", entry.path, entry.step, file.is_file(), size
         )
     videos: dict[str, Video] = {}
-    for entry in manifest.get("videos") or []:
-        if not _inside(entry):
+    for entry in manifest.videos:
+        file = files.artifact_path(entry.path)
+        if file is None:
             continue
-        meta = entry.get("meta")
-        meta = meta if isinstance(meta, dict) else {}
+        meta = entry.meta
         episode, ret, length = meta.get("episode"), meta.get("return"), meta.get("length")
         # A path registered twice (after a reconnect) is one video; the later entry knows as much or more.
-        videos[entry["path"]] = Video(
-            entry["path"],
+        videos[entry.path] = Video(
+            entry.path,
             int(episode) if _number(episode) else None,
-            int(entry.get("step") or 0),
-            (run_dir / entry["path"]).is_file(),
+            entry.step,
+            file.is_file(),
             float(ret) if _number(ret) else None,
             int(length) if _number(length) else None,
             meta.get("complete") is not False,
         )
+    evaluable: str | None = None
     if not capabilities_of(worker).evaluation:
-        evaluable: str | None = f"{worker} runs have no models to evaluate"
-    elif config.get("mode", "train") != "train":
-        evaluable = "this run is itself an evaluation; evaluate the training run it played"
+        evaluable = f"{worker} runs have no models to evaluate"
     else:
-        evaluable = None
+        try:
+            if files.read_config().mode != "train":
+                evaluable = "this run is itself an evaluation; evaluate the training run it played"
+        except StorageError as exc:
+            evaluable = f"the run's config cannot be read: {exc}"
     return RunArtifacts(
         sorted(models.values(), key=lambda m: (m.step, m.kind == "model")),
         sorted(videos.values(), key=lambda v: (v.episode if v.episode is not None else -1, v.path)),
@@ -113,15 +120,6 @@ def json_file(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _inside(entry: Any) -> bool:
-    """An entry whose ``path`` stays inside the run directory (the daemon refuses others; a hand-edited
-    manifest may still hold one, and it is skipped rather than opened)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not entry["path"]:
-        return False
-    path = PurePosixPath(entry["path"])
-    return not path.is_absolute() and ".." not in path.parts
 
 
 def _number(value: Any) -> TypeGuard[int | float]:

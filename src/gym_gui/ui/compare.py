@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,13 +13,15 @@ from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from gym_gui.core.errors import StorageError
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.tabs.charts import DEFAULT_TAG, ema, faint, new_curve, smoothing_slider
 
 log = logging.getLogger(__name__)
 
-# Fields of config.json that do not change what is learned: runs differing only in these are
+# Fields of a run's config that do not change what is learned: runs differing only in these are
 # repetitions of one experiment. Tracking (TensorBoard, W&B, video capture) only changes where the
 # same numbers are also sent.
 IGNORED_FOR_GROUPING = ("seed", "notes", "tracking", "dry_run")
@@ -79,21 +80,20 @@ def _load_runs(runs: list[pb.RunInfo]) -> list[_RunData]:
     """Each run's metric tags and experiment key (blocking: call it off the GUI thread)."""
     loaded = []
     for info in runs:
-        run_dir = Path(info.run_dir)
+        files = RunDir(info.run_dir)
         tags: list[str] = []
-        path = run_dir / "telemetry.sqlite"
-        if path.is_file():
-            reader = TelemetryReader(path)
+        if files.has_telemetry():
+            reader = TelemetryReader(files.telemetry_path)
             try:
                 tags = reader.metric_tags()
             finally:
                 reader.close()
         try:
-            config = json.loads((run_dir / "config.json").read_text())
-        except (OSError, ValueError):
-            config = {}
-        # A run without a readable config forms a group of its own.
-        key = experiment_key(config) if isinstance(config, dict) and config else f"run:{info.run_id}"
+            key = experiment_key(files.read_config().model_dump(mode="json"))
+        except StorageError as exc:
+            # A run without a readable config forms a group of its own.
+            log.info("compare: run %s stands alone: %s", info.run_id, exc)
+            key = f"run:{info.run_id}"
         loaded.append(_RunData(info, tags, key))
     return loaded
 
@@ -101,10 +101,10 @@ def _load_runs(runs: list[pb.RunInfo]) -> list[_RunData]:
 def _load_series(runs: list[_RunData], tag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     series = {}
     for run in runs:
-        path = Path(run.info.run_dir) / "telemetry.sqlite"
-        if not path.is_file():
+        files = RunDir(run.info.run_dir)
+        if not files.has_telemetry():
             continue
-        reader = TelemetryReader(path)
+        reader = TelemetryReader(files.telemetry_path)
         try:
             points = reader.metrics(tag)
         finally:
@@ -120,7 +120,7 @@ class CompareView(QWidget):
     """Several runs' curves of one metric on one chart.
 
     ``set_runs`` reads the runs' tags from storage (off the GUI thread) and offers the tags they
-    all have. Each run is one curve (smoothed like the Charts tab). Runs whose config.json is the
+    all have. Each run is one curve (smoothed like the Charts tab). Runs whose stored config is the
     same apart from seed, notes and tracking are grouped: each group of two or more gets a mean
     ± std band, computed on a common step grid where all its runs have data.
     """

@@ -9,7 +9,6 @@ import math
 import re
 import shlex
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from gym_gui_sdk import trainer_pb2 as pb
@@ -40,6 +39,7 @@ from gym_gui.core.records import WorkerDescription
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.settings import SecretNotStored, Settings
@@ -472,7 +472,7 @@ def _script_python(script: str) -> str:
 
 
 def _read_dry_run(run_dir: str) -> dict[str, Any]:
-    reader = TelemetryReader(Path(run_dir) / "telemetry.sqlite")
+    reader = TelemetryReader(RunDir(run_dir).telemetry_path)
     try:
         events = [event for event in reader.events() if event.kind == "dry-run"]
     finally:

@@ -49,11 +49,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.cli import export_run
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
@@ -578,7 +578,7 @@ class RunsTable(QWidget):
 
     def _fetch(self, row: RunRow) -> None:
         run_id, lane, cursor = row.info.run_id, row.info.lane, row.sps_cursor
-        telemetry = Path(row.info.run_dir) / "telemetry.sqlite" if row.info.run_dir else None
+        telemetry = RunDir(row.info.run_dir).telemetry_path if row.info.run_dir else None
         self._in_flight.add(run_id)
 
         def fetch(client: DaemonClient) -> tuple[pb.RunDetail, tuple[int, float] | None]:
@@ -801,15 +801,13 @@ class RunsTable(QWidget):
         if info is None or not info.run_dir:
             self._error(f"no run {run_id} in the table")
             return
-        run_dir, target = Path(info.run_dir), Path(path)
+        files, target = RunDir(info.run_dir), Path(path)
 
         def done(_none: None) -> None:
             self._note(f"exported {run_id} to {target}")
             self.exported.emit(run_id, str(target))
 
-        self._files.run(
-            lambda: export_run(run_dir, target), done, lambda m: self._error(f"export failed: {m}")
-        )
+        self._files.run(lambda: files.export(target), done, lambda m: self._error(f"export failed: {m}"))
 
     def closeEvent(self, event: Any) -> None:
         self._timer.stop()
@@ -841,7 +839,7 @@ def tail_lines(path: Path, lines: int = LOG_LINES, max_bytes: int = 512 * 1024) 
 
 
 class LogDrawer(QWidget):
-    """The selected run's ``logs/worker.stdout.log`` and ``worker.stderr.log`` tails (last ~200 lines).
+    """The tails of the selected run's worker output, stdout and stderr (last ~200 lines each).
 
     Refreshed once a second while the run may still write (a file is re-read only when its size or
     time changed); reads happen on a worker thread.
@@ -910,8 +908,8 @@ class LogDrawer(QWidget):
     def _paths(self) -> tuple[Path, Path] | None:
         if self.run is None or not self.run.run_dir:
             return None
-        logs = Path(self.run.run_dir) / "logs"
-        return logs / "worker.stdout.log", logs / "worker.stderr.log"
+        files = RunDir(self.run.run_dir)
+        return files.worker_stdout_log, files.worker_stderr_log
 
     def refresh(self) -> None:
         """Read the tails again if the files changed (off the GUI thread)."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 import builtins
 import contextlib
 import fcntl
+import functools
 import hashlib
+import importlib.metadata
 import json
 import logging
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.storage.run_dir import RunEnvironment
 
 logger = logging.getLogger(__name__)
 
@@ -522,6 +526,31 @@ class BundleDirectory:
         with self._cache_lock:
             self._freeze_cache[key] = lines
         return list(lines)
+
+
+@functools.lru_cache(maxsize=1)
+def app_packages() -> tuple[str, ...]:
+    """The exact package set of gym_gui's own environment (``pip freeze`` form)."""
+    names = {
+        f"{dist.metadata['Name']}=={dist.version}"
+        for dist in importlib.metadata.distributions()
+        if dist.metadata["Name"]
+    }
+    return tuple(sorted(names, key=str.lower))
+
+
+def app_environment(bundle: str) -> RunEnvironment:
+    """gym_gui's own interpreter and package set, as a new run's manifest first records it.
+
+    A worker that runs in a bundle of its own replaces it with that bundle's when it launches.
+    """
+    return RunEnvironment(
+        bundle=bundle,
+        python=sys.version.split()[0],
+        executable=sys.executable,
+        platform=platform.platform(),
+        packages=list(app_packages()),
+    )
 
 
 def _call(progress: Progress | None, step: int, total: int, message: str) -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.records import MetricPoint
 from gym_gui.core.states import TERMINAL_STATES
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
@@ -282,7 +283,7 @@ class _TagPlot:
 class ChartsTab(RunTab):
     """Live plots of a run's metrics, one per chosen tag, stacked.
 
-    On attach the tab subscribes first, then back-fills from the run's telemetry.sqlite off the
+    On attach the tab subscribes first, then back-fills from the run's telemetry database off the
     GUI thread; live points that arrive meanwhile are held and merged after the stored ones, so
     nothing is shown twice or missed. Points only mark the tab dirty; a 10 Hz timer redraws the
     visible plots (a hidden tab draws nothing).
@@ -385,7 +386,7 @@ class ChartsTab(RunTab):
         if run is None:
             return
         generation = self._generation
-        path = Path(run.run_dir) / "telemetry.sqlite"
+        path = RunDir(run.run_dir).telemetry_path
         self._background.run(
             lambda: _read_metrics(path, since),
             lambda stored: self._stored(generation, stored),

@@ -6,7 +6,6 @@ import logging
 import math
 import time
 from collections import deque
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.records import EpisodeRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.env_view import EnvView
@@ -590,7 +590,7 @@ class LiveTab(RunTab):
         run = self.run
         if run is None or not run.run_dir:
             return
-        path = Path(run.run_dir) / "telemetry.sqlite"
+        path = RunDir(run.run_dir).telemetry_path
         subscription = self.subscription
 
         def read(_client: DaemonClient) -> list[EpisodeRecord]:

@@ -1,14 +1,12 @@
-"""ReplayTab: step through any stored episode of the selected run, read straight from its telemetry.sqlite."""
+"""ReplayTab: step through any stored episode of the selected run, read straight from its telemetry database."""
 
 from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QTimer
@@ -29,7 +27,8 @@ from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EpisodeRecord, StepRecord
 from gym_gui.core.states import RunState
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
-from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
+from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
@@ -84,7 +83,6 @@ class ReplayTab(RunTab):
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(link, parent)
         self.reader: TelemetryReader | None = None
-        self._db: sqlite3.Connection | None = None
         self.render_kind = ""
         self.rows_loaded = 0
         self.render_queries = 0
@@ -288,9 +286,7 @@ class ReplayTab(RunTab):
 
     @property
     def telemetry_path(self) -> Path | None:
-        return (
-            Path(self.run.run_dir) / "telemetry.sqlite" if self.run is not None and self.run.run_dir else None
-        )
+        return RunDir(self.run.run_dir).telemetry_path if self.run is not None and self.run.run_dir else None
 
     def _open_storage(self) -> bool:
         if self.reader is not None:
@@ -300,8 +296,6 @@ class ReplayTab(RunTab):
             return False
         try:
             self.reader = TelemetryReader(path)
-            # Our own connection for the two indexed lookups the reader does not offer.
-            self._db = open_telemetry_db(path, readonly=True)
             self.render_kind = self.reader.meta("render_kind") or ""
         except StorageError as exc:
             self._close_storage()
@@ -314,41 +308,33 @@ class ReplayTab(RunTab):
         if self.reader is not None:
             self.reader.close()
             self.reader = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
         self._window = {}
         self._lo = self._hi = 0
         self._render_hit = None
         self._shown_render = None
 
-    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
-        if self._db is None:
-            return []
-        try:
-            return self._db.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            self.notice.setText(f"reading the run's telemetry failed: {exc}")
-            return []
-
     def _max_step(self, episode: int) -> int:
-        # MAX over the (episode, step) primary key: one index descent, whatever the episode's length.
-        rows = self._query("SELECT MAX(step) FROM steps WHERE episode = ?", (episode,))
-        value = rows[0][0] if rows else None
-        return int(value) if isinstance(value, int) else -1
+        """The last stored step of ``episode``; -1 when it has none (or storage cannot say)."""
+        if self.reader is None:
+            return -1
+        try:
+            last = self.reader.last_step_of(episode)
+        except StorageError as exc:
+            self.notice.setText(str(exc))
+            return -1
+        return -1 if last is None else last
 
     def _latest_render(self, episode: int, step: int) -> tuple[int, bytes | None]:
-        """The latest payload at or before ``step``: one backwards walk of the primary key."""
-        self.render_queries += 1
-        rows = self._query(
-            "SELECT step, render FROM steps WHERE episode = ? AND step <= ? AND render IS NOT NULL "
-            "ORDER BY step DESC LIMIT 1",
-            (episode, step),
-        )
-        if not rows:
+        """The latest payload at or before ``step`` and its step (-1: none)."""
+        if self.reader is None:
             return -1, None
-        found, payload = rows[0]
-        return int(found), payload if isinstance(payload, bytes) else None
+        self.render_queries += 1
+        try:
+            found = self.reader.latest_render(episode, step)
+        except StorageError as exc:
+            self.notice.setText(str(exc))
+            return -1, None
+        return (-1, None) if found is None else found
 
     # ------------------------------------------------------------ episodes
 
@@ -371,8 +357,12 @@ class ReplayTab(RunTab):
             self.notice.setText(str(exc))
             return
         self.notice.setText("")
-        rows = self._query("SELECT MAX(episode) FROM steps", ())
-        newest = rows[0][0] if rows else None
+        try:
+            last_key = reader.last_step_key()
+        except StorageError as exc:
+            self.notice.setText(str(exc))
+            return
+        newest = last_key[0] if last_key is not None else None
         finished = new or self._episodes
         last_finished = finished[-1] if finished else None
         live: tuple[int, int] | None = None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, 
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
@@ -66,25 +66,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def tensorboard_logdir(run_dir: Path) -> Path:
-    """The directory TensorBoard should read for a run.
-
-    CleanRL writes its event files into ``runs/<its run name>/`` and the manifest records that
-    directory. TensorBoard is pointed at its parent, so the run is listed under its CleanRL name
-    rather than ".", and a worker that writes several event directories shows all of them.
-    Before the manifest names one, ``runs/`` is where it will appear (TensorBoard reloads).
-    """
-    try:
-        manifest = json.loads((run_dir / "manifest.json").read_text())
-    except (OSError, ValueError):
-        manifest = {}
-    recorded = manifest.get("tensorboard_dir") if isinstance(manifest, dict) else None
-    if not isinstance(recorded, str) or not recorded:
-        return run_dir / "runs"
-    relative = Path(recorded)
-    return run_dir / (relative.parent if relative.parent != Path(".") else relative)
 
 
 class TensorBoardServer:
@@ -313,7 +294,7 @@ class TensorBoardTab(RunTab):
         self._started = True
         self.restart_button.setVisible(False)
         self.message.setText("Starting TensorBoard…")
-        run_dir = Path(run.run_dir)
+        files = RunDir(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
         worker = run.worker
         cancelled = self._cancel
@@ -330,9 +311,7 @@ class TensorBoardTab(RunTab):
                     f"TensorBoard runs from the {status.name} bundle, which is not ready: {status.reason}.\n"
                     f"Install it with `gym-gui bundles install {status.name}`."
                 )
-            server = TensorBoardServer(
-                status.python, tensorboard_logdir(run_dir), run_dir / "logs" / "tensorboard.log"
-            )
+            server = TensorBoardServer(status.python, files.tensorboard_logdir(), files.tensorboard_log)
             server.start()
             if cancelled.is_set():  # the tab let go of the run while we launched
                 server.stop()

@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.errors import GymGuiError
+from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.artifacts import json_file
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
@@ -155,11 +156,11 @@ class WandbRunInfo:
     bundle_reason: str = ""
 
 
-def _url_from_logs(run_dir: Path) -> str | None:
+def _url_from_logs(files: RunDir) -> str | None:
     # wandb prints "View run at <url>" when an online run starts; the worker keeps the script's output.
-    for name in ("worker.stderr.log", "worker.stdout.log"):
+    for log_file in (files.worker_stderr_log, files.worker_stdout_log):
         try:
-            text = _ANSI.sub("", (run_dir / "logs" / name).read_text(errors="replace"))
+            text = _ANSI.sub("", log_file.read_text(errors="replace"))
         except OSError:
             continue
         found = _VIEW_RUN.findall(text)
@@ -172,17 +173,22 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
     """Everything the tab shows about ``run_dir``'s W&B run (blocking: call it off the GUI thread).
 
     wandb is read with the interpreter of the bundle the run's ``worker`` runs in (gym_gui's own
-    environment has no wandb)."""
-    config = json_file(run_dir / "config.json")
-    manifest = json_file(run_dir / "manifest.json")
-    tracking = config.get("tracking")
-    wanted = str(
-        (tracking.get("wandb_mode") if isinstance(tracking, dict) else None) or ("disabled" if config else "")
-    )
-    entry = manifest.get("wandb") if isinstance(manifest.get("wandb"), dict) else None
-    local = sorted(p for p in (run_dir / "wandb").glob("*run-*") if p.is_dir())
+    environment has no wandb).
+
+    Raises:
+        StorageError: the run's manifest is damaged (the message names the file and what is wrong).
+    """
+    files = RunDir(run_dir)
+    wanted: str
+    try:
+        wanted = files.read_config().tracking.wandb_mode
+    except StorageError:
+        wanted = ""  # no readable config: only the W&B files on disk can tell
+    entry = files.read_manifest().wandb
+    recorded = files.artifact_path(entry.path) if entry is not None else None
+    local = files.wandb_runs()
     offline_dirs = [p for p in local if p.name.startswith("offline-run-")]
-    if entry is None and not local:
+    if recorded is None and not local:
         if wanted in ("offline", "online"):
             when = "no W&B run was written" if terminal else "its W&B run has not started yet"
             return WandbRunInfo(wanted, f"This run logs to Weights & Biases ({wanted}), but {when}.")
@@ -191,8 +197,8 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
             "This run does not log to Weights & Biases (tracking.wandb_mode is disabled). "
             "Choose offline or online W&B tracking in the training form to get one.",
         )
-    path = run_dir / entry["path"] if entry and entry.get("path") else local[-1]
-    mode = str((entry or {}).get("mode") or ("offline" if path.name.startswith("offline-") else "online"))
+    path = recorded if recorded is not None else local[-1]
+    mode = (entry.mode if entry else None) or ("offline" if path.name.startswith("offline-") else "online")
     try:
         status = worker_catalog().bundle_status(worker, bundles_dir)
     except GymGuiError as exc:
@@ -209,12 +215,12 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
         bundle_reason="" if installed else (status.reason if status is not None else reason),
     )
     if mode == "online":
-        info.url = (entry or {}).get("url") or _url_from_logs(run_dir)
+        info.url = (entry.url if entry else None) or _url_from_logs(files)
         info.message = (
             f"Online W&B run: {info.url}"
             if info.url
             else f"Online W&B run {path.name}; W&B did not report its URL (find it in your project by "
-            f"the run id {(entry or {}).get('wandb_run_id') or path.name.rsplit('-', 1)[-1]})."
+            f"the run id {(entry.wandb_run_id if entry else None) or path.name.rsplit('-', 1)[-1]})."
         )
     else:
         info.message = f"Offline W&B run, kept in {path}. Sync uploads it to W&B."

@@ -1,0 +1,453 @@
+"""A run's directory (runs/<run_id>/): the one owner of its file names and formats, its manifest model and its export."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gym_gui.core.config import EvaluationOptions, RunConfig, format_validation_error, redact
+from gym_gui.core.errors import StorageError
+from gym_gui.core.states import RunState
+
+log = logging.getLogger(__name__)
+
+_CONFIG = "config.json"
+_MANIFEST = "manifest.json"
+_TELEMETRY = "telemetry.sqlite"
+_LOGS = "logs"
+_WORKER_STDOUT = "worker.stdout.log"
+_WORKER_STDERR = "worker.stderr.log"
+_TENSORBOARD_LOG = "tensorboard.log"
+# Named by the CleanRL scripts and by W&B, not by gym_gui: TensorBoard event files appear under
+# runs/ before the manifest records their directory, and W&B keeps its local runs in wandb/.
+_EVENT_FILES = "runs"
+_WANDB = "wandb"
+# Files never archived: SQLite's side files (their content is in the backup copy) and half-written temporaries.
+_NOT_EXPORTED = ("-wal", "-shm", "-journal", ".tmp")
+
+
+# ------------------------------------------------------------------ the manifest model
+
+
+class _Tolerant(BaseModel):
+    # Fields this code does not know (written by a newer gym_gui, or added by hand) are kept as
+    # they are, so reading and rewriting an older or newer manifest loses nothing.
+    model_config = ConfigDict(extra="allow")
+
+
+class ArtifactEntry(_Tolerant):
+    """One file a worker registered: ``path`` is relative to the run directory."""
+
+    kind: str = ""
+    path: str = ""
+    step: int = 0
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class WandbEntry(_Tolerant):
+    """The run's local W&B run directory (``path``, relative) and what the worker knew of it."""
+
+    path: str = ""
+    mode: str | None = None  # "offline" or "online"
+    url: str | None = None
+    wandb_run_id: str | None = None
+
+
+class RunEnvironment(_Tolerant):
+    """The interpreter a run's worker ran in and its exact package set (``pip freeze`` form)."""
+
+    bundle: str | None = None  # None: the user's own interpreter
+    python: str = ""
+    executable: str | None = None
+    platform: str | None = None
+    packages: list[str] = Field(default_factory=list)
+
+
+class Manifest(_Tolerant):
+    """What a run directory holds: the command line, the package set, and every registered artifact.
+
+    The daemon writes it; the app reads it. Every field has a default, so a manifest of an older
+    gym_gui (or a partial one) loads, and unknown fields are kept.
+    """
+
+    run_id: str = ""
+    created_at: float = 0.0
+    environment: RunEnvironment = Field(default_factory=RunEnvironment)
+    command: list[str] = Field(default_factory=list)
+    cwd: str = ""
+    script: str | None = None  # CleanRL: the script that trains
+    script_command: list[str] | None = None  # CleanRL: the script's own command line
+    evaluates: EvaluationOptions | None = None  # an evaluation run: the model it plays
+    tensorboard_dir: str | None = None
+    wandb: WandbEntry | None = None
+    checkpoints: list[ArtifactEntry] = Field(default_factory=list)
+    videos: list[ArtifactEntry] = Field(default_factory=list)
+    optuna_db: str | None = None
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
+    ended_at: float | None = None
+    final_state: RunState | None = None
+
+    def with_artifact(self, entry: ArtifactEntry) -> Manifest:
+        """A copy with ``entry`` registered: listed in ``artifacts`` and filed by its kind."""
+        fields: dict[str, Any] = {"artifacts": [*self.artifacts, entry]}
+        if entry.kind in ("checkpoint", "model"):
+            fields["checkpoints"] = [*self.checkpoints, entry]
+        elif entry.kind == "video":
+            fields["videos"] = [*self.videos, entry]
+        elif entry.kind == "tensorboard":
+            fields["tensorboard_dir"] = entry.path
+        elif entry.kind == "optuna":
+            fields["optuna_db"] = entry.path
+        elif entry.kind == "wandb":
+            fields["wandb"] = WandbEntry.model_validate({**entry.meta, "path": entry.path})
+        return self.model_copy(update=fields)
+
+
+class ManifestWriter:
+    """The daemon's handle on one run's manifest: the model in memory, rewritten atomically on every change.
+
+    Thread-safe: the supervisor and the gRPC handlers of the run's stream both update it.
+    """
+
+    def __init__(self, run_dir: RunDir, manifest: Manifest) -> None:
+        self._run_dir = run_dir
+        self._manifest = manifest
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self._run_dir.manifest_path
+
+    @property
+    def manifest(self) -> Manifest:
+        """The manifest as last written (a copy: changing it changes nothing stored)."""
+        with self._lock:
+            return self._manifest.model_copy(deep=True)
+
+    def update(self, **fields: Any) -> None:
+        """Set top-level fields and rewrite the file.
+
+        Raises:
+            StorageError: a field has the wrong type, or the file could not be written; either
+                way the manifest, in memory and on disk, is as it was.
+        """
+        with self._lock:
+            merged = {**self._manifest.model_dump(), **fields}
+            try:
+                manifest = Manifest.model_validate(merged)
+            except ValidationError as exc:
+                raise StorageError(
+                    f"{self.path}: not updated, a field is invalid: {format_validation_error(exc)}"
+                ) from None
+            self._write(manifest)
+
+    def add_artifact(self, kind: str, path: str, step: int, meta: dict[str, Any]) -> None:
+        """Register a file the worker wrote (``path`` relative to the run directory).
+
+        Raises:
+            StorageError: the entry does not fit the model (e.g. a W&B ``mode`` that is not text), or
+                the manifest could not be written; either way it is as it was.
+        """
+        with self._lock:
+            try:
+                manifest = self._manifest.with_artifact(
+                    ArtifactEntry(kind=kind, path=path, step=step, meta=meta)
+                )
+            except ValidationError as exc:
+                raise StorageError(
+                    f"{self.path}: artifact {path!r} not registered: {format_validation_error(exc)}"
+                ) from None
+            self._write(manifest)
+
+    def _write(self, manifest: Manifest) -> None:
+        try:
+            _write_json_atomically(self.path, manifest.model_dump(mode="json"))
+        except OSError as exc:
+            raise StorageError(f"{self.path}: cannot write it: {exc.strerror}; it is as it was") from None
+        self._manifest = manifest
+
+
+# ------------------------------------------------------------------ the directory
+
+
+class RunDir:
+    """The files of one run directory, by what they are.
+
+    Nothing is read or created on construction. Build it from :meth:`Home.run_dir
+    <gym_gui.storage.home.Home.run_dir>` (which validates the run id) or from a ``RunInfo.run_dir``
+    the daemon sent.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self._path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self._path)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunDir) and other._path == self._path
+
+    def __hash__(self) -> int:
+        return hash(self._path)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def run_id(self) -> str:
+        return self._path.name
+
+    # ------------------------------------------------------------ paths
+
+    @property
+    def config_path(self) -> Path:
+        """The RunConfig the run was started with, exactly as run."""
+        return self._path / _CONFIG
+
+    @property
+    def manifest_path(self) -> Path:
+        return self._path / _MANIFEST
+
+    @property
+    def telemetry_path(self) -> Path:
+        """The run's telemetry database (see :mod:`gym_gui.storage.telemetry`)."""
+        return self._path / _TELEMETRY
+
+    @property
+    def logs_dir(self) -> Path:
+        return self._path / _LOGS
+
+    @property
+    def worker_stdout_log(self) -> Path:
+        return self.logs_dir / _WORKER_STDOUT
+
+    @property
+    def worker_stderr_log(self) -> Path:
+        return self.logs_dir / _WORKER_STDERR
+
+    @property
+    def tensorboard_log(self) -> Path:
+        """The output of the TensorBoard server the app starts for this run."""
+        return self.logs_dir / _TENSORBOARD_LOG
+
+    def has_telemetry(self) -> bool:
+        """Whether the telemetry database exists (it may still be uninitialised for a moment)."""
+        return self.telemetry_path.is_file()
+
+    def artifact_path(self, relative: str) -> Path | None:
+        """The file a manifest entry names, or None when ``relative`` is empty or leaves the run directory.
+
+        The daemon refuses such paths from workers; a hand-edited manifest may still hold one, and
+        it is never opened.
+        """
+        pure = PurePosixPath(relative)
+        if not relative or pure.is_absolute() or ".." in pure.parts:
+            return None
+        return self._path / pure
+
+    # ------------------------------------------------------------ creating
+
+    def create(self) -> None:
+        """Create the directory and its ``logs`` subdirectory.
+
+        Raises:
+            FileExistsError: the directory is already there (run ids are never reused).
+        """
+        self.logs_dir.mkdir(parents=True)
+
+    # ------------------------------------------------------------ config
+
+    def write_config(self, config: RunConfig) -> None:
+        """Store the validated RunConfig the run starts with (atomically)."""
+        _write_json_atomically(self.config_path, json.loads(config.model_dump_json()))
+
+    def read_config(self) -> RunConfig:
+        """The RunConfig the run was started with.
+
+        Raises:
+            StorageError: it is missing, not JSON, or not a valid RunConfig (naming the field).
+        """
+        data = self._read_object(self.config_path, "config")
+        try:
+            return RunConfig.model_validate(data)
+        except ValidationError as exc:
+            raise StorageError(
+                f"{self.config_path}: not a valid run config: {format_validation_error(exc)}"
+            ) from None
+
+    def redacted_config(self) -> dict[str, Any]:
+        """The stored config as JSON data with every secret-looking value replaced, for showing.
+
+        Not validated, so the config of a run from an older gym_gui still shows.
+
+        Raises:
+            StorageError: it is missing or not a JSON object.
+        """
+        return redact(self._read_object(self.config_path, "config"))
+
+    # ------------------------------------------------------------ manifest
+
+    def read_manifest(self) -> Manifest:
+        """The run's manifest; an empty one (only ``run_id``) when the daemon has written none yet.
+
+        Raises:
+            StorageError: the file is damaged (not JSON, or a field of the wrong type); it is left as it is.
+        """
+        if not self.manifest_path.exists():
+            return Manifest(run_id=self.run_id)
+        data = self._read_object(self.manifest_path, "manifest")
+        try:
+            return Manifest.model_validate(data)
+        except ValidationError as exc:
+            raise StorageError(
+                f"{self.manifest_path} is damaged: {format_validation_error(exc)}; it is left as it is"
+            ) from None
+
+    def create_manifest(self, environment: RunEnvironment) -> ManifestWriter:
+        """Write a new run's manifest (replacing any) and return the daemon's handle on it."""
+        manifest = Manifest(
+            run_id=self.run_id, created_at=time.time(), environment=environment, cwd=str(self._path)
+        )
+        writer = ManifestWriter(self, manifest)
+        writer.update()
+        return writer
+
+    def open_manifest(self) -> ManifestWriter:
+        """The daemon's handle on an existing run's manifest (a restarted daemon picking a run up).
+
+        A missing manifest is started afresh. A damaged one is moved aside, not overwritten, so what
+        it held can still be recovered by hand; the run then records into a fresh one.
+        """
+        if not self.manifest_path.exists():
+            return self.create_manifest(RunEnvironment())
+        try:
+            return ManifestWriter(self, self.read_manifest())
+        except StorageError as exc:
+            kept = self._path / f"{_MANIFEST}.damaged-{time.time_ns()}"
+            try:
+                os.replace(self.manifest_path, kept)
+            except OSError as move:
+                raise StorageError(f"{exc}; and it could not be moved aside: {move.strerror}") from None
+            log.warning("%s; kept as %s, and the run records into a fresh manifest", exc, kept)
+            return self.create_manifest(RunEnvironment())
+
+    # ------------------------------------------------------------ what workers wrote
+
+    def tensorboard_logdir(self) -> Path:
+        """The directory TensorBoard should read for this run.
+
+        CleanRL writes its event files into ``runs/<its run name>/`` and the manifest records that
+        directory. TensorBoard is pointed at its parent, so the run is listed under its CleanRL name
+        rather than ".", and a worker that writes several event directories shows all of them.
+        Before the manifest names one (or when it cannot be read), ``runs/`` is where the files
+        will appear (TensorBoard reloads).
+        """
+        try:
+            recorded = self.read_manifest().tensorboard_dir
+        except StorageError as exc:
+            log.warning("%s", exc)
+            recorded = None
+        directory = self.artifact_path(recorded) if recorded else None
+        if directory is None:
+            return self._path / _EVENT_FILES
+        return directory.parent if directory.parent != self._path else directory
+
+    def wandb_runs(self) -> list[Path]:
+        """The local W&B run directories (``offline-run-…`` or ``run-…``), oldest first."""
+        return sorted(p for p in (self._path / _WANDB).glob("*run-*") if p.is_dir())
+
+    # ------------------------------------------------------------ export
+
+    def export(self, target: Path) -> None:
+        """Write the run directory as the .tar.gz ``target``, consistent even while the run writes.
+
+        Every SQLite file is copied through SQLite's backup API (one consistent snapshot, its WAL
+        included), and JSON files are replaced atomically by their writers, so the archive never
+        holds a torn file. The archive's top directory is the run id.
+
+        Raises:
+            StorageError: the directory is missing, a database could not be copied, or the
+                archive could not be written (nothing is left at ``target`` then).
+        """
+        if not self._path.is_dir():
+            raise StorageError(f"no run directory at {self._path}")
+        target = Path(target)
+        # Written beside the target and renamed when complete: a failed export leaves no torn archive.
+        partial = target.with_name(target.name + ".tmp")
+        try:
+            with tempfile.TemporaryDirectory() as tmp, tarfile.open(partial, "w:gz") as tar:
+                for path in sorted(self._path.rglob("*")):
+                    if path.is_dir() or path.name.endswith(_NOT_EXPORTED) or path == target:
+                        continue
+                    arcname = str(Path(self.run_id) / path.relative_to(self._path))
+                    if path.suffix == ".sqlite":
+                        copy = Path(tmp) / "copy.sqlite"
+                        _backup_sqlite(path, copy)
+                        tar.add(copy, arcname=arcname)
+                        copy.unlink()
+                    else:
+                        tar.add(path, arcname=arcname)
+            os.replace(partial, target)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise StorageError(f"exporting {self._path} to {target} failed: {exc}") from exc
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+
+    # ------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _read_object(path: Path, what: str) -> dict[str, Any]:
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise StorageError(f"{path}: the run has no {what} file") from None
+        except OSError as exc:
+            raise StorageError(f"{path}: cannot read it: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise StorageError(f"{path} is damaged: not valid JSON ({exc}); it is left as it is") from None
+        if not isinstance(data, dict):
+            raise StorageError(f"{path} is damaged: it holds no JSON object; it is left as it is")
+        return data
+
+
+def _write_json_atomically(path: Path, data: object) -> None:
+    # Readers (the app, an export) see the old file or the new one, never a half-written one.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _backup_sqlite(source_path: Path, copy: Path) -> None:
+    try:
+        source = sqlite3.connect(source_path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StorageError(f"{source_path}: cannot open it to export it: {exc}") from exc
+    try:
+        dest = sqlite3.connect(copy)
+        try:
+            source.backup(dest)
+            # The copy stands alone: no WAL beside it in the archive, so it must not expect one.
+            dest.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            dest.close()
+    except sqlite3.Error as exc:
+        raise StorageError(f"{source_path}: copying it for the export failed: {exc}") from exc
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            source.close()
