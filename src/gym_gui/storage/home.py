@@ -20,8 +20,8 @@ BUNDLES_ENV_VAR = "GYM_GUI_BUNDLES"
 class Home:
     """Paths inside one gym_gui home directory.
 
-    Nothing is created on construction; call :meth:`ensure` before writing. The
-    layout is the one of DESIGN.md §3::
+    Nothing is created on construction; call :meth:`ensure` before writing. Its
+    layout::
 
         <root>/runs/<run_id>/       one run directory each (its files: storage.run_dir.RunDir)
         <root>/registry.sqlite
