@@ -107,12 +107,17 @@ def module_daemon(root: Path, bundles: str, daemon_args: list[str]) -> Iterator[
 
 
 def gym_gui(
-    *args: str, home: Path, timeout: float = 180, input: str | None = None
+    *args: str,
+    home: Path,
+    timeout: float = 180,
+    input: str | None = None,
+    python: Path | str = sys.executable,
 ) -> subprocess.CompletedProcess[str]:
-    """``gym-gui ARGS`` as a user runs it, against the home ``home`` (plain output, 200 columns)."""
+    """``gym-gui ARGS`` as a user runs it, against the home ``home`` (plain output, 200 columns), with the
+    interpreter ``python`` (default: this one; another venv's sees the worker plugins installed there)."""
     env = {**os.environ, "GYM_GUI_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "gym_gui", *args],
+        [str(python), "-m", "gym_gui", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
