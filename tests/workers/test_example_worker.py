@@ -22,6 +22,7 @@ from pytestqt.qtbot import QtBot
 from gym_gui.core.records import ArtifactRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui import presenters
 from gym_gui.ui.control_panel import AGENT
@@ -117,7 +118,7 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def _artifacts(home: Home, run_id: str) -> list[ArtifactRecord]:
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         return reader.artifacts()
     finally:
@@ -196,11 +197,11 @@ def test_the_cli_lists_the_kind_and_trains_it_on_frozen_lake(
     assert f"run {run.run_id} COMPLETED: budget reached" in trained.stdout
 
     run_dir = home.run_dir(run.run_id)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["command"] == [str(example_venv.python), "-m", "tabular_q_worker"]
-    assert "tabular-q-worker==0.1.0" in manifest["environment"]["packages"]
+    manifest = RunDir(run_dir).read_manifest()
+    assert manifest.command == [str(example_venv.python), "-m", "tabular_q_worker"]
+    assert "tabular-q-worker==0.1.0" in manifest.environment.packages
 
-    reader = TelemetryReader(home.telemetry_path(run.run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run.run_id)).telemetry_path)
     try:
         episodes = reader.episodes()
         assert [e.episode for e in episodes] == list(range(EPISODES))
