@@ -449,14 +449,27 @@ def eval_(
         raise typer.Exit(1)
 
 
+def _scripts_worker() -> str:
+    """The one installed worker kind whose runs are chosen from a list of scripts (algorithms)."""
+    kinds = [plugin.spec.kind for plugin in worker_catalog().plugins() if plugin.form == "scripts"]
+    if len(kinds) == 1:
+        return kinds[0]
+    if not kinds:
+        raise ConfigError("no installed worker kind offers algorithms; `gym-gui workers` lists the kinds")
+    raise ConfigError(f"several worker kinds offer algorithms ({', '.join(kinds)}): choose one with --worker")
+
+
 @app.command()
 def algorithms(
-    worker: Annotated[str, typer.Option(help="Worker kind.")] = "cleanrl",
+    worker: Annotated[
+        str | None, typer.Option(help="Worker kind (default: the one installed kind that runs scripts).")
+    ] = None,
     algo: Annotated[str | None, typer.Option(help="Show this algorithm's own arguments.")] = None,
     scripts_dir: Annotated[Path | None, typer.Option(help="Your own CleanRL checkout.")] = None,
     python: Annotated[Path | None, typer.Option(help="The interpreter for --scripts-dir.")] = None,
 ) -> None:
     """The algorithms a worker offers (from the scripts present), or one algorithm's arguments."""
+    worker = worker or _scripts_worker()
     with _client() as client:
         description = client.describe_worker(
             worker,
