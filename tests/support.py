@@ -126,11 +126,11 @@ def gym_gui(
     )
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
-    """The CLI failed with exit 1 and one "error:" line (no traceback) containing every needle."""
-    assert result.returncode == 1, result
-    assert "Traceback" not in result.stderr
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str, code: int = 1) -> None:
+    """The CLI failed with exit ``code`` (1: gym_gui's errors, 2: usage errors) and printed exactly one
+    "error:" line on stderr (no traceback, no panel) containing every needle."""
+    assert result.returncode == code, result
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines and lines[0].startswith("error:"), result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     for needle in needles:
         assert needle in result.stderr

@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
+from typer._click import exceptions as click_errors  # typer carries its own click
 
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.daemon_file import read_daemon_file
@@ -210,11 +211,23 @@ def bundles_install(
 
 
 @bundles_app.command("list")
-def bundles_list() -> None:
-    """Every known bundle: installed or not, where, and why."""
+def bundles_list(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Bundle names, e.g. cleanrl (default: every known bundle).")
+    ] = None,
+) -> None:
+    """Known bundles (all, or the ones named): installed or not, where, and why."""
+    bundles = _bundles()
+    statuses = bundles.list()
+    if names:
+        known = {status.name: status for status in statuses}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ConfigError(f"unknown bundle {unknown[0]!r}; known bundles: {', '.join(sorted(known))}")
+        statuses = [known[name] for name in dict.fromkeys(names)]
     # Paths and reasons are what a user copies: fold them rather than cut them with an ellipsis.
     table = Table("bundle", "installed", Column("path", overflow="fold"), Column("status", overflow="fold"))
-    for status in _bundles().list():
+    for status in statuses:
         installed = "[green]yes[/]" if status.installed else "[red]no[/]"
         table.add_row(status.name, installed, escape(str(status.path)), escape(status.reason))
     console.print(table)
@@ -258,6 +271,13 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
             raise ConfigError(f"config file {config_file} is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {config_file} must hold a JSON object")
+        source = data.get("source")
+        if isinstance(source, dict):
+            # Paths in a config file are relative to the file, as a user who keeps both together expects.
+            base = config_file.resolve().parent
+            for key in ("scripts_dir", "python"):
+                if isinstance(source.get(key), str) and source[key]:
+                    source[key] = str(base / Path(source[key]).expanduser())
     for path, value in overrides.items():
         if value is None:
             continue
@@ -323,8 +343,8 @@ def train(
             "budget.timesteps": total_timesteps,
             "algorithm": algo,
             # The daemon runs elsewhere: paths are made absolute here, where they were typed.
-            "source.scripts_dir": str(scripts_dir.resolve()) if scripts_dir else None,
-            "source.python": str(python.absolute()) if python else None,
+            "source.scripts_dir": str(scripts_dir.expanduser().resolve()) if scripts_dir else None,
+            "source.python": str(python.expanduser().absolute()) if python else None,
             "resources.gpu": gpu,
             "resources.gpu_mandatory": gpu_mandatory,
             "tracking.wandb_mode": wandb,
@@ -893,15 +913,39 @@ def demo(
     show(final.run_id)
 
 
-def main() -> None:
-    """Entry point: one clear line and a non-zero exit for every gym_gui error."""
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one clear line and a non-zero exit for every error.
+
+    gym_gui's own errors exit 1; usage errors (an unknown option, a missing or malformed argument)
+    exit 2 as click's do, but on one line that names the command to ask for help.
+    """
     try:
-        app()
+        code = app(args=argv, prog_name="gym-gui", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()  # a group called without a command: its help is the answer
+        sys.exit(exc.exit_code)
+    except click_errors.UsageError as exc:
+        where = f" (`{exc.ctx.command_path} --help` lists what it takes)" if exc.ctx is not None else ""
+        _error(f"{exc.format_message()}{where}")
+        sys.exit(exc.exit_code)
+    except click_errors.ClickException as exc:
+        _error(exc.format_message())
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _error("aborted")
+        sys.exit(1)
     except GymGuiError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        _error(str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error(message: str) -> None:
+    # One line whatever the terminal width: a user greps for it, a script reads it.
+    text = " ".join(message.split())
+    err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

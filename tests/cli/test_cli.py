@@ -73,6 +73,28 @@ def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
     )
 
 
+def test_usage_errors_are_one_line_naming_what_was_wrong(home: Path) -> None:
+    assert_one_line_error(gym_gui("train", "--bogus", home=home), "--bogus", "gym-gui train --help", code=2)
+    assert_one_line_error(gym_gui("show", home=home), "Missing argument", "gym-gui show --help", code=2)
+    assert_one_line_error(
+        gym_gui("train", "--worker", "random", "--episodes", "many", home=home),
+        "'--episodes'",
+        "integer",
+        code=2,
+    )
+    assert_one_line_error(gym_gui("runs", "extra", home=home), "extra", code=2)
+    # A group without its command still answers with its help.
+    group = gym_gui("daemon", home=home)
+    assert group.returncode == 2 and "start" in group.stdout + group.stderr
+
+
+def test_bundles_list_takes_the_names_it_shows(home: Path) -> None:
+    listed = gym_gui("bundles", "list", "cleanrl", home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert "cleanrl" in listed.stdout
+    assert_one_line_error(gym_gui("bundles", "list", "cleanrl", "nope", home=home), "'nope'", "cleanrl")
+
+
 def test_config_file_with_flag_overrides_and_detach(home: Path, tmp_path: Path) -> None:
     config = tmp_path / "run.json"
     config.write_text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import PurePath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -101,6 +102,17 @@ class ScriptSource(_Strict):
     python: str | None = Field(
         default=None, description="The interpreter to run the scripts with; default: the worker bundle's."
     )
+
+    @field_validator("scripts_dir", "python")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        # The daemon does not share the caller's working directory: a relative path would name
+        # another place there. Clients resolve what a user typed (the CLI does) before sending it.
+        if value is not None and not PurePath(value).is_absolute():
+            raise ValueError(
+                f"must be an absolute path (got {value!r}); the daemon has another working directory"
+            )
+        return value
 
 
 class CheckpointOptions(_Strict):
