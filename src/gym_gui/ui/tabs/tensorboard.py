@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from gym_gui_sdk import trainer_pb2 as pb
-from PySide6.QtCore import QCoreApplication, Qt, QUrl
+from PySide6.QtCore import QCoreApplication, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
@@ -31,6 +31,9 @@ from gym_gui.workers import worker_catalog
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 90.0  # a cold start imports TensorFlow's stubs and scans the logdir
+# A page load can fail on a loaded machine although the server answers (a request timed out while
+# the server was busy scanning): the embedded view tries again this many times, backing off.
+PAGE_LOAD_RETRIES = 5
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 12
 
@@ -213,7 +216,9 @@ class TensorBoardTab(RunTab):
         super().__init__(link, parent)
         self.server: TensorBoardServer | None = None
         self.url: str | None = None
-        self.ready = False
+        self.ready = False  # the server answers
+        self.page_loaded = False  # the embedded view has loaded its page
+        self._load_failures = 0
         self._started = False
         self._cancel = threading.Event()
         self._background = Background(self)
@@ -270,6 +275,8 @@ class TensorBoardTab(RunTab):
             self._background.run(server.stop, name="tensorboard-stop")
         self.url = None
         self.ready = False
+        self.page_loaded = False
+        self._load_failures = 0
         self._started = False
         self.open_button.setVisible(False)
         self.restart_button.setVisible(False)
@@ -344,6 +351,7 @@ class TensorBoardTab(RunTab):
         blocked = _embedding_blocked() if view_class is not None else None
         if view_class is not None and blocked is None:
             view = view_class()
+            view.loadFinished.connect(lambda ok, view=view: self._page_finished(view, ok))  # type: ignore[attr-defined]
             view.setUrl(QUrl(server.url))  # type: ignore[attr-defined]
             self.web_view = view
             self.pages.addWidget(view)
@@ -355,6 +363,30 @@ class TensorBoardTab(RunTab):
             + (blocked or "This Qt has no QtWebEngine (PySide6-Addons) to show it inside this window.")
         )
         self.open_button.setVisible(True)
+
+    def _page_finished(self, view: QWidget, ok: bool) -> None:
+        if view is not self.web_view:
+            return  # a view of a run detached since
+        if ok:
+            self.page_loaded = True
+            return
+        self._load_failures += 1
+        if self._load_failures <= PAGE_LOAD_RETRIES:
+            log.info(
+                "TensorBoard page at %s did not load (try %d); loading again", self.url, self._load_failures
+            )
+            QTimer.singleShot(
+                1000 * self._load_failures,
+                lambda: view.reload() if view is self.web_view else None,  # type: ignore[attr-defined]
+            )
+            return
+        self.pages.setCurrentIndex(0)
+        self.message.setText(
+            f"TensorBoard answers at {self.url} but its page did not load here after "
+            f"{self._load_failures} tries; open it in the browser or try again."
+        )
+        self.open_button.setVisible(True)
+        self.restart_button.setVisible(True)
 
     def _failed(self, message: str) -> None:
         if self.run is None:
