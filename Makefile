@@ -6,9 +6,6 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml
 
-# The test suite shares one pre-installed bundles directory instead of building one per temporary home.
-TEST_BUNDLES := $(CURDIR)/.bundles
-
 .PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-gui screenshots proto clean
 
 run: install bundles
@@ -18,8 +15,8 @@ run: install bundles
 demo: install
 	$(BIN)/gym-gui demo
 
-# Target-specific, so `bundles` (a prerequisite here) and `pytest` see it too; `make run` does not.
-test: export GYM_GUI_BUNDLES ?= $(TEST_BUNDLES)
+# The suite's temporary homes share the bundles `make bundles` installs (the user's, as `make run`
+# uses them; GYM_GUI_BUNDLES moves them for both).
 test: install bundles lint typecheck imports pytest
 
 install: sysdeps $(STAMP)
@@ -47,15 +44,12 @@ typecheck:
 imports:
 	$(BIN)/lint-imports
 
-pytest: export GYM_GUI_BUNDLES ?= $(TEST_BUNDLES)
 pytest:
 	$(BIN)/python -m pytest -q
 
 bench: install
 	$(BIN)/python bench/telemetry_throughput.py
 
-# Like the tests, the bench uses the repository's bundles directory rather than building another.
-bench-cleanrl: export GYM_GUI_BUNDLES ?= $(TEST_BUNDLES)
 bench-cleanrl: install bundles
 	$(BIN)/python bench/cleanrl_overhead.py
 

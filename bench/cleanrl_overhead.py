@@ -40,9 +40,8 @@ algorithm comes last. Usage::
 
     .venv/bin/python bench/cleanrl_overhead.py [--steps 20000] [--repeat 3] [--algos ppo,dqn]
 
-The cleanrl bundle is looked for in ``--bundles``, else ``$GYM_GUI_BUNDLES``, else this checkout's
-``.bundles`` (where ``make test`` puts it), else the default home's; install it with
-``gym-gui bundles install cleanrl``.
+The cleanrl bundle is looked for in ``--bundles``, else where ``make bundles`` installs it
+(``$GYM_GUI_BUNDLES``, else the home's ``bundles/``); install it with ``gym-gui bundles install cleanrl``.
 """
 
 from __future__ import annotations
@@ -209,12 +208,7 @@ def find_bundles(explicit: Path | None) -> Path:
     if explicit is not None:
         candidates.append(explicit)
     else:
-        shared = os.environ.get(BUNDLES_ENV_VAR)
-        if shared:
-            candidates.append(Path(shared))
-        # `make test` installs into the checkout's .bundles; most developers have it there.
-        candidates.append(Path(__file__).resolve().parent.parent / ".bundles")
-        candidates.append(Home().bundles_dir)
+        candidates.append(Home().bundles_dir)  # $GYM_GUI_BUNDLES, else the home's: where `make bundles` puts it
     for directory in candidates:
         if BundleDirectory(directory).installed(BUNDLE):
             return directory.expanduser().resolve()

@@ -17,9 +17,10 @@ from tests.support import kill_run_workers, stop_daemon
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parent.parent
-# One pre-installed bundles directory (`make bundles` with GYM_GUI_BUNDLES set, as `make test` does)
-# shared by every temporary home: building the cleanrl bundle per test would take minutes each.
-SHARED_BUNDLES = os.environ.get("GYM_GUI_BUNDLES") or str(REPO / ".bundles")
+# The user's own bundles directory (the one `make run` and `make bundles` install into; GYM_GUI_BUNDLES
+# moves it), read before any test moves GYM_GUI_HOME, is shared by every temporary home: one build
+# serves the cockpit and the suite, and building the cleanrl bundle per test would take minutes each.
+SHARED_BUNDLES = str(Home().bundles_dir)
 
 
 @pytest.fixture(autouse=True)
