@@ -112,9 +112,11 @@ def gym_gui(
     timeout: float = 180,
     input: str | None = None,
     python: Path | str = sys.executable,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``gym-gui ARGS`` as a user runs it, against the home ``home`` (plain output, 200 columns), with the
-    interpreter ``python`` (default: this one; another venv's sees the worker plugins installed there)."""
+    interpreter ``python`` (default: this one; another venv's sees the worker plugins installed there),
+    in the directory ``cwd`` (default: this process's)."""
     env = {**os.environ, "GYM_GUI_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1"}
     return subprocess.run(
         [str(python), "-m", "gym_gui", *args],
@@ -123,6 +125,7 @@ def gym_gui(
         timeout=timeout,
         env=env,
         input=input,
+        cwd=cwd,
     )
 
 

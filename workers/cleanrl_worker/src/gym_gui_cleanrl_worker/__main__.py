@@ -72,14 +72,22 @@ class Trainer:
         self._lock = threading.Lock()
 
     def run(self) -> int:
-        child = subprocess.Popen(
-            self.command,
-            cwd=self.run_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            bufsize=0,
-        )
+        # "Checkpoint now" is SIGUSR1 to the script, whose handler exists only once it has imported
+        # torch and its script; until then SIGUSR1's default action would kill it. So the script
+        # starts with SIGUSR1 blocked (a child inherits the mask of the thread that forks it): a
+        # request made earlier stays pending and is taken when launch.py installs its handler.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+        try:
+            child = subprocess.Popen(
+                self.command,
+                cwd=self.run_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         assert child.stdout is not None and child.stderr is not None
         readers = [
             threading.Thread(target=_read_lines, args=(child.stdout, self._stdout_lines), daemon=True),

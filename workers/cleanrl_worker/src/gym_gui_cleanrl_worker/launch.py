@@ -255,6 +255,9 @@ def _install_signal_handlers(runtime: _Runtime) -> None:
     signal.signal(signal.SIGTERM, on_term)
     if hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, on_usr1)
+        # The worker starts this process with SIGUSR1 blocked; a request that arrived meanwhile
+        # is delivered now, to the handler.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:

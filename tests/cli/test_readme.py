@@ -1,0 +1,168 @@
+"""Every command line the README quotes runs exactly as written, so the README cannot drift from the CLI.
+
+The command block under "The command line" is parsed; each `gym-gui …` line (alternatives such as
+`install|list|check` expanded) must appear in SCRIPT below, which runs it against a temporary home
+with RUN and FPS replaced by a real run of the kind the line is about. A README line missing from
+SCRIPT, or a SCRIPT line no longer in the README, fails the test by name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from tests.support import assert_one_line_error, gym_gui, kill_run_workers, stop_daemon
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+RUN_ID = re.compile(r"^run (\S+) ", re.M)
+
+
+def readme_commands() -> list[str]:
+    """The `gym-gui` lines of the README's command block, continuation lines joined, alternatives expanded."""
+    section = README.read_text().split("## The command line", 1)[1]
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, "README: no sh block under 'The command line'"
+    block = re.sub(r"\\\n\s*", "", match.group(1))
+    commands: list[str] = []
+    for line in block.splitlines():
+        command = line.split("  #", 1)[0].strip()
+        if not command.startswith("gym-gui"):
+            continue
+        words = command.split()
+        # One word may offer alternatives (`install|list|check`): each is a command of its own.
+        forks = [i for i, word in enumerate(words) if "|" in word]
+        assert len(forks) <= 1, f"README: more than one set of alternatives in {command!r}"
+        if not forks:
+            commands.append(" ".join(words))
+            continue
+        for choice in words[forks[0]].split("|"):
+            commands.append(" ".join([*words[: forks[0]], choice, *words[forks[0] + 1 :]]))
+    return commands
+
+
+@dataclass(frozen=True)
+class Step:
+    command: str  # as the README writes it (alternatives expanded)
+    run: str | None = None  # which run RUN stands for
+    code: int = 0  # the exit a user sees when it works as documented
+    says: str = ""  # something its output must contain
+    input: str | None = None
+
+
+# In the order a user would meet them; RUN stands for the run named in `run`.
+SCRIPT = [
+    Step("gym-gui workers", says="CleanRL Worker"),
+    Step("gym-gui schema", says='"env_id"'),
+    Step("gym-gui bundles install cleanrl", says="cleanrl"),
+    Step("gym-gui bundles list cleanrl", says="cleanrl"),
+    Step("gym-gui bundles check cleanrl", says="ok"),
+    Step("gym-gui algorithms", says="ppo"),
+    Step("gym-gui algorithms --algo ppo", says="--learning-rate"),
+    Step(
+        "gym-gui train --worker cleanrl --algo ppo --env CartPole-v1 --total-timesteps 20000 "
+        "--param learning-rate=3e-4 --checkpoint-every 5000",
+        says="COMPLETED",
+    ),
+    Step("gym-gui eval RUN --episodes 5", run="ppo", says="COMPLETED"),
+    Step(
+        "gym-gui train --worker cleanrl --algo dqn --env CartPole-v1 --total-timesteps 20000 --dry-run",
+        says="dqn",
+    ),
+    # The README's ppo run tracked nothing with W&B: one line saying there is nothing to upload.
+    Step("gym-gui wandb sync RUN", run="ppo", code=1, says="no offline W&B data"),
+    Step("gym-gui train --worker random --env FrozenLake-v1 --episodes 200", says="COMPLETED"),
+    Step(
+        "gym-gui train --config run.json --seed 3 --detach", says="CartPole-v1__random__3__"
+    ),  # the flag won
+    Step("gym-gui runs", run="frozenlake", says="FrozenLake-v1"),
+    Step("gym-gui show RUN", run="frozenlake", says="COMPLETED"),
+    Step("gym-gui watch RUN", run="frozenlake", says="COMPLETED"),
+    Step("gym-gui pause RUN", run="long_random", says="PAUSED"),
+    Step("gym-gui resume RUN", run="long_random", says="RUNNING"),
+    Step("gym-gui render-rate RUN FPS", run="long_random"),
+    Step("gym-gui checkpoint RUN", run="long_cleanrl", says="checkpoint"),
+    Step("gym-gui cancel RUN", run="long_cleanrl"),
+    Step("gym-gui archive RUN", run="frozenlake"),
+    Step("gym-gui delete RUN", run="detached", input="y\n", says="deleted"),
+    Step("gym-gui export RUN -o run.tar.gz", run="frozenlake"),
+    Step("gym-gui daemon start"),
+    Step("gym-gui daemon status", says="address"),
+    Step("gym-gui daemon stop", says="stopped"),
+]
+
+# Runs the README's lines are about that no README line starts: long ones, to be live when asked.
+SETUP = {
+    "long_random": [
+        "train", "--worker", "random", "--env", "CartPole-v1", "--total-timesteps", "50000000",
+        "--render-fps", "10", "--detach",
+    ],
+    "long_cleanrl": [
+        "train", "--worker", "cleanrl", "--algo", "ppo", "--env", "CartPole-v1",
+        "--total-timesteps", "5000000", "--detach",
+    ],
+}  # fmt: skip
+
+
+def test_the_script_covers_every_readme_command_line() -> None:
+    readme = readme_commands()
+    scripted = [step.command for step in SCRIPT]
+    assert [c for c in readme if c not in scripted] == [], "README lines this test does not run"
+    assert [c for c in scripted if c not in readme] == [], "lines this test runs that the README lost"
+
+
+def _run_json(tmp_path: Path) -> None:
+    """The run config the README shows, saved as the run.json its command line names."""
+    after = README.read_text().split("A run config", 1)[1]
+    match = re.search(r"```json\n(.*?)```", after, re.S)
+    assert match, "README: no JSON block after 'A run config'"
+    (tmp_path / "run.json").write_text(match.group(1))
+    json.loads(match.group(1))
+
+
+def test_every_readme_command_runs_as_written(home: Home, tmp_path: Path) -> None:
+    _run_json(tmp_path)
+    runs: dict[str, str] = {}
+    client = DaemonClient.connect(home.root)
+    try:
+        for step in SCRIPT:
+            if step.run in SETUP and step.run not in runs:
+                started = gym_gui(*SETUP[step.run], home=home.root, cwd=tmp_path)
+                assert started.returncode == 0, started.stderr
+                runs[step.run] = RUN_ID.findall(started.stdout)[0]
+                running = client.wait_for_state(runs[step.run], RunState.RUNNING, timeout=300)
+                assert running.state is RunState.RUNNING, running
+            if step.command == "gym-gui daemon start":
+                # Workers outlive a stopped daemon: the long run ends before the daemon lines.
+                client.cancel(runs["long_random"])
+                assert client.wait_for_end(runs["long_random"], timeout=120).state is RunState.CANCELLED
+            args = shlex.split(step.command)[1:]
+            args = [runs[step.run] if a == "RUN" and step.run else "5" if a == "FPS" else a for a in args]
+            if step.run == "detached":
+                # Deleting needs a run that has ended; the detached one is short.
+                client.wait_for_end(runs["detached"], timeout=300)
+            result = gym_gui(*args, home=home.root, cwd=tmp_path, input=step.input, timeout=600)
+            if step.code == 1:
+                assert_one_line_error(result, step.says)
+                continue
+            assert result.returncode == step.code, f"{step.command}\n{result.stdout}\n{result.stderr}"
+            assert step.says in result.stdout, f"{step.command}: {step.says!r} not in\n{result.stdout}"
+            if step.command == "gym-gui cancel RUN":
+                assert client.wait_for_end(runs["long_cleanrl"], timeout=120).state is RunState.CANCELLED
+            made = RUN_ID.findall(result.stdout)
+            if step.command.startswith("gym-gui train --worker cleanrl --algo ppo"):
+                runs["ppo"] = made[0]
+            elif "FrozenLake-v1 --episodes 200" in step.command:
+                runs["frozenlake"] = made[0]
+            elif "--config run.json" in step.command:
+                runs["detached"] = made[0]
+        assert (tmp_path / "run.tar.gz").stat().st_size > 0
+        assert Home(home.root).run_dir(runs["frozenlake"]).is_dir()
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
