@@ -208,7 +208,9 @@ def find_bundles(explicit: Path | None) -> Path:
     if explicit is not None:
         candidates.append(explicit)
     else:
-        candidates.append(Home().bundles_dir)  # $GYM_GUI_BUNDLES, else the home's: where `make bundles` puts it
+        candidates.append(
+            Home().bundles_dir
+        )  # $GYM_GUI_BUNDLES, else the home's: where `make bundles` puts it
     for directory in candidates:
         if BundleDirectory(directory).installed(BUNDLE):
             return directory.expanduser().resolve()
