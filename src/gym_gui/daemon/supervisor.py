@@ -12,8 +12,10 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN
 from gym_gui_sdk import trainer_pb2 as pb
@@ -431,22 +433,73 @@ class Supervisor:
                 for run in self._live.values()
             )
 
-    def on_started(self, run: LiveRun, render_kind: str, spaces: str) -> None:
-        run.started = True
-        if run.writer is not None:
-            run.writer.set_meta("render_kind", render_kind or "none")
-            run.writer.set_meta("spaces", spaces or "{}")
-        if self.registry.get(run.run_id).state is RunState.STARTING:
-            self._transition(run, RunState.RUNNING, "worker started")
+    def stream_opened(self, run: LiveRun) -> bool:
+        """A worker opened its Publish stream; returns whether it resumes an earlier one.
 
-    def on_paused(self, run: LiveRun, paused: bool) -> None:
-        state = self.registry.get(run.run_id).state
-        if paused and state is RunState.RUNNING:
-            self._transition(run, RunState.PAUSED, "paused")
-        elif not paused and state is RunState.PAUSED:
-            self._transition(run, RunState.RUNNING, "resumed")
+        Raises:
+            RunBusy: the run already has an open stream.
+        """
+        with self._lock:
+            if run.stream_open:
+                raise RunBusy(f"run {run.run_id} already has an open stream")
+            resumed = run.ever_streamed or run.orphan_pid is not None
+            run.stream_open = True
+            run.ever_streamed = True
+            run.stream_done.clear()
+            run.last_seen = time.monotonic()
+        return resumed
 
-    def on_stream_end(self, run: LiveRun) -> None:
+    def heard_from(self, run: LiveRun) -> None:
+        """A message arrived from the run's worker: it is alive (any message is a heartbeat)."""
+        run.last_seen = time.monotonic()
+
+    @contextlib.contextmanager
+    def storing(self, run: LiveRun) -> Iterator[None]:
+        """While the stream waits for storage to take its data (backpressure), it is busy, not silent."""
+        run.stream_busy = True
+        try:
+            yield
+        finally:
+            run.stream_busy = False
+            run.last_seen = time.monotonic()
+
+    def lifecycle(self, run: LiveRun, lifecycle: pb.Lifecycle) -> None:
+        """A lifecycle phase the worker reported (the ingest has checked it may report it now).
+
+        STARTED makes the run RUNNING and stores how it renders; PAUSED and RESUMED follow the
+        worker; an end it reports (COMPLETED, FAILED, CANCELLED) is kept for the verdict, given
+        once its process is gone.
+        """
+        phase = lifecycle.phase
+        if phase == Phase.STARTED:
+            run.started = True
+            if run.writer is not None:
+                run.writer.set_meta("render_kind", lifecycle.render_kind or "none")
+                run.writer.set_meta("spaces", lifecycle.spaces or "{}")
+            if self.registry.get(run.run_id).state is RunState.STARTING:
+                self._transition(run, RunState.RUNNING, "worker started")
+        elif phase in (Phase.PAUSED, Phase.RESUMED):
+            state = self.registry.get(run.run_id).state
+            if phase == Phase.PAUSED and state is RunState.RUNNING:
+                self._transition(run, RunState.PAUSED, "paused")
+            elif phase == Phase.RESUMED and state is RunState.PAUSED:
+                self._transition(run, RunState.RUNNING, "resumed")
+        elif phase in (Phase.COMPLETED, Phase.FAILED, Phase.CANCELLED):
+            run.reported = phase
+            run.reported_message = lifecycle.message
+
+    def record_artifact(self, run: LiveRun, kind: str, path: str, step: int, meta: dict[str, Any]) -> None:
+        """An artifact the worker wrote (its path checked to be inside the run): into the manifest."""
+        if run.manifest is not None:
+            run.manifest.add_artifact(kind, path, step, meta)
+
+    def stream_failed(self, run: LiveRun, reason: str) -> None:
+        """The worker's stream broke the protocol or storage refused its data: the run fails with ``reason``."""
+        with self._lock:
+            run.violation = reason
+
+    def stream_ended(self, run: LiveRun) -> None:
+        """The worker's Publish stream closed (its end, a broken connection, or a violation)."""
         run.stream_open = False
         run.stream_done.set()
         self.tick()
