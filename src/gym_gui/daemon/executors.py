@@ -110,6 +110,15 @@ def process_alive(pid: int) -> bool:
         return True
 
 
+def signal_group(pid: int, sig: int) -> None:
+    """Send ``sig`` to the process group ``pid`` leads (or, failing that, to the process alone)."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
 def tail(path: Path, max_bytes: int = 2000) -> str:
     """The last ``max_bytes`` of a log file as text (empty when missing)."""
     try:

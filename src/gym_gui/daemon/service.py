@@ -1,4 +1,8 @@
-"""The daemon's gRPC services: the control plane for clients and the worker plane for workers."""
+"""The daemon's gRPC services: the control plane for clients and the worker plane for workers.
+
+They translate requests and replies; the runs themselves belong to the ``Supervisor``, and a
+worker's stream is read by ``ingest.StreamIngest``.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import PurePosixPath
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
@@ -21,12 +24,12 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RESUMED, RUNS_TOPIC, STARVED, STEPS, BusEvent, RunBus
 from gym_gui.core.config import parse_run_config
-from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.errors import GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.records import ArtifactRecord, EventRecord, RunRecord
-from gym_gui.daemon.supervisor import LiveRun, Supervisor
+from gym_gui.core.records import RunRecord
+from gym_gui.daemon.ingest import StreamIngest
+from gym_gui.daemon.supervisor import Supervisor
 from gym_gui.protocol import convert
-from gym_gui.protocol.convert import ProtocolViolation
 from gym_gui.protocol.errors import status_code_for
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -36,7 +39,6 @@ from gym_gui.storage.telemetry import TelemetryReader
 log = logging.getLogger(__name__)
 
 Command = pb.ControlMessage.Command
-Phase = pb.Lifecycle.Phase
 # How often a worker hears which of its messages are safely stored.
 _ACK_SECONDS = 1.0
 F = TypeVar("F", bound=Callable[..., Any])
@@ -314,24 +316,21 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
         if run is None:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown worker session")
             return
-        if run.stream_open:
-            context.abort(grpc.StatusCode.ALREADY_EXISTS, f"run {run.run_id} already has an open stream")
+        try:
+            resumed = self.supervisor.stream_opened(run)
+        except RunBusy as exc:
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
             return
-        resumed = run.ever_streamed or run.orphan_pid is not None
-        run.stream_open = True
-        run.ever_streamed = True
-        run.stream_done.clear()
-        run.last_seen = time.monotonic()
-        ingest = _Ingest(self.supervisor, self.bus, run, resumed)
+        ingest = StreamIngest(self.supervisor, self.bus, run, resumed)
         reader = threading.Thread(
             target=ingest.consume, args=(request_iterator,), name=f"ingest-{run.run_id}", daemon=True
         )
         reader.start()
-        if run.render_fps:
-            yield pb.ControlMessage(command=Command.SET_RENDER_RATE, render_fps=run.render_fps)
-        acked = 0
-        next_ack = time.monotonic() + _ACK_SECONDS
         try:
+            if run.render_fps:
+                yield pb.ControlMessage(command=Command.SET_RENDER_RATE, render_fps=run.render_fps)
+            acked = 0
+            next_ack = time.monotonic() + _ACK_SECONDS
             while True:
                 try:
                     control = run.controls.get(timeout=0.2)
@@ -351,212 +350,4 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingest.violation)
             yield pb.ControlMessage(command=Command.ACK, seq=ingest.stored_seq)
         finally:
-            self.supervisor.on_stream_end(run)
-
-
-class _Ingest:
-    """Reads one Publish stream into storage (lossless, blocking) and the RunBus (lossy)."""
-
-    def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun, resumed: bool) -> None:
-        self.supervisor = supervisor
-        self.bus = bus
-        self.run = run
-        self.resumed = resumed
-        self.last_seq = 0
-        self.stored_seq = 0  # every message up to this one is in the writer's hands
-        self.violation = ""
-        self.done = threading.Event()
-        self._store_steps = run.config.telemetry.store_steps
-        self._store_render = run.config.telemetry.store_render
-
-    def _watermarks(self) -> None:
-        """On a reconnected stream, what is already stored (the worker sends again what it had
-        not seen confirmed, and the daemon keeps each record once)."""
-        self._last_step: tuple[int, int] | None = None
-        self._last_episode: int | None = None
-        self._metric_steps: dict[str, int] = {}
-        writer = self.run.writer
-        if not self.resumed or writer is None:
-            return
-        writer.flush(timeout=60)
-        reader = TelemetryReader(writer.path)
-        try:
-            self._last_step = reader.last_step_key()
-            self._last_episode = reader.last_episode()
-            self._metric_steps = reader.metric_high_water()
-        finally:
-            reader.close()
-
-    def consume(self, messages: Iterator[pb.WorkerMessage]) -> None:
-        run = self.run
-        try:
-            self._watermarks()
-            for message in messages:
-                run.last_seen = time.monotonic()
-                self._handle(message)
-                self.stored_seq = message.seq
-        except ProtocolViolation as exc:
-            self.violation = str(exc)
-        except GymGuiError as exc:
-            self.violation = f"storage rejected the worker's data: {exc}"
-        except grpc.RpcError:
-            log.info("run %s: worker stream broke", run.run_id)
-        except Exception as exc:  # a malformed message must fail the run, never the daemon
-            log.exception("run %s: bad worker message", run.run_id)
-            self.violation = f"could not process a worker message: {exc}"
-        finally:
-            if run.writer is not None:
-                with contextlib.suppress(GymGuiError):
-                    run.writer.flush(timeout=60)
-                if run.writer.error is not None and not self.violation:
-                    self.violation = f"storage rejected the worker's data: {run.writer.error}"
-            if self.violation:
-                run.violation = self.violation
-                log.warning("run %s: %s", run.run_id, self.violation)
-            self.done.set()
-
-    def _put(self, fn: Callable[..., None], *args: Any) -> None:
-        # Blocking here is the backpressure: the stream is not read while storage is behind.
-        run = self.run
-        run.stream_busy = True
-        try:
-            fn(*args)
-        finally:
-            run.stream_busy = False
-            run.last_seen = time.monotonic()
-
-    def _handle(self, message: pb.WorkerMessage) -> None:
-        run = self.run
-        writer = run.writer
-        assert writer is not None
-        if message.seq != self.last_seq + 1:
-            raise ProtocolViolation(
-                f"message out of order: expected seq {self.last_seq + 1}, got {message.seq}"
-            )
-        self.last_seq = message.seq
-        if writer.error is not None:
-            raise ProtocolViolation(f"storage rejected the worker's data: {writer.error}")
-        kind = message.WhichOneof("body")
-        if kind is None:
-            raise ProtocolViolation(f"message {message.seq} has no body")
-        if kind == "heartbeat":
-            return
-        if kind != "lifecycle" and not run.started:
-            raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
-        if kind == "steps":
-            batch = message.steps
-            rows = convert.step_rows(batch)
-            if self._last_step is not None:
-                last = self._last_step
-                rows = [row for row in rows if (row[0], row[1]) > last]
-            if self._store_steps and rows:
-                if not self._store_render:
-                    rows = [(*row[:8], None, row[9]) for row in rows]
-                self._put(writer.put_steps, rows)
-            if batch.step:
-                self.bus.publish(run.run_id, STEPS, batch)
-            for episode in batch.episodes:
-                self._episode(episode)
-            if batch.metrics:
-                self._metrics(batch.metrics)
-        elif kind == "episode":
-            self._episode(message.episode)
-        elif kind == "metrics":
-            self._metrics(message.metrics.metrics)
-        elif kind == "lifecycle":
-            self._lifecycle(message.lifecycle)
-        elif kind == "artifact":
-            self._artifact(message.artifact)
-        elif kind == "log":
-            line = message.log
-            self._put(
-                writer.put_event,
-                EventRecord(
-                    time=time.time(),
-                    kind="log",
-                    level="INFO",
-                    message=line.line[:4000],
-                    data=json.dumps({"stream": line.stream}),
-                ),
-            )
-        elif kind == "event":
-            event = message.event
-            level = event.level.upper() if event.level.upper() in ("INFO", "WARNING", "ERROR") else "INFO"
-            _json_object(event.data, "event data")
-            self._put(
-                writer.put_event,
-                EventRecord(
-                    time=time.time(),
-                    kind="worker",
-                    level=level,
-                    message=event.message,
-                    data=event.data or "{}",
-                ),
-            )
-            self.bus.publish(run.run_id, "event", event)
-
-    def _episode(self, episode: pb.Episode) -> None:
-        if self._last_episode is not None and episode.episode <= self._last_episode:
-            return
-        assert self.run.writer is not None
-        self._put(self.run.writer.put_episode, convert.episode_record(episode))
-        self.bus.publish(self.run.run_id, "episode", episode)
-
-    def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
-        points = convert.metric_points(metrics)
-        if self._metric_steps:
-            high = self._metric_steps
-            points = [p for p in points if p.step > high.get(p.tag, -1)]
-        if points:
-            assert self.run.writer is not None
-            self._put(self.run.writer.put_metrics, points)
-        self.bus.publish(self.run.run_id, "metrics", pb.MetricBatch(metrics=metrics))
-
-    def _lifecycle(self, lifecycle: pb.Lifecycle) -> None:
-        run = self.run
-        phase = lifecycle.phase
-        if phase == Phase.STARTED:
-            if run.started and not self.resumed:
-                raise ProtocolViolation("STARTED sent twice")
-            _json_object(lifecycle.spaces or "{}", "spaces")
-            self.supervisor.on_started(run, lifecycle.render_kind, lifecycle.spaces)
-        elif phase in (Phase.FAILED, Phase.CANCELLED):
-            # A worker may fail (or be stopped) while still setting up, before STARTED.
-            run.reported = phase
-            run.reported_message = lifecycle.message
-        elif not run.started:
-            raise ProtocolViolation(f"lifecycle {Phase.Name(phase)} sent before STARTED")
-        elif phase in (Phase.PAUSED, Phase.RESUMED):
-            self.supervisor.on_paused(run, phase == Phase.PAUSED)
-        elif phase == Phase.COMPLETED:
-            run.reported = phase
-            run.reported_message = lifecycle.message
-        else:
-            raise ProtocolViolation(f"unknown lifecycle phase {phase}")
-        self.bus.publish(run.run_id, "lifecycle", lifecycle)
-
-    def _artifact(self, artifact: pb.Artifact) -> None:
-        run = self.run
-        path = PurePosixPath(artifact.path)
-        if not artifact.path or path.is_absolute() or ".." in path.parts:
-            raise ProtocolViolation(f"artifact path {artifact.path!r} is not inside the run directory")
-        meta = _json_object(artifact.meta or "{}", "artifact meta")
-        assert run.writer is not None
-        self._put(
-            run.writer.put_artifact,
-            ArtifactRecord(
-                kind=artifact.kind, path=artifact.path, step=artifact.step, meta=artifact.meta or "{}"
-            ),
-        )
-        if run.manifest is not None:
-            run.manifest.add_artifact(artifact.kind, artifact.path, artifact.step, meta)
-
-
-def _json_object(text: str, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ProtocolViolation(f"{what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ProtocolViolation(f"{what} must be a JSON object")
-    return value
+            self.supervisor.stream_ended(run)

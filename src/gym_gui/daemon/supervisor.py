@@ -1,44 +1,50 @@
-"""The supervisor: queues runs, launches workers through an Executor, watches them and decides how they end."""
+"""The supervisor: the one way in to the daemon's runs, for the gRPC services and the daemon process.
+
+``Supervisor`` owns the live runs: it and its parts are the only code that changes a ``LiveRun``.
+It takes what clients ask (submit, cancel, control, delete) and what workers report
+(registration, their stream, lifecycle phases, artifacts), and hands the rest to its parts, each
+with one job:
+
+- ``live.LiveRuns``: the live runs, their lock, and how a state change is recorded and told;
+- ``scheduler.Scheduler``: the supervision loop, and which queued runs start within the limit;
+- ``launching.Launching``: a run's plan, bundle, environment and manifest, to a worker process;
+- ``ending.Ending``: watching workers for their end, the verdict, and finishing a run;
+- ``recovery.reconcile``: what an earlier daemon left, settled after a restart.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-import logging
-import os
-import queue
 import secrets
 import shutil
-import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
 
-from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
-from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, redact
+from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
-from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
+from gym_gui.core.errors import ConfigError, RunBusy
 from gym_gui.core.ids import make_run_id
-from gym_gui.core.records import EventRecord, RunRecord, StateTransition
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
-from gym_gui.core.workers import Launch, WorkerSpec
-from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
+from gym_gui.core.workers import Launch
+from gym_gui.daemon import recovery
+from gym_gui.daemon.ending import Ending
+from gym_gui.daemon.executors import Executor, signal_group
+from gym_gui.daemon.launching import Launching
+from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings, token_digest
+from gym_gui.daemon.scheduler import Scheduler
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
-from gym_gui.storage.run_dir import ManifestWriter, RunDir
-from gym_gui.storage.telemetry import TelemetryWriter
-from gym_gui.workers import BundleDirectory, LaunchContext, WorkerCatalog, WorkerLauncher, worker_catalog
+from gym_gui.storage.run_dir import RunDir
+from gym_gui.workers import BundleDirectory, WorkerCatalog, WorkerLauncher, worker_catalog
 from gym_gui.workers.bundles import app_environment
 
-log = logging.getLogger(__name__)
-
-Command = pb.ControlMessage.Command
-Phase = pb.Lifecycle.Phase
+__all__ = ["LiveRun", "Supervisor", "SupervisorSettings"]
 
 _CONTROLS = {
     Command.PAUSE: Control.PAUSE,
@@ -46,74 +52,6 @@ _CONTROLS = {
     Command.CHECKPOINT_NOW: Control.CHECKPOINT,
     Command.SET_RENDER_RATE: Control.RENDER_RATE,
 }
-
-# Variables a worker inherits from the daemon's environment; everything else is set explicitly.
-_INHERITED_ENV = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "TMPDIR",
-    "USER",
-    "OPENBLAS_CORETYPE",
-    "OPENBLAS_L2_SIZE",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "CUDA_VISIBLE_DEVICES",
-)
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-@dataclass
-class SupervisorSettings:
-    max_concurrent: int = os.cpu_count() or 1
-    heartbeat_timeout: float = 20.0
-    register_timeout: float = 120.0
-    cancel_grace: float = 5.0
-    tick_seconds: float = 0.1
-
-
-@dataclass(eq=False)
-class LiveRun:
-    """What the daemon holds in memory about a run that has (or may get) a worker."""
-
-    run_id: str
-    spec: WorkerSpec
-    config: RunConfig
-    run_dir: Path
-    token: str = ""
-    token_hash: str = ""
-    session_token: str = ""
-    process: WorkerProcess | None = None
-    orphan_pid: int | None = None  # a worker started by an earlier daemon
-    writer: TelemetryWriter | None = None
-    launched_at: float = field(default_factory=time.monotonic)
-    last_seen: float = field(default_factory=time.monotonic)
-    stream_open: bool = False
-    stream_busy: bool = False
-    stream_done: threading.Event = field(default_factory=threading.Event)
-    ever_streamed: bool = False
-    started: bool = False
-    reported: int = Phase.PHASE_UNSPECIFIED
-    reported_message: str = ""
-    violation: str = ""
-    heartbeat_lost: bool = False
-    cancel_requested_at: float | None = None
-    killed: bool = False
-    exited_at: float | None = None
-    exit_code: int | None = None
-    render_fps: float = 0.0
-    launching: bool = False  # resolving its command; no process yet
-    secret_env: dict[str, str] = field(default_factory=dict)
-    controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
-    manifest: ManifestWriter | None = None
-    finalized: bool = False
-
-    def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
-        self.controls.put(pb.ControlMessage(command=command, render_fps=render_fps, reason=reason))
 
 
 class Supervisor:
@@ -133,47 +71,40 @@ class Supervisor:
         self.home = home
         self.registry = registry
         self.bus = bus
-        self.executor = executor
-        self.address = address
         self.settings = settings or SupervisorSettings()
         self.catalog = catalog or worker_catalog()
         self.bundles = bundles or BundleDirectory(home.bundles_dir, self.catalog.bundles())
-        context = LaunchContext(home, self.bundles)
-        # The launcher of every kind whose runs this daemon starts, built once from its plugin.
-        self.launchers: dict[str, WorkerLauncher] = {}
-        for plugin in self.catalog.plugins():
-            launcher = plugin.launcher(context) if plugin.spec.available else None
-            if launcher is not None:
-                self.launchers[plugin.kind] = launcher
-        self._installing: set[str] = set()
-        self._lock = threading.RLock()
-        self._live: dict[str, LiveRun] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.runs = LiveRuns(home, registry, bus)
+        self.ending = Ending(self.runs, self.settings)
+        self.launching = Launching(self.runs, self.ending, executor, address, self.catalog, self.bundles)
+        self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.settings)
+
+    @property
+    def launchers(self) -> dict[str, WorkerLauncher]:
+        """The launcher of every kind whose runs this daemon starts."""
+        return self.launching.launchers
 
     # ------------------------------------------------------------ lifecycle of the loop
 
+    def reconcile(self) -> None:
+        """Settle what an earlier daemon left (before :meth:`start_loop`); see :func:`recovery.reconcile`."""
+        recovery.reconcile(self.runs, self.catalog)
+
     def start_loop(self) -> None:
         """Start the supervision loop (call :meth:`reconcile` first)."""
-        self._thread = threading.Thread(target=self._loop, name="gym-gui-supervisor", daemon=True)
-        self._thread.start()
+        self.scheduler.start_loop()
 
     def stop(self) -> None:
         """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        with self._lock:
-            for run in self._live.values():
+        self.scheduler.stop_loop()
+        with self.runs.lock:
+            for run in self.runs.all():
                 if run.writer is not None:
                     run.writer.close()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.settings.tick_seconds):
-            try:
-                self.tick()
-            except Exception:  # the loop must outlive any one run's trouble
-                log.exception("supervisor tick failed")
+    def tick(self) -> None:
+        """One pass of the supervision loop, now."""
+        self.scheduler.tick()
 
     # ------------------------------------------------------------ submitting
 
@@ -194,10 +125,10 @@ class Supervisor:
             # the others run in gym_gui's environment, whose gymnasium answers.
             check_env(config.env_id)
         if spec.launch is Launch.DAEMON:
-            self._launcher(config.worker).validate(config)
+            self.launching.launcher(config.worker).validate(config)
         label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
         now = time.time()
-        with self._lock:
+        with self.runs.lock:
             run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
             run_dir = self.home.run_dir(run_id)
             files = RunDir(run_dir)
@@ -225,92 +156,20 @@ class Supervisor:
             run.manifest = files.create_manifest(app_environment(spec.bundle))
             self.registry.create(record)
             self.registry.set_token_hash(run_id, run.token_hash)
-            self._live[run_id] = run
-        self._publish_row(run_id)
+            self.runs.add(run)
+        self.runs.publish_row(run_id)
         if config.dry_run:
-            self._begin(run, "dry-run: resolving the command")
+            self.launching.begin(run, "dry-run: resolving the command")
             return self.registry.get(run_id), ""
         if spec.launch is Launch.CLIENT:
-            self._open_writer(run)
-            self._transition(run, RunState.STARTING, "client drives the run")
+            self.runs.open_writer(run)
+            self.runs.transition(run, RunState.STARTING, "client drives the run")
             return self.registry.get(run_id), token
         self.tick()
         return self.registry.get(run_id), ""
 
     def _taken(self, run_id: str) -> bool:
-        return run_id in self._live or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
-
-    def _launcher(self, kind: str) -> WorkerLauncher:
-        launcher = self.launchers.get(kind)
-        if launcher is None:
-            raise ConfigError(f"worker {kind!r} cannot be launched by the daemon")
-        return launcher
-
-    def _begin(self, run: LiveRun, reason: str) -> None:
-        """STARTING, then resolve the command outside the lock (it may ask a bundle) and start it."""
-        run.launching = True
-        self._open_writer(run)
-        self._transition(run, RunState.STARTING, reason)
-        threading.Thread(target=self._prepare, args=(run,), name=f"launch-{run.run_id}", daemon=True).start()
-
-    def _prepare(self, run: LiveRun) -> None:
-        try:
-            plan = self._launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
-        except GymGuiError as exc:
-            with self._lock:
-                self._finish(run, RunState.FAILED, f"not launched: {exc}")
-            return
-        except Exception as exc:  # a launcher bug must fail the run, never the daemon
-            log.exception("run %s: resolving its command failed", run.run_id)
-            with self._lock:
-                self._finish(run, RunState.FAILED, f"not launched: {type(exc).__name__}: {exc}")
-            return
-        with self._lock:
-            if run.finalized:
-                return
-            worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
-            env = {**self._worker_env(run), **plan.env, **worker_secrets}
-            if run.manifest is not None:
-                try:
-                    run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
-                except StorageError as exc:
-                    self._finish(run, RunState.FAILED, f"not launched: {exc}")
-                    return
-            for warning in plan.warnings:
-                self._event(run, "WARNING", warning)
-            if run.config.dry_run:
-                shown = {k: ("***" if k in worker_secrets else v) for k, v in env.items()}
-                self._event(
-                    run,
-                    "INFO",
-                    "dry run: nothing launched",
-                    kind="dry-run",
-                    data={"argv": plan.argv, "cwd": str(run.run_dir), "env": redact(shown), **plan.manifest},
-                )
-                self._finish(run, RunState.COMPLETED, "dry-run")
-                return
-            if run.cancel_requested_at is not None:
-                self._finish(run, RunState.CANCELLED, "cancelled by user before it started")
-                return
-            self._start_process(run, plan.argv, env)
-
-    def _event(
-        self,
-        run: LiveRun,
-        level: str,
-        message: str,
-        kind: str = "daemon",
-        data: dict[str, object] | None = None,
-    ) -> None:
-        """Something the user should see about a run: stored with it and sent to its viewers."""
-        text = json.dumps(data or {})
-        self._open_writer(run)
-        assert run.writer is not None
-        if run.writer.error is None:
-            run.writer.put_event(
-                EventRecord(time=time.time(), kind=kind, level=level, message=message, data=text)
-            )
-        self.bus.publish(run.run_id, "event", pb.WorkerEvent(level=level, message=message, data=text))
+        return run_id in self.runs or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
 
     # ------------------------------------------------------------ control
 
@@ -318,26 +177,26 @@ class Supervisor:
         record = self.registry.get(run_id)
         if record.state.terminal:
             raise RunBusy(f"run {run_id} already ended ({record.state.value})")
-        with self._lock:
-            run = self._live.get(run_id)
+        with self.runs.lock:
+            run = self.runs.get(run_id)
             if record.state is RunState.QUEUED:
-                self._transition_id(run_id, RunState.CANCELLED, "cancelled by user before it started")
+                self.runs.transition_id(run_id, RunState.CANCELLED, "cancelled by user before it started")
                 if run is not None:
-                    self._live.pop(run_id, None)
-                self._publish_row(run_id)
+                    self.runs.remove(run_id)
+                self.runs.publish_row(run_id)
                 return self.registry.get(run_id)
             if run is None:
                 raise RunBusy(f"run {run_id} has no worker this daemon can reach")
             if run.cancel_requested_at is None:
                 run.cancel_requested_at = time.monotonic()
                 if run.process is None and run.orphan_pid is None and run.spec.launch is Launch.DAEMON:
-                    # Still resolving its command: _prepare ends it without starting anything.
+                    # Still resolving its command: Launching ends it without starting anything.
                     return self.registry.get(run_id)
                 run.send(Command.STOP, reason="cancelled by user")
                 if run.process is not None:
                     run.process.terminate()
                 elif run.orphan_pid is not None:
-                    _signal_pid(run.orphan_pid, 15)
+                    signal_group(run.orphan_pid, 15)
         self.tick()
         return self.registry.get(run_id)
 
@@ -355,9 +214,9 @@ class Supervisor:
             raise ConfigError(
                 f"render rate must be between 0 and {MAX_RENDER_FPS:g} frames per second (got {render_fps:g})"
             )
-        with self._lock:
+        with self.runs.lock:
             record = self.registry.get(run_id)
-            run = self._live.get(run_id)
+            run = self.runs.get(run_id)
             spec = run.spec if run is not None else self.catalog.spec(record.worker)
             refusal = control_refusal(
                 control, record.state, spec.capabilities, spec.display_name, record.lane
@@ -377,8 +236,8 @@ class Supervisor:
         record = self.registry.get(run_id)
         if not record.state.terminal and record.state is not RunState.QUEUED:
             raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
-        with self._lock:
-            self._live.pop(run_id, None)
+        with self.runs.lock:
+            self.runs.remove(run_id)
             run_dir = self.home.run_dir(run_id)
             # The directory is moved aside first so a half-deleted run never looks like a run.
             if run_dir.exists():
@@ -389,9 +248,8 @@ class Supervisor:
         self.bus.publish(RUNS_TOPIC, "removed", run_id)
         self.bus.close_run(run_id)
 
-    def live(self, run_id: str) -> LiveRun | None:
-        with self._lock:
-            return self._live.get(run_id)
+    def publish_row(self, run_id: str) -> None:
+        self.runs.publish_row(run_id)
 
     # ------------------------------------------------------------ workers
 
@@ -401,8 +259,8 @@ class Supervisor:
         Raises:
             PermissionError: when the token is not that run's.
         """
-        with self._lock:
-            run = self._live.get(run_id)
+        with self.runs.lock:
+            run = self.runs.get(run_id)
             if run is None or not secrets.compare_digest(run.token_hash, token_digest(token)):
                 raise PermissionError(f"no active run {run_id} with that token")
             if run.stream_open:
@@ -414,8 +272,8 @@ class Supervisor:
             return run
 
     def session(self, run_id: str, session_token: str) -> LiveRun | None:
-        with self._lock:
-            run = self._live.get(run_id)
+        with self.runs.lock:
+            run = self.runs.get(run_id)
         if run is None or not run.session_token:
             return None
         if not secrets.compare_digest(run.session_token, session_token):
@@ -424,378 +282,80 @@ class Supervisor:
 
     def is_worker_token(self, token: str) -> bool:
         digest = token_digest(token)
-        with self._lock:
+        with self.runs.lock:
             return any(
                 secrets.compare_digest(run.token_hash, digest)
                 or (run.session_token and secrets.compare_digest(run.session_token, token))
-                for run in self._live.values()
+                for run in self.runs.all()
             )
 
-    def on_started(self, run: LiveRun, render_kind: str, spaces: str) -> None:
-        run.started = True
-        if run.writer is not None:
-            run.writer.set_meta("render_kind", render_kind or "none")
-            run.writer.set_meta("spaces", spaces or "{}")
-        if self.registry.get(run.run_id).state is RunState.STARTING:
-            self._transition(run, RunState.RUNNING, "worker started")
+    def stream_opened(self, run: LiveRun) -> bool:
+        """A worker opened its Publish stream; returns whether it resumes an earlier one.
 
-    def on_paused(self, run: LiveRun, paused: bool) -> None:
-        state = self.registry.get(run.run_id).state
-        if paused and state is RunState.RUNNING:
-            self._transition(run, RunState.PAUSED, "paused")
-        elif not paused and state is RunState.PAUSED:
-            self._transition(run, RunState.RUNNING, "resumed")
+        Raises:
+            RunBusy: the run already has an open stream.
+        """
+        with self.runs.lock:
+            if run.stream_open:
+                raise RunBusy(f"run {run.run_id} already has an open stream")
+            resumed = run.ever_streamed or run.orphan_pid is not None
+            run.stream_open = True
+            run.ever_streamed = True
+            run.stream_done.clear()
+            run.last_seen = time.monotonic()
+        return resumed
 
-    def on_stream_end(self, run: LiveRun) -> None:
+    def heard_from(self, run: LiveRun) -> None:
+        """A message arrived from the run's worker: it is alive (any message is a heartbeat)."""
+        run.last_seen = time.monotonic()
+
+    @contextlib.contextmanager
+    def storing(self, run: LiveRun) -> Iterator[None]:
+        """While the stream waits for storage to take its data (backpressure), it is busy, not silent."""
+        run.stream_busy = True
+        try:
+            yield
+        finally:
+            run.stream_busy = False
+            run.last_seen = time.monotonic()
+
+    def lifecycle(self, run: LiveRun, lifecycle: pb.Lifecycle) -> None:
+        """A lifecycle phase the worker reported (the ingest has checked it may report it now).
+
+        STARTED makes the run RUNNING and stores how it renders; PAUSED and RESUMED follow the
+        worker; an end it reports (COMPLETED, FAILED, CANCELLED) is kept for the verdict, given
+        once its process is gone.
+        """
+        phase = lifecycle.phase
+        if phase == Phase.STARTED:
+            run.started = True
+            if run.writer is not None:
+                run.writer.set_meta("render_kind", lifecycle.render_kind or "none")
+                run.writer.set_meta("spaces", lifecycle.spaces or "{}")
+            if self.registry.get(run.run_id).state is RunState.STARTING:
+                self.runs.transition(run, RunState.RUNNING, "worker started")
+        elif phase in (Phase.PAUSED, Phase.RESUMED):
+            state = self.registry.get(run.run_id).state
+            if phase == Phase.PAUSED and state is RunState.RUNNING:
+                self.runs.transition(run, RunState.PAUSED, "paused")
+            elif phase == Phase.RESUMED and state is RunState.PAUSED:
+                self.runs.transition(run, RunState.RUNNING, "resumed")
+        elif phase in (Phase.COMPLETED, Phase.FAILED, Phase.CANCELLED):
+            run.reported = phase
+            run.reported_message = lifecycle.message
+
+    def record_artifact(self, run: LiveRun, kind: str, path: str, step: int, meta: dict[str, Any]) -> None:
+        """An artifact the worker wrote (its path checked to be inside the run): into the manifest."""
+        if run.manifest is not None:
+            run.manifest.add_artifact(kind, path, step, meta)
+
+    def stream_failed(self, run: LiveRun, reason: str) -> None:
+        """The worker's stream broke the protocol or storage refused its data: the run fails with ``reason``."""
+        with self.runs.lock:
+            run.violation = reason
+
+    def stream_ended(self, run: LiveRun) -> None:
+        """The worker's Publish stream closed (its end, a broken connection, or a violation)."""
         run.stream_open = False
         run.stream_done.set()
         self.tick()
-
-    # ------------------------------------------------------------ supervision
-
-    def tick(self) -> None:
-        """One pass: finalize ended runs, enforce heartbeats and cancel grace, start queued runs."""
-        with self._lock:
-            now = time.monotonic()
-            for run in list(self._live.values()):
-                if run.finalized:
-                    continue
-                self._check(run, now)
-            self._start_queued()
-
-    def _check(self, run: LiveRun, now: float) -> None:
-        settings = self.settings
-        if run.process is not None and run.exit_code is None:
-            code = run.process.poll()
-            if code is not None:
-                run.exit_code = code
-                run.exited_at = now
-        elif run.orphan_pid is not None and run.exited_at is None and not process_alive(run.orphan_pid):
-            run.exited_at = now
-
-        if run.violation and not run.killed:
-            self._kill(run)
-        if (
-            run.cancel_requested_at is not None
-            and not run.killed
-            and now - run.cancel_requested_at > settings.cancel_grace
-        ):
-            self._kill(run)
-
-        if (
-            run.stream_open
-            and not run.stream_busy
-            and not run.heartbeat_lost
-            and now - run.last_seen > settings.heartbeat_timeout
-        ):
-            run.heartbeat_lost = True
-            log.warning("run %s: no heartbeat for %.0fs", run.run_id, now - run.last_seen)
-            self._kill(run)
-
-        client_driven = run.spec.launch is Launch.CLIENT
-        has_worker = client_driven or run.process is not None or run.orphan_pid is not None
-        if (
-            has_worker
-            and not run.ever_streamed
-            and not run.heartbeat_lost
-            and now - run.launched_at > settings.register_timeout
-        ):
-            run.heartbeat_lost = True
-            run.violation = run.violation or f"worker did not connect within {settings.register_timeout:.0f}s"
-            self._kill(run)
-
-        if client_driven:
-            ended = (
-                (run.ever_streamed and run.stream_done.is_set()) or run.heartbeat_lost or bool(run.violation)
-            )
-        else:
-            process_gone = run.exited_at is not None
-            # Give the stream a moment to drain into storage after the process is gone.
-            stream_settled = not run.stream_open or (run.exited_at is not None and now - run.exited_at > 10.0)
-            ended = process_gone and stream_settled
-        if ended:
-            state, reason = self._verdict(run)
-            self._finish(run, state, reason)
-
-    def _verdict(self, run: LiveRun) -> tuple[RunState, str]:
-        code = run.exit_code
-        if run.violation:
-            return RunState.FAILED, run.violation
-        if run.cancel_requested_at is not None:
-            return RunState.CANCELLED, "cancelled by user"
-        if run.heartbeat_lost:
-            return RunState.FAILED, f"heartbeat lost: no message for {self.settings.heartbeat_timeout:.0f}s"
-        if code is not None and code != 0:
-            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-            if run.reported == Phase.FAILED and run.reported_message:
-                # The worker named the cause (e.g. the script's own error line): say that.
-                return RunState.FAILED, f"{how}: {run.reported_message}"
-            stderr = tail(RunDir(run.run_dir).worker_stderr_log, 1500)
-            return RunState.FAILED, f"{how}: {stderr}" if stderr else how
-        if run.reported == Phase.COMPLETED:
-            return RunState.COMPLETED, run.reported_message or "completed"
-        if run.reported == Phase.CANCELLED:
-            return RunState.CANCELLED, run.reported_message or "stopped by the worker"
-        if run.reported == Phase.FAILED:
-            return RunState.FAILED, run.reported_message or "the worker reported a failure"
-        if run.orphan_pid is not None and code is None:
-            return (
-                RunState.FAILED,
-                "worker ended without reporting completion (exit code unknown: started by an earlier daemon)",
-            )
-        return RunState.FAILED, "worker exited without reporting completion"
-
-    def _finish(self, run: LiveRun, state: RunState, reason: str) -> None:
-        run.finalized = True
-        writer = run.writer
-        if writer is not None:
-            with contextlib.suppress(StorageError):
-                writer.flush(timeout=60)
-            if writer.error is not None and state is RunState.COMPLETED:
-                state, reason = RunState.FAILED, f"storage failed: {writer.error}"
-        # Everything on disk is final before anyone hears the run ended.
-        if run.manifest is not None:
-            try:
-                run.manifest.update(ended_at=time.time(), final_state=state.value)
-            except StorageError as exc:
-                log.error("run %s: its end is not in its manifest: %s", run.run_id, exc)
-        self._transition(run, state, reason, exit_code=run.exit_code)
-        if writer is not None:
-            writer.close()
-            run.writer = None
-        with self._lock:
-            self._live.pop(run.run_id, None)
-        self.bus.close_run(run.run_id)
-        log.info("run %s: %s (%s)", run.run_id, state.value, reason)
-
-    def _kill(self, run: LiveRun) -> None:
-        run.killed = True
-        run.send(Command.STOP, reason=run.violation or "stopping")
-        if run.process is not None:
-            run.process.kill()
-        elif run.orphan_pid is not None:
-            _signal_pid(run.orphan_pid, 9)
-
-    def _start_queued(self) -> None:
-        active = sum(
-            1
-            for run in self._live.values()
-            if run.spec.launch is Launch.DAEMON
-            and not run.finalized
-            and (run.launching or run.process or run.orphan_pid)
-        )
-        for record in self.registry.in_states(RunState.QUEUED):
-            if active >= self.settings.max_concurrent:
-                return
-            run = self._live.get(record.run_id)
-            if run is None or run.launching or run.spec.launch is not Launch.DAEMON:
-                continue
-            bundle = self._bundle_of(run)
-            if bundle is not None and run.config.source.python is None and not self.bundles.installed(bundle):
-                self._install_bundle(bundle)
-                continue
-            self._begin(run, "launching worker")
-            active += 1
-
-    def _install_bundle(self, name: str) -> None:
-        """Create a worker bundle on first use, telling every run that waits for it how it goes."""
-        if name in self._installing:
-            return
-        self._installing.add(name)
-
-        def waiting() -> list[LiveRun]:
-            with self._lock:
-                return [
-                    run
-                    for run in self._live.values()
-                    if not run.launching
-                    and not run.finalized
-                    and run.spec.launch is Launch.DAEMON
-                    and self._bundle_of(run) == name
-                ]
-
-        def progress(step: int, total: int, message: str) -> None:
-            for run in waiting():
-                self._event(
-                    run, "INFO", f"installing worker bundle {name}: {step}/{total} {message}", kind="bundle"
-                )
-
-        def install() -> None:
-            try:
-                self.bundles.install(name, progress=progress)
-            except GymGuiError as exc:
-                log.error("bundle %s: %s", name, exc)
-                with self._lock:
-                    for run in waiting():
-                        if self.registry.get(run.run_id).state is RunState.QUEUED:
-                            self._transition(
-                                run, RunState.FAILED, f"worker bundle {name} could not be installed: {exc}"
-                            )
-                            self._live.pop(run.run_id, None)
-            finally:
-                self._installing.discard(name)
-            self.tick()
-
-        log.info("installing worker bundle %s on first use", name)
-        threading.Thread(target=install, name=f"bundle-{name}", daemon=True).start()
-
-    def _bundle_of(self, run: LiveRun) -> str | None:
-        """The bundle a run's worker needs installed, or None when it runs in gym_gui's environment."""
-        bundle = self.catalog.plugin(run.config.worker).bundle
-        return bundle.name if bundle is not None else None
-
-    def _worker_env(self, run: LiveRun) -> dict[str, str]:
-        env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
-        env.update(
-            {
-                ENV_DAEMON_ADDRESS: self.address,
-                ENV_RUN_ID: run.run_id,
-                ENV_RUN_TOKEN: run.token,
-                ENV_RUN_DIR: str(run.run_dir),
-                "GYM_GUI_HOME": str(self.home.root),
-                "PYTHONUNBUFFERED": "1",
-                "SDL_VIDEODRIVER": "dummy",
-                "SDL_AUDIODRIVER": "dummy",
-            }
-        )
-        return env
-
-    def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:
-        files = RunDir(run.run_dir)
-        spec = LaunchSpec(
-            run_id=run.run_id,
-            argv=argv,
-            cwd=run.run_dir,
-            env=env,
-            stdout_path=files.worker_stdout_log,
-            stderr_path=files.worker_stderr_log,
-            secret_keys=frozenset(run.secret_env),
-        )
-        run.secret_env = {}
-        run.launched_at = time.monotonic()
-        try:
-            run.process = self.executor.launch(spec)
-        except OSError as exc:
-            self._finish(run, RunState.FAILED, f"could not start the worker: {exc}")
-            return
-        finally:
-            run.launching = False
-        self.registry.set_process(run.run_id, run.process.pid)
-
-    def _open_writer(self, run: LiveRun) -> None:
-        if run.writer is None:
-            run.writer = TelemetryWriter(RunDir(run.run_dir).telemetry_path)
-            run.writer.start()
-
-    # ------------------------------------------------------------ state changes
-
-    def _transition(self, run: LiveRun, state: RunState, reason: str, exit_code: int | None = None) -> None:
-        transition = self._transition_id(run.run_id, state, reason, exit_code)
-        if run.writer is not None and run.writer.error is None:
-            run.writer.put_event(
-                EventRecord(
-                    time=transition.time, kind="state", level="INFO", message=f"{state.value}: {reason}"
-                )
-            )
-
-    def _transition_id(
-        self, run_id: str, state: RunState, reason: str, exit_code: int | None = None
-    ) -> StateTransition:
-        transition = self.registry.transition(run_id, state, reason, exit_code=exit_code)
-        self.bus.publish(run_id, "state", transition)
-        self._publish_row(run_id, transition)
-        return transition
-
-    def _publish_row(self, run_id: str, transition: StateTransition | None = None) -> None:
-        if transition is not None:
-            self.bus.publish(RUNS_TOPIC, "change", transition)
-        self.bus.publish(RUNS_TOPIC, "updated", self.registry.get(run_id))
-
-    def publish_row(self, run_id: str) -> None:
-        self._publish_row(run_id)
-
-    # ------------------------------------------------------------ restart
-
-    def reconcile(self) -> None:
-        """Settle the runs an earlier daemon left active.
-
-        A run whose worker process is gone becomes LOST; one whose process still lives is
-        kept, waiting for its worker to reconnect with its run token.
-        """
-        for record in self.registry.in_states(RunState.STARTING, RunState.RUNNING, RunState.PAUSED):
-            try:
-                spec = self.catalog.spec(record.worker)
-            except GymGuiError as exc:
-                self._transition_id(record.run_id, RunState.LOST, f"daemon restarted and {exc}")
-                continue
-            if record.pid is not None and process_alive(record.pid):
-                try:
-                    config = RunDir(self.home.run_dir(record.run_id)).read_config()
-                except StorageError as exc:
-                    self._transition_id(
-                        record.run_id,
-                        RunState.LOST,
-                        f"daemon restarted and the run's config is unreadable: {exc}",
-                    )
-                    continue
-                token_hash = self.registry.token_hash(record.run_id) or ""
-                run = LiveRun(
-                    run_id=record.run_id,
-                    spec=spec,
-                    config=config,
-                    run_dir=self.home.run_dir(record.run_id),
-                    token_hash=token_hash,
-                    orphan_pid=record.pid,
-                    started=record.state is not RunState.STARTING,
-                )
-                run.manifest = self._open_manifest(run)
-                self._open_writer(run)
-                self._live[record.run_id] = run
-                log.info(
-                    "run %s: worker pid %d still alive, waiting for it to reconnect",
-                    record.run_id,
-                    record.pid,
-                )
-            else:
-                self._transition_id(
-                    record.run_id, RunState.LOST, "the worker process vanished while no daemon watched it"
-                )
-        for record in self.registry.in_states(RunState.QUEUED):
-            try:
-                spec = self.catalog.spec(record.worker)
-                config = RunDir(self.home.run_dir(record.run_id)).read_config()
-            except GymGuiError as exc:
-                self._transition_id(
-                    record.run_id,
-                    RunState.FAILED,
-                    f"queued run cannot start after the daemon restarted: {exc}",
-                )
-                continue
-            run = LiveRun(
-                run_id=record.run_id,
-                spec=spec,
-                config=config,
-                run_dir=self.home.run_dir(record.run_id),
-            )
-            run.token = secrets.token_urlsafe(32)
-            run.token_hash = token_digest(run.token)
-            self.registry.set_token_hash(run.run_id, run.token_hash)
-            run.manifest = self._open_manifest(run)
-            self._live[record.run_id] = run
-
-    @staticmethod
-    def _open_manifest(run: LiveRun) -> ManifestWriter | None:
-        # A manifest that cannot be opened costs the run its record of artifacts, not its supervision.
-        try:
-            return RunDir(run.run_dir).open_manifest()
-        except StorageError as exc:
-            log.error("run %s: its manifest is not kept up to date: %s", run.run_id, exc)
-            return None
-
-
-def _signal_pid(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)

@@ -1,0 +1,184 @@
+"""How a run ends: watching its worker for the end, the verdict on it, and finishing the run."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from gym_gui.core.errors import StorageError
+from gym_gui.core.states import RunState
+from gym_gui.core.workers import Launch
+from gym_gui.daemon.executors import process_alive, signal_group, tail
+from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings
+from gym_gui.storage.run_dir import RunDir
+
+log = logging.getLogger(__name__)
+
+# How long a stream may go on draining into storage after its worker process is gone.
+STREAM_DRAIN_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The facts a run's end is judged on, gathered once its worker is gone."""
+
+    violation: str = ""  # the protocol or storage failure that stopped the stream, if any
+    cancel_requested: bool = False
+    heartbeat_lost: bool = False
+    exit_code: int | None = None  # negative: killed by that signal; None: not known
+    reported: int = Phase.PHASE_UNSPECIFIED  # the end the worker reported (COMPLETED, FAILED, CANCELLED)
+    reported_message: str = ""
+    adopted: bool = False  # started by an earlier daemon, so its exit code cannot be known
+    stderr_tail: str = ""  # the end of the worker's stderr log
+
+    @classmethod
+    def of(cls, run: LiveRun) -> Outcome:
+        code = run.exit_code
+        failed = code is not None and code != 0
+        return cls(
+            violation=run.violation,
+            cancel_requested=run.cancel_requested_at is not None,
+            heartbeat_lost=run.heartbeat_lost,
+            exit_code=code,
+            reported=run.reported,
+            reported_message=run.reported_message,
+            adopted=run.orphan_pid is not None,
+            stderr_tail=tail(RunDir(run.run_dir).worker_stderr_log, 1500) if failed else "",
+        )
+
+
+def verdict(outcome: Outcome, heartbeat_timeout: float) -> tuple[RunState, str]:
+    """The final state of a run and the reason shown with it; the first rule that applies wins:
+
+    a violation → FAILED with it; a cancel → CANCELLED; a lost heartbeat → FAILED; a non-zero
+    exit → FAILED with the exit code or signal and the worker's own message (or else its stderr);
+    then the end the worker reported; otherwise FAILED, for it never reported completing.
+    """
+    code = outcome.exit_code
+    if outcome.violation:
+        return RunState.FAILED, outcome.violation
+    if outcome.cancel_requested:
+        return RunState.CANCELLED, "cancelled by user"
+    if outcome.heartbeat_lost:
+        return RunState.FAILED, f"heartbeat lost: no message for {heartbeat_timeout:.0f}s"
+    if code is not None and code != 0:
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        if outcome.reported == Phase.FAILED and outcome.reported_message:
+            # The worker named the cause (e.g. the script's own error line): say that.
+            return RunState.FAILED, f"{how}: {outcome.reported_message}"
+        return RunState.FAILED, f"{how}: {outcome.stderr_tail}" if outcome.stderr_tail else how
+    if outcome.reported == Phase.COMPLETED:
+        return RunState.COMPLETED, outcome.reported_message or "completed"
+    if outcome.reported == Phase.CANCELLED:
+        return RunState.CANCELLED, outcome.reported_message or "stopped by the worker"
+    if outcome.reported == Phase.FAILED:
+        return RunState.FAILED, outcome.reported_message or "the worker reported a failure"
+    if outcome.adopted and code is None:
+        return (
+            RunState.FAILED,
+            "worker ended without reporting completion (exit code unknown: started by an earlier daemon)",
+        )
+    return RunState.FAILED, "worker exited without reporting completion"
+
+
+class Ending:
+    """Watches each run's worker (exit, heartbeats, cancel grace, registration) and finishes the run.
+
+    Finishing is the last thing that happens to a run: its telemetry is flushed, its manifest gets
+    its end, the registry its final state; only then is its writer closed and its viewers let go.
+    """
+
+    def __init__(self, runs: LiveRuns, settings: SupervisorSettings) -> None:
+        self.runs = runs
+        self.settings = settings
+
+    def check(self, run: LiveRun, now: float) -> None:
+        """One look at a run (under the lock): note its exit, stop it if it must, finish it if it ended."""
+        settings = self.settings
+        if run.process is not None and run.exit_code is None:
+            code = run.process.poll()
+            if code is not None:
+                run.exit_code = code
+                run.exited_at = now
+        elif run.orphan_pid is not None and run.exited_at is None and not process_alive(run.orphan_pid):
+            run.exited_at = now
+
+        if run.violation and not run.killed:
+            self.kill(run)
+        if (
+            run.cancel_requested_at is not None
+            and not run.killed
+            and now - run.cancel_requested_at > settings.cancel_grace
+        ):
+            self.kill(run)
+
+        if (
+            run.stream_open
+            and not run.stream_busy
+            and not run.heartbeat_lost
+            and now - run.last_seen > settings.heartbeat_timeout
+        ):
+            run.heartbeat_lost = True
+            log.warning("run %s: no heartbeat for %.0fs", run.run_id, now - run.last_seen)
+            self.kill(run)
+
+        client_driven = run.spec.launch is Launch.CLIENT
+        has_worker = client_driven or run.process is not None or run.orphan_pid is not None
+        if (
+            has_worker
+            and not run.ever_streamed
+            and not run.heartbeat_lost
+            and now - run.launched_at > settings.register_timeout
+        ):
+            run.heartbeat_lost = True
+            run.violation = run.violation or f"worker did not connect within {settings.register_timeout:.0f}s"
+            self.kill(run)
+
+        if client_driven:
+            ended = (
+                (run.ever_streamed and run.stream_done.is_set()) or run.heartbeat_lost or bool(run.violation)
+            )
+        else:
+            process_gone = run.exited_at is not None
+            # Give the stream a moment to drain into storage after the process is gone.
+            stream_settled = not run.stream_open or (
+                run.exited_at is not None and now - run.exited_at > STREAM_DRAIN_SECONDS
+            )
+            ended = process_gone and stream_settled
+        if ended:
+            state, reason = verdict(Outcome.of(run), settings.heartbeat_timeout)
+            self.finish(run, state, reason)
+
+    def kill(self, run: LiveRun) -> None:
+        """Stop a run's worker now: STOP on its control stream and SIGKILL to its process group."""
+        run.killed = True
+        run.send(Command.STOP, reason=run.violation or "stopping")
+        if run.process is not None:
+            run.process.kill()
+        elif run.orphan_pid is not None:
+            signal_group(run.orphan_pid, 9)
+
+    def finish(self, run: LiveRun, state: RunState, reason: str) -> None:
+        """End a run in ``state`` (FAILED instead of COMPLETED when its telemetry could not be stored)."""
+        run.finalized = True
+        writer = run.writer
+        if writer is not None:
+            with contextlib.suppress(StorageError):
+                writer.flush(timeout=60)
+            if writer.error is not None and state is RunState.COMPLETED:
+                state, reason = RunState.FAILED, f"storage failed: {writer.error}"
+        # Everything on disk is final before anyone hears the run ended.
+        if run.manifest is not None:
+            try:
+                run.manifest.update(ended_at=time.time(), final_state=state.value)
+            except StorageError as exc:
+                log.error("run %s: its end is not in its manifest: %s", run.run_id, exc)
+        self.runs.transition(run, state, reason, exit_code=run.exit_code)
+        if writer is not None:
+            writer.close()
+            run.writer = None
+        self.runs.remove(run.run_id)
+        self.runs.bus.close_run(run.run_id)
+        log.info("run %s: %s (%s)", run.run_id, state.value, reason)

@@ -1,0 +1,230 @@
+"""The ingest of one worker's Publish stream: into storage, onto the RunBus, and into the run's state."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+import grpc
+from gym_gui_sdk import trainer_pb2 as pb
+
+from gym_gui.bus.run_bus import STEPS, RunBus
+from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import ArtifactRecord, EventRecord
+from gym_gui.daemon.supervisor import LiveRun, Supervisor
+from gym_gui.protocol import convert
+from gym_gui.protocol.convert import ProtocolViolation
+from gym_gui.storage.telemetry import TelemetryReader
+
+log = logging.getLogger(__name__)
+
+Phase = pb.Lifecycle.Phase
+
+
+class StreamIngest:
+    """Reads one worker's Publish stream, on a thread of its own, until it ends or breaks the protocol.
+
+    Every record goes into the run's storage (lossless: a full writer queue blocks the read, and
+    gRPC flow control holds the worker back) and out on the RunBus to viewers (lossy). What the
+    stream says about the run itself — that the worker lives, its lifecycle phases, its
+    artifacts, a violation — goes to the ``Supervisor``, which changes the run. The ingest checks
+    the protocol: messages in ``seq`` order, records only after STARTED, well-formed JSON, artifact
+    paths inside the run directory.
+    """
+
+    def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun, resumed: bool) -> None:
+        self.supervisor = supervisor
+        self.bus = bus
+        self.run = run
+        self.resumed = resumed
+        self.last_seq = 0
+        self.stored_seq = 0  # every message up to this one is in the writer's hands
+        self.violation = ""
+        self.done = threading.Event()
+        self._store_steps = run.config.telemetry.store_steps
+        self._store_render = run.config.telemetry.store_render
+
+    def _watermarks(self) -> None:
+        """On a reconnected stream, what is already stored (the worker sends again what it had
+        not seen confirmed, and the daemon keeps each record once)."""
+        self._last_step: tuple[int, int] | None = None
+        self._last_episode: int | None = None
+        self._metric_steps: dict[str, int] = {}
+        writer = self.run.writer
+        if not self.resumed or writer is None:
+            return
+        writer.flush(timeout=60)
+        reader = TelemetryReader(writer.path)
+        try:
+            self._last_step = reader.last_step_key()
+            self._last_episode = reader.last_episode()
+            self._metric_steps = reader.metric_high_water()
+        finally:
+            reader.close()
+
+    def consume(self, messages: Iterator[pb.WorkerMessage]) -> None:
+        run = self.run
+        try:
+            self._watermarks()
+            for message in messages:
+                self.supervisor.heard_from(run)
+                self._handle(message)
+                self.stored_seq = message.seq
+        except ProtocolViolation as exc:
+            self.violation = str(exc)
+        except GymGuiError as exc:
+            self.violation = f"storage rejected the worker's data: {exc}"
+        except grpc.RpcError:
+            log.info("run %s: worker stream broke", run.run_id)
+        except Exception as exc:  # a malformed message must fail the run, never the daemon
+            log.exception("run %s: bad worker message", run.run_id)
+            self.violation = f"could not process a worker message: {exc}"
+        finally:
+            if run.writer is not None:
+                with contextlib.suppress(GymGuiError):
+                    run.writer.flush(timeout=60)
+                if run.writer.error is not None and not self.violation:
+                    self.violation = f"storage rejected the worker's data: {run.writer.error}"
+            if self.violation:
+                self.supervisor.stream_failed(run, self.violation)
+                log.warning("run %s: %s", run.run_id, self.violation)
+            self.done.set()
+
+    def _put(self, fn: Callable[..., None], *args: Any) -> None:
+        # Blocking here is the backpressure: the stream is not read while storage is behind.
+        with self.supervisor.storing(self.run):
+            fn(*args)
+
+    def _handle(self, message: pb.WorkerMessage) -> None:
+        run = self.run
+        writer = run.writer
+        assert writer is not None
+        if message.seq != self.last_seq + 1:
+            raise ProtocolViolation(
+                f"message out of order: expected seq {self.last_seq + 1}, got {message.seq}"
+            )
+        self.last_seq = message.seq
+        if writer.error is not None:
+            raise ProtocolViolation(f"storage rejected the worker's data: {writer.error}")
+        kind = message.WhichOneof("body")
+        if kind is None:
+            raise ProtocolViolation(f"message {message.seq} has no body")
+        if kind == "heartbeat":
+            return
+        if kind != "lifecycle" and not run.started:
+            raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
+        if kind == "steps":
+            batch = message.steps
+            rows = convert.step_rows(batch)
+            if self._last_step is not None:
+                last = self._last_step
+                rows = [row for row in rows if (row[0], row[1]) > last]
+            if self._store_steps and rows:
+                if not self._store_render:
+                    rows = [(*row[:8], None, row[9]) for row in rows]
+                self._put(writer.put_steps, rows)
+            if batch.step:
+                self.bus.publish(run.run_id, STEPS, batch)
+            for episode in batch.episodes:
+                self._episode(episode)
+            if batch.metrics:
+                self._metrics(batch.metrics)
+        elif kind == "episode":
+            self._episode(message.episode)
+        elif kind == "metrics":
+            self._metrics(message.metrics.metrics)
+        elif kind == "lifecycle":
+            self._lifecycle(message.lifecycle)
+        elif kind == "artifact":
+            self._artifact(message.artifact)
+        elif kind == "log":
+            line = message.log
+            self._put(
+                writer.put_event,
+                EventRecord(
+                    time=time.time(),
+                    kind="log",
+                    level="INFO",
+                    message=line.line[:4000],
+                    data=json.dumps({"stream": line.stream}),
+                ),
+            )
+        elif kind == "event":
+            event = message.event
+            level = event.level.upper() if event.level.upper() in ("INFO", "WARNING", "ERROR") else "INFO"
+            _json_object(event.data, "event data")
+            self._put(
+                writer.put_event,
+                EventRecord(
+                    time=time.time(),
+                    kind="worker",
+                    level=level,
+                    message=event.message,
+                    data=event.data or "{}",
+                ),
+            )
+            self.bus.publish(run.run_id, "event", event)
+
+    def _episode(self, episode: pb.Episode) -> None:
+        if self._last_episode is not None and episode.episode <= self._last_episode:
+            return
+        assert self.run.writer is not None
+        self._put(self.run.writer.put_episode, convert.episode_record(episode))
+        self.bus.publish(self.run.run_id, "episode", episode)
+
+    def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
+        points = convert.metric_points(metrics)
+        if self._metric_steps:
+            high = self._metric_steps
+            points = [p for p in points if p.step > high.get(p.tag, -1)]
+        if points:
+            assert self.run.writer is not None
+            self._put(self.run.writer.put_metrics, points)
+        self.bus.publish(self.run.run_id, "metrics", pb.MetricBatch(metrics=metrics))
+
+    def _lifecycle(self, lifecycle: pb.Lifecycle) -> None:
+        run = self.run
+        phase = lifecycle.phase
+        if phase == Phase.STARTED:
+            if run.started and not self.resumed:
+                raise ProtocolViolation("STARTED sent twice")
+            _json_object(lifecycle.spaces or "{}", "spaces")
+        elif phase not in (Phase.FAILED, Phase.CANCELLED):
+            # Only a failure (or a stop) may come while the worker is still setting up, before STARTED.
+            if not run.started:
+                raise ProtocolViolation(f"lifecycle {Phase.Name(phase)} sent before STARTED")
+            if phase not in (Phase.PAUSED, Phase.RESUMED, Phase.COMPLETED):
+                raise ProtocolViolation(f"unknown lifecycle phase {phase}")
+        self.supervisor.lifecycle(run, lifecycle)
+        self.bus.publish(run.run_id, "lifecycle", lifecycle)
+
+    def _artifact(self, artifact: pb.Artifact) -> None:
+        run = self.run
+        path = PurePosixPath(artifact.path)
+        if not artifact.path or path.is_absolute() or ".." in path.parts:
+            raise ProtocolViolation(f"artifact path {artifact.path!r} is not inside the run directory")
+        meta = _json_object(artifact.meta or "{}", "artifact meta")
+        assert run.writer is not None
+        self._put(
+            run.writer.put_artifact,
+            ArtifactRecord(
+                kind=artifact.kind, path=artifact.path, step=artifact.step, meta=artifact.meta or "{}"
+            ),
+        )
+        self.supervisor.record_artifact(run, artifact.kind, artifact.path, artifact.step, meta)
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolViolation(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ProtocolViolation(f"{what} must be a JSON object")
+    return value

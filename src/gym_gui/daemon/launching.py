@@ -1,0 +1,223 @@
+"""Launching a run's worker: its kind's plan, its bundle, its environment, the manifest, the executor."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN
+
+from gym_gui.core.config import redact
+from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
+from gym_gui.core.states import RunState
+from gym_gui.core.workers import Launch
+from gym_gui.daemon.ending import Ending
+from gym_gui.daemon.executors import Executor, LaunchSpec
+from gym_gui.daemon.live import LiveRun, LiveRuns
+from gym_gui.storage.run_dir import RunDir
+from gym_gui.workers import BundleDirectory, LaunchContext, WorkerCatalog, WorkerLauncher
+
+log = logging.getLogger(__name__)
+
+# Variables a worker inherits from the daemon's environment; everything else is set explicitly.
+_INHERITED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "USER",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+)
+
+
+class Launching:
+    """Turns a run that may start into a running worker process.
+
+    The run goes to STARTING at once; its command is resolved on a thread of its own (a
+    launcher may ask its bundle, which takes seconds) by the launcher its kind's plugin gives;
+    the plan goes into the manifest, and the executor starts it with the worker's environment.
+    A dry run stops before the executor and shows its plan as an event. A missing bundle is
+    installed on first use, every waiting run told how it goes.
+    """
+
+    def __init__(
+        self,
+        runs: LiveRuns,
+        ending: Ending,
+        executor: Executor,
+        address: str,
+        catalog: WorkerCatalog,
+        bundles: BundleDirectory,
+    ) -> None:
+        self.runs = runs
+        self.ending = ending
+        self.executor = executor
+        self.address = address
+        self.catalog = catalog
+        self.bundles = bundles
+        context = LaunchContext(runs.home, bundles)
+        # The launcher of every kind whose runs this daemon starts, built once from its plugin.
+        self.launchers: dict[str, WorkerLauncher] = {}
+        for plugin in catalog.plugins():
+            launcher = plugin.launcher(context) if plugin.spec.available else None
+            if launcher is not None:
+                self.launchers[plugin.kind] = launcher
+        self._installing: set[str] = set()
+
+    def launcher(self, kind: str) -> WorkerLauncher:
+        launcher = self.launchers.get(kind)
+        if launcher is None:
+            raise ConfigError(f"worker {kind!r} cannot be launched by the daemon")
+        return launcher
+
+    def begin(self, run: LiveRun, reason: str) -> None:
+        """STARTING, then resolve the command outside the lock (it may ask a bundle) and start it."""
+        run.launching = True
+        self.runs.open_writer(run)
+        self.runs.transition(run, RunState.STARTING, reason)
+        threading.Thread(target=self._prepare, args=(run,), name=f"launch-{run.run_id}", daemon=True).start()
+
+    def _prepare(self, run: LiveRun) -> None:
+        lock = self.runs.lock
+        finish = self.ending.finish
+        try:
+            plan = self.launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
+        except GymGuiError as exc:
+            with lock:
+                finish(run, RunState.FAILED, f"not launched: {exc}")
+            return
+        except Exception as exc:  # a launcher bug must fail the run, never the daemon
+            log.exception("run %s: resolving its command failed", run.run_id)
+            with lock:
+                finish(run, RunState.FAILED, f"not launched: {type(exc).__name__}: {exc}")
+            return
+        with lock:
+            if run.finalized:
+                return
+            worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
+            env = {**self._worker_env(run), **plan.env, **worker_secrets}
+            if run.manifest is not None:
+                try:
+                    run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
+                except StorageError as exc:
+                    finish(run, RunState.FAILED, f"not launched: {exc}")
+                    return
+            for warning in plan.warnings:
+                self.runs.event(run, "WARNING", warning)
+            if run.config.dry_run:
+                shown = {k: ("***" if k in worker_secrets else v) for k, v in env.items()}
+                self.runs.event(
+                    run,
+                    "INFO",
+                    "dry run: nothing launched",
+                    kind="dry-run",
+                    data={"argv": plan.argv, "cwd": str(run.run_dir), "env": redact(shown), **plan.manifest},
+                )
+                finish(run, RunState.COMPLETED, "dry-run")
+                return
+            if run.cancel_requested_at is not None:
+                finish(run, RunState.CANCELLED, "cancelled by user before it started")
+                return
+            self._start_process(run, plan.argv, env)
+
+    def _worker_env(self, run: LiveRun) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+        env.update(
+            {
+                ENV_DAEMON_ADDRESS: self.address,
+                ENV_RUN_ID: run.run_id,
+                ENV_RUN_TOKEN: run.token,
+                ENV_RUN_DIR: str(run.run_dir),
+                "GYM_GUI_HOME": str(self.runs.home.root),
+                "PYTHONUNBUFFERED": "1",
+                "SDL_VIDEODRIVER": "dummy",
+                "SDL_AUDIODRIVER": "dummy",
+            }
+        )
+        return env
+
+    def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:
+        files = RunDir(run.run_dir)
+        spec = LaunchSpec(
+            run_id=run.run_id,
+            argv=argv,
+            cwd=run.run_dir,
+            env=env,
+            stdout_path=files.worker_stdout_log,
+            stderr_path=files.worker_stderr_log,
+            secret_keys=frozenset(run.secret_env),
+        )
+        run.secret_env = {}
+        run.launched_at = time.monotonic()
+        try:
+            run.process = self.executor.launch(spec)
+        except OSError as exc:
+            self.ending.finish(run, RunState.FAILED, f"could not start the worker: {exc}")
+            return
+        finally:
+            run.launching = False
+        self.runs.registry.set_process(run.run_id, run.process.pid)
+
+    # ------------------------------------------------------------ bundles
+
+    def bundle_ready(self, run: LiveRun, then: Callable[[], None]) -> bool:
+        """Whether the bundle a run's worker needs is there; if not, install it and call ``then`` after."""
+        bundle = self._bundle_of(run)
+        if bundle is None or run.config.source.python is not None or self.bundles.installed(bundle):
+            return True
+        self._install_bundle(bundle, then)
+        return False
+
+    def _bundle_of(self, run: LiveRun) -> str | None:
+        """The bundle a run's worker needs installed, or None when it runs in gym_gui's environment."""
+        bundle = self.catalog.plugin(run.config.worker).bundle
+        return bundle.name if bundle is not None else None
+
+    def _install_bundle(self, name: str, then: Callable[[], None]) -> None:
+        """Create a worker bundle on first use, telling every run that waits for it how it goes."""
+        if name in self._installing:
+            return
+        self._installing.add(name)
+
+        def waiting() -> list[LiveRun]:
+            return [
+                run
+                for run in self.runs.all()
+                if not run.launching
+                and not run.finalized
+                and run.spec.launch is Launch.DAEMON
+                and self._bundle_of(run) == name
+            ]
+
+        def progress(step: int, total: int, message: str) -> None:
+            for run in waiting():
+                self.runs.event(
+                    run, "INFO", f"installing worker bundle {name}: {step}/{total} {message}", kind="bundle"
+                )
+
+        def install() -> None:
+            try:
+                self.bundles.install(name, progress=progress)
+            except GymGuiError as exc:
+                log.error("bundle %s: %s", name, exc)
+                with self.runs.lock:
+                    for run in waiting():
+                        if self.runs.registry.get(run.run_id).state is RunState.QUEUED:
+                            self.runs.transition(
+                                run, RunState.FAILED, f"worker bundle {name} could not be installed: {exc}"
+                            )
+                            self.runs.remove(run.run_id)
+            finally:
+                self._installing.discard(name)
+            then()
+
+        log.info("installing worker bundle %s on first use", name)
+        threading.Thread(target=install, name=f"bundle-{name}", daemon=True).start()

@@ -1,0 +1,171 @@
+"""What the daemon holds in memory about its runs, and the one way a run's state change is recorded and told."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gym_gui_sdk import trainer_pb2 as pb
+
+from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
+from gym_gui.core.config import RunConfig
+from gym_gui.core.records import EventRecord, StateTransition
+from gym_gui.core.states import RunState
+from gym_gui.core.workers import WorkerSpec
+from gym_gui.daemon.executors import WorkerProcess
+from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import ManifestWriter, RunDir
+from gym_gui.storage.telemetry import TelemetryWriter
+
+Command = pb.ControlMessage.Command
+Phase = pb.Lifecycle.Phase
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass
+class SupervisorSettings:
+    max_concurrent: int = os.cpu_count() or 1
+    heartbeat_timeout: float = 20.0
+    register_timeout: float = 120.0
+    cancel_grace: float = 5.0
+    tick_seconds: float = 0.1
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """What the daemon holds in memory about a run that has (or may get) a worker.
+
+    Only the supervisor writes it: ``Supervisor`` (``supervisor.py``) and its parts — this
+    module, ``scheduler.py``, ``launching.py``, ``ending.py`` and ``recovery.py``. The gRPC
+    services and the ingest of a worker's stream only read it; what they learn (a worker
+    registered, a stream opened or ended, a message arrived, a lifecycle phase, an artifact, a
+    violation) they report through ``Supervisor``'s methods, which change the run. A test
+    (``tests/daemon/test_supervision.py``) fails when any other module assigns one of its fields.
+    """
+
+    run_id: str
+    spec: WorkerSpec
+    config: RunConfig
+    run_dir: Path
+    token: str = ""
+    token_hash: str = ""
+    session_token: str = ""
+    process: WorkerProcess | None = None
+    orphan_pid: int | None = None  # a worker started by an earlier daemon
+    writer: TelemetryWriter | None = None
+    launched_at: float = field(default_factory=time.monotonic)
+    last_seen: float = field(default_factory=time.monotonic)
+    stream_open: bool = False
+    stream_busy: bool = False
+    stream_done: threading.Event = field(default_factory=threading.Event)
+    ever_streamed: bool = False
+    started: bool = False
+    reported: int = Phase.PHASE_UNSPECIFIED
+    reported_message: str = ""
+    violation: str = ""
+    heartbeat_lost: bool = False
+    cancel_requested_at: float | None = None
+    killed: bool = False
+    exited_at: float | None = None
+    exit_code: int | None = None
+    render_fps: float = 0.0
+    launching: bool = False  # resolving its command; no process yet
+    secret_env: dict[str, str] = field(default_factory=dict)
+    controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
+    manifest: ManifestWriter | None = None
+    finalized: bool = False
+
+    def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
+        self.controls.put(pb.ControlMessage(command=command, render_fps=render_fps, reason=reason))
+
+
+class LiveRuns:
+    """The live runs by id, the one lock the supervisor's parts share, and how a run's state changes.
+
+    A state change goes to the registry (which checks it is legal), the run's viewers, the runs
+    list and, while it has one, the run's own event log.
+    """
+
+    def __init__(self, home: Home, registry: RunRegistry, bus: RunBus) -> None:
+        self.home = home
+        self.registry = registry
+        self.bus = bus
+        self.lock = threading.RLock()
+        self._runs: dict[str, LiveRun] = {}
+
+    def get(self, run_id: str) -> LiveRun | None:
+        with self.lock:
+            return self._runs.get(run_id)
+
+    def add(self, run: LiveRun) -> None:
+        with self.lock:
+            self._runs[run.run_id] = run
+
+    def remove(self, run_id: str) -> None:
+        with self.lock:
+            self._runs.pop(run_id, None)
+
+    def all(self) -> list[LiveRun]:
+        with self.lock:
+            return list(self._runs.values())
+
+    def __contains__(self, run_id: str) -> bool:
+        with self.lock:
+            return run_id in self._runs
+
+    def transition(self, run: LiveRun, state: RunState, reason: str, exit_code: int | None = None) -> None:
+        transition = self.transition_id(run.run_id, state, reason, exit_code)
+        if run.writer is not None and run.writer.error is None:
+            run.writer.put_event(
+                EventRecord(
+                    time=transition.time, kind="state", level="INFO", message=f"{state.value}: {reason}"
+                )
+            )
+
+    def transition_id(
+        self, run_id: str, state: RunState, reason: str, exit_code: int | None = None
+    ) -> StateTransition:
+        """Change the state of a run that may have nothing in memory (queued, or left by an earlier daemon)."""
+        transition = self.registry.transition(run_id, state, reason, exit_code=exit_code)
+        self.bus.publish(run_id, "state", transition)
+        self.publish_row(run_id, transition)
+        return transition
+
+    def publish_row(self, run_id: str, transition: StateTransition | None = None) -> None:
+        """Tell the runs list the run's row (and the change that made it) as the registry has it now."""
+        if transition is not None:
+            self.bus.publish(RUNS_TOPIC, "change", transition)
+        self.bus.publish(RUNS_TOPIC, "updated", self.registry.get(run_id))
+
+    def event(
+        self,
+        run: LiveRun,
+        level: str,
+        message: str,
+        kind: str = "daemon",
+        data: dict[str, object] | None = None,
+    ) -> None:
+        """Something the user should see about a run: stored with it and sent to its viewers."""
+        text = json.dumps(data or {})
+        self.open_writer(run)
+        assert run.writer is not None
+        if run.writer.error is None:
+            run.writer.put_event(
+                EventRecord(time=time.time(), kind=kind, level=level, message=message, data=text)
+            )
+        self.bus.publish(run.run_id, "event", pb.WorkerEvent(level=level, message=message, data=text))
+
+    def open_writer(self, run: LiveRun) -> None:
+        if run.writer is None:
+            run.writer = TelemetryWriter(RunDir(run.run_dir).telemetry_path)
+            run.writer.start()

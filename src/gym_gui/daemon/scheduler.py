@@ -1,0 +1,79 @@
+"""Scheduling: the supervision loop's tick, and which queued runs start (in order, within the limit)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from gym_gui.core.states import RunState
+from gym_gui.core.workers import Launch
+from gym_gui.daemon.ending import Ending
+from gym_gui.daemon.launching import Launching
+from gym_gui.daemon.live import LiveRuns, SupervisorSettings
+
+log = logging.getLogger(__name__)
+
+
+class Scheduler:
+    """Ticks every ``tick_seconds`` on a thread of its own (and whenever a caller asks for a tick).
+
+    A tick looks at every live run once (``Ending.check``), then starts QUEUED runs in creation
+    order while fewer than ``max_concurrent`` daemon-launched workers are active. A run whose
+    bundle is missing waits, queued, while it installs.
+    """
+
+    def __init__(
+        self, runs: LiveRuns, launching: Launching, ending: Ending, settings: SupervisorSettings
+    ) -> None:
+        self.runs = runs
+        self.launching = launching
+        self.ending = ending
+        self.settings = settings
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start_loop(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="gym-gui-supervisor", daemon=True)
+        self._thread.start()
+
+    def stop_loop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.settings.tick_seconds):
+            try:
+                self.tick()
+            except Exception:  # the loop must outlive any one run's trouble
+                log.exception("supervisor tick failed")
+
+    def tick(self) -> None:
+        """One pass: finalize ended runs, enforce heartbeats and cancel grace, start queued runs."""
+        with self.runs.lock:
+            now = time.monotonic()
+            for run in self.runs.all():
+                if run.finalized:
+                    continue
+                self.ending.check(run, now)
+            self._start_queued()
+
+    def _start_queued(self) -> None:
+        active = sum(
+            1
+            for run in self.runs.all()
+            if run.spec.launch is Launch.DAEMON
+            and not run.finalized
+            and (run.launching or run.process or run.orphan_pid)
+        )
+        for record in self.runs.registry.in_states(RunState.QUEUED):
+            if active >= self.settings.max_concurrent:
+                return
+            run = self.runs.get(record.run_id)
+            if run is None or run.launching or run.spec.launch is not Launch.DAEMON:
+                continue
+            if not self.launching.bundle_ready(run, then=self.tick):
+                continue
+            self.launching.begin(run, "launching worker")
+            active += 1
