@@ -527,6 +527,27 @@ def test_wandb_tab_shows_an_offline_run_and_needs_the_api_key_to_sync(
     assert tab.sync_blocked_reason() is None
 
 
+# ---------------------------------------------------------------- Use trained
+
+
+def test_use_trained_offers_only_finished_runs_with_a_saved_model(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home, trained: dict[str, pb.RunInfo]
+) -> None:
+    # A dry run ends COMPLETED with nothing saved; a run whose model file is gone has nothing to play.
+    dry, _ = client.submit(ppo(3, dry_run=True))
+    assert client.wait_for_end(dry.run_id, timeout=120).state is RunState.COMPLETED
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    window.show()
+    panel = window.control.trained
+    qtbot.waitUntil(lambda: window.runs.state_of(dry.run_id) == "COMPLETED", timeout=30_000)
+    qtbot.waitUntil(lambda: trained["seed1"].run_id in panel.offered(), timeout=30_000)
+    assert trained["seed2"].run_id in panel.offered()
+    assert dry.run_id not in panel.offered()
+    assert panel.empty.isHidden() and panel.button.isEnabledTo(panel)
+    window.run_view.clear()
+
+
 # ---------------------------------------------------------------- run controls
 
 

@@ -40,6 +40,13 @@ def run_info(worker: str, lane: str, state: str = "COMPLETED") -> pb.RunInfo:
     )
 
 
+def test_use_trained_says_so_when_no_run_has_a_model(window: MainWindow) -> None:
+    panel = window.control.trained
+    assert panel.offered() == []
+    assert not panel.empty.isHidden() and "No finished training run with a saved model" in panel.empty.text()
+    assert not panel.button.isEnabledTo(panel)
+
+
 def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWindow) -> None:
     names = window.control.roster.display_names()
     assert names[:4] == [

@@ -257,6 +257,21 @@ class RunDir:
             return None
         return self._path / pure
 
+    def saved_models(self) -> list[ArtifactEntry]:
+        """The models (final or checkpoint) the manifest registers whose file is in the run directory,
+        in the order they were saved; [] for a run without a readable manifest (a dry run, a run
+        that never started)."""
+        try:
+            manifest = self.read_manifest()
+        except StorageError:
+            return []
+        saved = []
+        for entry in manifest.checkpoints:
+            file = self.artifact_path(entry.path)
+            if file is not None and file.is_file():
+                saved.append(entry)
+        return saved
+
     # ------------------------------------------------------------ creating
 
     def create(self) -> None:

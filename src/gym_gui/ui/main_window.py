@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
@@ -215,13 +216,17 @@ class MainWindow(QMainWindow):
     def _run_updated(self, run: pb.RunInfo) -> None:
         self.run_view.run_changed(run)
         if (
-            capabilities_of(run.worker).evaluation
+            run.state == RunState.COMPLETED.value
+            and run.run_id not in self.control.trained.offered()
+            and capabilities_of(run.worker).evaluation
             and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
-            and run.state == RunState.COMPLETED.value
+            and run.run_dir
+            and RunDir(run.run_dir).saved_models()  # a dry run or a failed save has nothing to play
         ):
             self.control.trained.offer(run.run_id)
 
     def _run_removed(self, run_id: str) -> None:
+        self.control.trained.withdraw(run_id)
         if self.run_view.run is not None and self.run_view.run.run_id == run_id:
             self.run_view.clear()
             self.run_view.title.setText(f"Run {run_id} was deleted.")
