@@ -207,7 +207,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         paused = gym_gui("pause", run_id, home=home)
         assert paused.returncode == 0, paused.stderr
         assert f"run {run_id} PAUSED" in paused.stdout
-        assert client.get_run(run_id).info.state == "PAUSED"
+        assert client.get_run(run_id).record.state == "PAUSED"
         assert registry.get(run_id).pid == pid and pid_alive(pid), "a paused run must keep its process"
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
         reader = TelemetryReader(RunDir(Home(home).run_dir(run_id)).telemetry_path)
@@ -270,10 +270,10 @@ def test_a_worker_that_cannot_pause_is_refused_in_one_line(home: Path) -> None:
     session = HumanSession(client, "FrozenLake-v1", seed=0)
     try:
         session.start()
-        wait_until(lambda: client.get_run(session.run_id).info.state == "RUNNING", 30, "human play to run")
+        wait_until(lambda: client.get_run(session.run_id).record.state == "RUNNING", 30, "human play to run")
         assert_one_line_error(gym_gui("pause", session.run_id, home=home), "worker Human-Only cannot pause")
         assert_one_line_error(gym_gui("resume", session.run_id, home=home), "worker Human-Only cannot pause")
-        assert client.get_run(session.run_id).info.state == "RUNNING"
+        assert client.get_run(session.run_id).record.state == "RUNNING"
     finally:
         session.close()
         client.close()

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
@@ -26,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.records import MetricPoint
+from gym_gui.core.records import MetricBatch, MetricPoint, RunRecord
 from gym_gui.core.states import TERMINAL_STATES
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
@@ -295,7 +294,7 @@ class ChartsTab(RunTab):
         super().__init__(link, parent)
         self._series: dict[str, MetricSeries] = {}
         self._plots: dict[str, _TagPlot] = {}
-        self._pending: list[pb.MetricBatch] | None = None  # live batches held until the back-fill lands
+        self._pending: list[MetricBatch] | None = None  # live batches held until the back-fill lands
         self._floor: dict[str, _Edge] = {}  # per tag, where what storage gave us ends
         self._subscription: TelemetrySubscription | None = None
         self._generation = 0
@@ -341,7 +340,7 @@ class ChartsTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         self.detach()
         super().attach(run)
         self._generation += 1
@@ -353,7 +352,7 @@ class ChartsTab(RunTab):
         self._backfill({})
         self._timer.start()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         was_active = self.run is not None and not is_terminal(self.run.state)
         super().run_changed(run)
         if was_active and is_terminal(run.state) and self._pending is None:
@@ -426,12 +425,12 @@ class ChartsTab(RunTab):
             self._on_metrics(batch)
 
     @Slot(object)
-    def _on_metrics(self, batch: pb.MetricBatch) -> None:
+    def _on_metrics(self, batch: MetricBatch) -> None:
         if self._pending is not None:
             self._pending.append(batch)
             return
         by_tag: dict[str, tuple[list[float], list[float], list[float]]] = {}
-        for metric in batch.metrics:
+        for metric in batch.points:
             # Points storage already gave us arrive again where the stream overlaps the back-fill.
             floor = self._floor.get(metric.tag)
             if floor is not None and not floor.admits(metric.step, metric.wall_time, metric.value):

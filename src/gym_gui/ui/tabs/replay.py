@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -24,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import StorageError
-from gym_gui.core.records import EpisodeRecord, StepRecord
+from gym_gui.core.records import EpisodeRecord, RunRecord, StepRecord
 from gym_gui.core.states import RunState
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.storage.run_dir import RunDir
@@ -196,7 +195,7 @@ class ReplayTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._close_storage()
         self._episodes = []
@@ -213,7 +212,7 @@ class ReplayTab(RunTab):
         self._update_polling()
         self.refresh_videos()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         super().run_changed(run)
         self.refresh_episodes()
         self._update_polling()

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.artifacts import json_file
@@ -381,13 +381,13 @@ class WandbTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._clear()
         self.message.setText("Reading the run's W&B data…")
         self._load()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         previous = self.run
         super().run_changed(run)
         # The W&B run appears once the script starts, and its files are complete once it ends.
