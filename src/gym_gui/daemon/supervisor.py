@@ -375,7 +375,7 @@ class Supervisor:
 
     def delete(self, run_id: str) -> None:
         record = self.registry.get(run_id)
-        if not record.state.terminal and record.state is not RunState.QUEUED:
+        if record.state.active:
             raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
         with self._lock:
             self._live.pop(run_id, None)
@@ -722,7 +722,7 @@ class Supervisor:
         A run whose worker process is gone becomes LOST; one whose process still lives is
         kept, waiting for its worker to reconnect with its run token.
         """
-        for record in self.registry.in_states(RunState.STARTING, RunState.RUNNING, RunState.PAUSED):
+        for record in self.registry.in_states(*(state for state in RunState if state.active)):
             try:
                 spec = self.catalog.spec(record.worker)
             except GymGuiError as exc:

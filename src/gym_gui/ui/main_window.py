@@ -262,7 +262,7 @@ class MainWindow(QMainWindow):
 
     def cancel_selected(self) -> None:
         run = self.run_view.run
-        if run is not None and not RunState(run.state).terminal:
+        if run is not None and not run.state.terminal:
             self.link.call(lambda client: client.cancel(run.run_id))
 
     def evaluate(self, run_id: str, episodes: int) -> None:

@@ -84,20 +84,6 @@ FINAL_FETCHES_PER_TICK = 4  # ended runs whose last figures are still unknown, f
 LOG_LINES = 200
 
 
-def _is_active(state: str) -> bool:
-    try:
-        return RunState(state).active
-    except ValueError:
-        return False
-
-
-def _is_terminal(state: str) -> bool:
-    try:
-        return RunState(state).terminal
-    except ValueError:
-        return False
-
-
 def compact(number: int) -> str:
     """A count short enough for a table cell: 1,234 · 12.3k · 4.5M."""
     if number < 10_000:
@@ -201,7 +187,7 @@ class RunsModel(QAbstractTableModel):
     def elapsed(info: RunRecord) -> float | None:
         if not info.started_at:
             return None
-        end = info.ended_at or (time.time() if not _is_terminal(info.state) else info.started_at)
+        end = info.ended_at or (time.time() if not info.state.terminal else info.started_at)
         return max(0.0, end - info.started_at)
 
     def _sps(self, row: RunRow) -> float | None:
@@ -306,7 +292,7 @@ class RunsModel(QAbstractTableModel):
         if sps is not None:
             row.sps_cursor, row.sps = sps[0], sps[1]
         row.fetched = True
-        if _is_terminal(detail.record.state):
+        if detail.record.state.terminal:
             row.final_fetched = True
         index = self._index[run_id]
         self.dataChanged.emit(self.index(index, PROGRESS), self.index(index, SPS))
@@ -314,7 +300,7 @@ class RunsModel(QAbstractTableModel):
     def tick(self) -> None:
         """Elapsed time moves on for running rows."""
         for index, row in enumerate(self._rows):
-            if _is_active(row.info.state):
+            if row.info.state.active:
                 self.dataChanged.emit(self.index(index, ELAPSED), self.index(index, SPS))
 
 
@@ -570,9 +556,9 @@ class RunsTable(QWidget):
             row = self.model.row(run_id)
             if row is None or run_id in self._in_flight:
                 continue
-            if _is_active(row.info.state):
+            if row.info.state.active:
                 self._fetch(row)
-            elif _is_terminal(row.info.state) and not row.final_fetched and finals < FINAL_FETCHES_PER_TICK:
+            elif row.info.state.terminal and not row.final_fetched and finals < FINAL_FETCHES_PER_TICK:
                 finals += 1
                 self._fetch(row)
 
@@ -595,7 +581,7 @@ class RunsTable(QWidget):
         def failed(message: str) -> None:
             self._in_flight.discard(run_id)
             current = self.model.row(run_id)
-            if current is not None and _is_terminal(current.info.state):
+            if current is not None and current.info.state.terminal:
                 current.final_fetched = True  # do not ask again and again for a run that cannot answer
 
         self.link.call(fetch, done, failed)
@@ -659,7 +645,7 @@ class RunsTable(QWidget):
 
     def _update_buttons(self) -> None:
         selected = [info for info in map(self.model.info, self.selected_run_ids()) if info is not None]
-        self.cancel_button.setEnabled(any(not _is_terminal(info.state) for info in selected))
+        self.cancel_button.setEnabled(any(not info.state.terminal for info in selected))
         for control, button in self.control_buttons.items():
             refusals = [refusal(info, control) for info in selected]
             button.setEnabled(any(not why for why in refusals))
@@ -889,7 +875,7 @@ class LogDrawer(QWidget):
             return
         self.title.setText(f"Logs of {run.run_id}")
         self.refresh()
-        if _is_terminal(run.state):
+        if run.state.terminal:
             self._timer.stop()
         else:
             self._timer.start()
@@ -898,7 +884,7 @@ class LogDrawer(QWidget):
         if self.run is None or run.run_id != self.run.run_id:
             return
         self.run = run
-        if _is_terminal(run.state):
+        if run.state.terminal:
             self.refresh()  # what the worker wrote last
             self._timer.stop()
 

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.records import MetricBatch, MetricPoint, RunRecord
-from gym_gui.core.states import TERMINAL_STATES
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
@@ -44,11 +43,6 @@ X_WALL = "wall time"
 # Rows of the EMA computed per matrix product: small enough that w**(i-k) never under- or
 # overflows badly, large enough that the Python loop over blocks is short (1M points: 16k turns).
 _EMA_BLOCK = 64
-
-
-def is_terminal(state: str) -> bool:
-    """Whether a run in ``state`` (a RunInfo's state string) has ended; unknown states have not."""
-    return state in TERMINAL_STATES
 
 
 # ---------------------------------------------------------------- series and smoothing
@@ -346,16 +340,16 @@ class ChartsTab(RunTab):
         self._generation += 1
         self._pending = []
         self.status.setText("Loading stored metrics…")
-        self._subscription = None if is_terminal(run.state) else self.link.subscribe(run.run_id)
+        self._subscription = None if run.state.terminal else self.link.subscribe(run.run_id)
         if self._subscription is not None:
             self._subscription.metrics.connect(self._on_metrics)
         self._backfill({})
         self._timer.start()
 
     def run_changed(self, run: RunRecord) -> None:
-        was_active = self.run is not None and not is_terminal(self.run.state)
+        was_active = self.run is not None and not self.run.state.terminal
         super().run_changed(run)
-        if was_active and is_terminal(run.state) and self._pending is None:
+        if was_active and run.state.terminal and self._pending is None:
             # The stream may have dropped points in its last moments (or the daemon went away):
             # top up from storage, which is lossless.
             # From one step before each series' last: points sharing that step may not all be held.

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EpisodeRecord, RunRecord, StepRecord
-from gym_gui.core.states import RunState
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
@@ -238,10 +237,7 @@ class ReplayTab(RunTab):
         active = False
         # An analytics-lane run never stores steps: nothing to poll for (its videos come with run_changed).
         if run is not None and run.lane != "analytics":
-            try:
-                active = not RunState(run.state).terminal
-            except ValueError:
-                active = False
+            active = not run.state.terminal
         if active:
             self._poll_timer.start()
         else:

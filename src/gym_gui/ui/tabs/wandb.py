@@ -32,7 +32,6 @@ from gym_gui.ui.artifacts import json_file
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
-from gym_gui.ui.tabs.charts import is_terminal
 from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
@@ -419,7 +418,7 @@ class WandbTab(RunTab):
         run_dir = Path(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
         worker = run.worker
-        terminal = is_terminal(run.state)
+        terminal = run.state.terminal
         self._background.run(
             lambda: read_wandb_run(run_dir, worker, bundles, terminal),
             lambda info: self._show(generation, info),
