@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.workers import BundleDirectory, worker_catalog
+from gym_gui.workers.wandb_sync import sync_offline_runs
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -529,22 +529,13 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Upload a run's offline W&B data (needs WANDB_API_KEY in this shell; it is never stored)."""
     run_id = validate_run_id(run)
     home = _home()
-    directories = [p for p in RunDir(home.run_dir(run_id)).wandb_runs() if p.name.startswith("offline-run-")]
-    if not directories:
-        raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
-    if not os.environ.get("WANDB_API_KEY"):
-        raise GymGuiError("set WANDB_API_KEY in this shell to sync (gym_gui never stores it)")
     with _client() as client:
         worker = client.get_run(run_id).record.worker
-    bundle = worker_catalog().plugin(worker).bundle
-    if bundle is None:
-        raise GymGuiError(f"run {run_id}'s worker {worker!r} has no bundle with wandb to sync with")
-    python = BundleDirectory(home.bundles_dir).require(bundle.name).python
-    for directory in directories:
-        result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], check=False)
-        if result.returncode != 0:
-            raise GymGuiError(f"wandb sync of {directory.name} failed (exit code {result.returncode})")
-    console.print(f"synced {len(directories)} W&B run(s) of {run_id}")
+
+    def show(step: int, total: int, name: str) -> None:
+        console.print(f"{step}/{total} wandb sync {name}…", markup=False, highlight=False)
+
+    console.print(sync_offline_runs(home.run_dir(run_id), worker, home.bundles_dir, show), markup=False)
 
 
 @app.command()

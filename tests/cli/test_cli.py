@@ -277,3 +277,22 @@ def test_a_worker_that_cannot_pause_is_refused_in_one_line(home: Path) -> None:
     finally:
         session.close()
         client.close()
+
+
+def test_wandb_sync_says_in_one_line_what_it_needs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = gym_gui("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "1", home=home)
+    assert result.returncode == 0, result.stderr
+    run_id = run_id_in(result.stdout)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home), f"run {run_id} has no offline W&B data"
+    )
+
+    # Where wandb keeps a run it records offline, as a CleanRL run with offline tracking leaves it.
+    (Home(home).run_dir(run_id) / "wandb" / "offline-run-20250101_000000-abc123").mkdir(parents=True)
+    assert_one_line_error(gym_gui("wandb", "sync", run_id, home=home), "set WANDB_API_KEY", "never stored")
+
+    monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home), "worker 'random' runs in gym_gui's own environment"
+    )
