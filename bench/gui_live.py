@@ -177,7 +177,6 @@ def under_load(
             # Far more than the measurement lasts: the run streams flat out until cancelled.
             "budget": {"timesteps": 10**12},
             "telemetry": {"render_fps": 60},
-            "tracking": {"tensorboard": False},
             "notes": "bench/gui_live.py",
         }
     )

@@ -90,8 +90,6 @@ def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float)
             "budget": {"timesteps": steps},
             # No frames: the bench measures the step path, not image encoding.
             "telemetry": {"render_fps": 0},
-            # Nothing besides gym_gui's own storage, so only the telemetry path is timed.
-            "tracking": {"tensorboard": False},
             "notes": "bench/telemetry_throughput.py",
         }
     )

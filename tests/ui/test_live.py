@@ -25,7 +25,6 @@ def _random_run(client: DaemonClient, **telemetry: object) -> RunRecord:
             "env_id": "FrozenLake-v1",
             "seed": 0,
             "budget": {"episodes": 10_000_000},
-            "tracking": {"tensorboard": False},
             "telemetry": telemetry,
         }
     )
@@ -171,7 +170,6 @@ def test_a_finished_run_shows_its_stored_returns(qtbot: QtBot, client: DaemonCli
             "env_id": "FrozenLake-v1",
             "seed": 0,
             "budget": {"episodes": 40},
-            "tracking": {"tensorboard": False},
         }
     )
     record, _token = client.submit(config)
