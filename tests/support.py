@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 import pytest
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.records import RunRecord
+from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -66,6 +68,17 @@ def random_config(env_id: str = "FrozenLake-v1", **budget: int) -> RunConfig:
     return parse_run_config(
         {"worker": "random", "env_id": env_id, "seed": 0, "budget": budget or {"episodes": 5}}
     )
+
+
+def run_record(run_id: str, state: RunState, **fields: Any) -> RunRecord:
+    """A run's record as the daemon would send it, for a widget fed by hand (``fields`` override)."""
+    defaults: dict[str, Any] = {
+        "worker": "random",
+        "env_id": "CartPole-v1",
+        "lane": "telemetry",
+        "created_at": 0.0,
+    }
+    return RunRecord(run_id=run_id, state=state, **{**defaults, **fields})
 
 
 def stop_daemon(client: DaemonClient) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from gym_gui_sdk import trainer_pb2 as pb
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -21,10 +19,22 @@ from rich.table import Column, Table
 from typer._click import exceptions as click_errors  # typer carries its own click
 
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
+from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.records import ArtifactRecord
+from gym_gui.core.records import (
+    ArtifactRecord,
+    EpisodeRecord,
+    EventRecord,
+    MetricBatch,
+    Resumed,
+    RunRecord,
+    Starved,
+    StateTransition,
+    StepBatch,
+    TelemetryEvent,
+)
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
@@ -32,6 +42,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.workers import BundleDirectory, worker_catalog
+from gym_gui.workers.wandb_sync import sync_offline_runs
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -49,7 +60,6 @@ app.add_typer(bundles_app, name="bundles")
 
 console = Console()
 err_console = Console(stderr=True)
-Command = pb.ControlMessage.Command
 
 _STATE_STYLE = {
     "QUEUED": "dim",
@@ -81,7 +91,7 @@ def _when(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
 
 
-def _elapsed(info: pb.RunInfo) -> str:
+def _elapsed(info: RunRecord) -> str:
     if not info.started_at:
         return "-"
     seconds = (info.ended_at or time.time()) - info.started_at
@@ -367,7 +377,7 @@ def train(
     _print_end(final)
     if run_config.dry_run:
         _print_dry_run(Path(final.run_dir))
-    if final.state != RunState.COMPLETED.value:
+    if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
 
 
@@ -393,8 +403,8 @@ def _print_dry_run(run_dir: Path) -> None:
         console.print(f"  {key}={value}", highlight=False, soft_wrap=True)
 
 
-def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
-    """Show a progress bar until the run ends; returns its final info."""
+def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
+    """Show a progress bar until the run ends; returns its final record."""
     by_episodes = config.budget.episodes is not None
     total = config.budget.episodes if by_episodes else config.budget.timesteps
     unit = "episodes" if by_episodes else "steps"
@@ -412,9 +422,9 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
             detail = client.get_run(run_id)
             progress_ = detail.progress
             done = progress_.episodes if by_episodes else max(progress_.steps, progress_.global_step)
-            progress.update(task, completed=done, state=_state(detail.info.state))
-            if RunState(detail.info.state).terminal:
-                return detail.info
+            progress.update(task, completed=done, state=_state(detail.record.state))
+            if detail.record.state.terminal:
+                return detail.record
             time.sleep(0.25)
 
 
@@ -435,7 +445,7 @@ def _print_warnings(run_dir: Path) -> None:
         console.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
 
 
-def _print_end(info: pb.RunInfo) -> None:
+def _print_end(info: RunRecord) -> None:
     reason = f": {escape(info.reason)}" if info.reason else ""
     console.print(f"run [bold]{info.run_id}[/] {_state(info.state)}{reason}", soft_wrap=True)
     _print_warnings(Path(info.run_dir))
@@ -465,7 +475,7 @@ def eval_(
             return
         final = follow(client, record.run_id, config)
     _print_end(final)
-    if final.state != RunState.COMPLETED.value:
+    if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
 
 
@@ -552,22 +562,13 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Upload a run's offline W&B data (needs WANDB_API_KEY in this shell; it is never stored)."""
     run_id = validate_run_id(run)
     home = _home()
-    directories = [p for p in RunDir(home.run_dir(run_id)).wandb_runs() if p.name.startswith("offline-run-")]
-    if not directories:
-        raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
-    if not os.environ.get("WANDB_API_KEY"):
-        raise GymGuiError("set WANDB_API_KEY in this shell to sync (gym_gui never stores it)")
     with _client() as client:
-        worker = client.get_run(run_id).info.worker
-    bundle = worker_catalog().plugin(worker).bundle
-    if bundle is None:
-        raise GymGuiError(f"run {run_id}'s worker {worker!r} has no bundle with wandb to sync with")
-    python = BundleDirectory(home.bundles_dir).require(bundle.name).python
-    for directory in directories:
-        result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], check=False)
-        if result.returncode != 0:
-            raise GymGuiError(f"wandb sync of {directory.name} failed (exit code {result.returncode})")
-    console.print(f"synced {len(directories)} W&B run(s) of {run_id}")
+        worker = client.get_run(run_id).record.worker
+
+    def show(step: int, total: int, name: str) -> None:
+        console.print(f"{step}/{total} wandb sync {name}…", markup=False, highlight=False)
+
+    console.print(sync_offline_runs(home.run_dir(run_id), worker, home.bundles_dir, show), markup=False)
 
 
 @app.command()
@@ -596,13 +597,13 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     run_id = validate_run_id(run)
     with _client() as client:
         detail = client.get_run(run_id)
-    info = detail.info
+    info = detail.record
     table = Table(show_header=False, box=None)
     table.add_row("run", info.run_id)
     table.add_row("worker", f"{info.worker} ({info.lane} lane)")
     table.add_row("env", info.env_id)
     table.add_row("state", _state(info.state) + (f": {escape(info.reason)}" if info.reason else ""))
-    if info.has_exit_code:
+    if info.exit_code is not None:
         table.add_row("exit code", str(info.exit_code))
     table.add_row("created", _when(info.created_at))
     table.add_row("elapsed", _elapsed(info))
@@ -632,7 +633,10 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     history = Table("time", "from", "to", "reason", title="state history")
     for change in detail.history:
         history.add_row(
-            _when(change.time), change.from_state or "-", _state(change.to_state), escape(change.reason)
+            _when(change.time),
+            change.from_state.value if change.from_state else "-",
+            _state(change.to_state),
+            escape(change.reason),
         )
     console.print(history)
 
@@ -681,49 +685,48 @@ class _WatchView:
         self.metrics: dict[str, tuple[int, float]] = {}
         self.starved = False
         self.ended = False
-        self.final: pb.StateChange | None = None
+        self.final: StateTransition | None = None
         self.messages: list[str] = []
 
-    def apply(self, event: pb.TelemetryEvent) -> bool:
+    def apply(self, event: TelemetryEvent) -> bool:
         """Fold ``event`` in; True when it cost a credit."""
-        body = event.WhichOneof("body")
-        if body == "steps":
-            self.steps += len(event.steps.step)
+        if isinstance(event, StepBatch):
+            self.steps += len(event.rows)
             return True
-        if body == "episode":
+        if isinstance(event, EpisodeRecord):
             self.episodes += 1
-            self.returns.append(event.episode.total_reward)
-        elif body == "metrics":
-            for m in event.metrics.metrics:
+            self.returns.append(event.total_reward)
+        elif isinstance(event, MetricBatch):
+            for m in event.points:
                 self.metrics[m.tag] = (m.step, m.value)
-        elif body == "state":
-            self.state = event.state.to_state
-            if RunState(self.state).terminal:
+        elif isinstance(event, StateTransition):
+            self.state = event.to_state.value
+            if event.to_state.terminal:
                 self.ended = True
-                self.final = event.state
-        elif body == "starved":
+                self.final = event
+        elif isinstance(event, Starved):
             self.starved = True
-        elif body == "resumed":
+        elif isinstance(event, Resumed):
             self.starved = False
-        elif body == "event":
-            self.messages = [*self.messages[-4:], f"{event.event.level}: {event.event.message}"]
+        elif isinstance(event, EventRecord):
+            self.messages = [*self.messages[-4:], f"{event.level}: {event.message}"]
         return False
 
-    def lines(self, event: pb.TelemetryEvent) -> list[str]:
+    def lines(self, event: TelemetryEvent) -> list[str]:
         """Plain text for ``event`` (steps are summarised by the episodes they make)."""
-        body = event.WhichOneof("body")
-        if body == "episode":
-            e = event.episode
-            return [f"episode {e.episode}: return {e.total_reward:.4g} in {e.steps} steps"]
-        if body == "metrics":
-            return [f"{m.tag}={m.value:.4g} @ {m.step}" for m in event.metrics.metrics]
-        if body == "state":
-            reason = f": {event.state.reason}" if event.state.reason else ""
-            return [f"state {event.state.to_state}{reason}"]
-        if body == "event":
-            return [f"{event.event.level}: {event.event.message}"]
-        if body in ("starved", "resumed"):
-            return [body.upper()]
+        if isinstance(event, EpisodeRecord):
+            return [f"episode {event.episode}: return {event.total_reward:.4g} in {event.steps} steps"]
+        if isinstance(event, MetricBatch):
+            return [f"{m.tag}={m.value:.4g} @ {m.step}" for m in event.points]
+        if isinstance(event, StateTransition):
+            reason = f": {event.reason}" if event.reason else ""
+            return [f"state {event.to_state.value}{reason}"]
+        if isinstance(event, EventRecord):
+            return [f"{event.level}: {event.message}"]
+        if isinstance(event, Starved):
+            return ["STARVED"]
+        if isinstance(event, Resumed):
+            return ["RESUMED"]
         return []
 
     def render(self) -> Table:
@@ -759,7 +762,7 @@ def pause(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the worker to pause.")] = 30.0,
 ) -> None:
     """Pause a run: its worker keeps its process and stops stepping until `gym-gui resume`."""
-    _change_state(validate_run_id(run), Command.PAUSE, RunState.PAUSED, timeout)
+    _change_state(validate_run_id(run), Control.PAUSE, RunState.PAUSED, timeout)
 
 
 @app.command()
@@ -768,13 +771,13 @@ def resume(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the worker to resume.")] = 30.0,
 ) -> None:
     """Resume a paused run: it goes on from the step it was paused at."""
-    _change_state(validate_run_id(run), Command.RESUME, RunState.RUNNING, timeout)
+    _change_state(validate_run_id(run), Control.RESUME, RunState.RUNNING, timeout)
 
 
-def _change_state(run_id: str, command: pb.ControlMessage.Command, target: RunState, timeout: float) -> None:
-    """Send ``command`` and wait until the worker has reported the run ``target`` (or it ended)."""
+def _change_state(run_id: str, control: Control, target: RunState, timeout: float) -> None:
+    """Send ``control`` and wait until the worker has reported the run ``target`` (or it ended)."""
     with _client() as client:
-        client.control(run_id, command)
+        client.control(run_id, control)
         record = client.wait_for_state(run_id, target, timeout=timeout)
     if record.state is not target:
         reason = f": {record.reason}" if record.reason else ""
@@ -794,7 +797,7 @@ def checkpoint(
     path = RunDir(_home().run_dir(run_id)).telemetry_path
     with _client() as client:
         before = {a.path for a in _checkpoints(path)}
-        client.control(run_id, Command.CHECKPOINT_NOW)
+        client.control(run_id, Control.CHECKPOINT)
         console.print(f"checkpoint asked of run [bold]{run_id}[/]")
         if timeout <= 0:
             return
@@ -805,9 +808,9 @@ def checkpoint(
             if fresh:
                 saved = fresh[-1]
                 break
-            info = client.get_run(run_id).info
-            if RunState(info.state).terminal:
-                raise GymGuiError(f"run {run_id} ended ({info.state}) before a checkpoint was reported")
+            info = client.get_run(run_id).record
+            if info.state.terminal:
+                raise GymGuiError(f"run {run_id} ended ({info.state.value}) before a checkpoint was reported")
             if time.monotonic() > deadline:
                 raise GymGuiError(f"run {run_id} reported no checkpoint within {timeout:.0f}s")
             time.sleep(0.25)
@@ -847,7 +850,7 @@ def render_rate(
     """Change how many frames a second a running pixel-env run renders for the live view and replay."""
     run_id = validate_run_id(run)
     with _client() as client:
-        client.control(run_id, Command.SET_RENDER_RATE, render_fps=fps)
+        client.control(run_id, Control.RENDER_RATE, render_fps=fps)
     console.print(f"run [bold]{run_id}[/]: render rate {fps:g} frames/s")
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.render import decode_payload
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.controls import Control
 from gym_gui.core.errors import ConfigError, RunBusy
+from gym_gui.core.records import MetricBatch, StateTransition, TelemetryEvent
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -36,7 +37,6 @@ from tests.support import (
 )
 
 SECRET = "gymgui-test-secret-7f3a9c"
-Command = pb.ControlMessage.Command
 
 
 def cleanrl_config(algo: str, env_id: str, timesteps: int, **extra: Any) -> RunConfig:
@@ -67,10 +67,10 @@ def trained(cleanrl_daemon: tuple[DaemonClient, Home]) -> dict[str, Any]:
     config = cleanrl_config("ppo", "CartPole-v1", 20_000, checkpoints={"every_steps": 5000})
     record, _ = client.submit(config)
     stream = client.subscribe(record.run_id, credits=1000)
-    events: list[pb.TelemetryEvent] = []
+    events: list[TelemetryEvent] = []
     for event in stream:
         events.append(event)
-        if event.HasField("state") and RunState(event.state.to_state).terminal:
+        if isinstance(event, StateTransition) and event.to_state.terminal:
             break
     stream.close()
     final = client.wait_for_end(record.run_id, timeout=300)
@@ -131,11 +131,13 @@ def test_metrics_reach_storage_once_each(
 
 def test_metrics_stream_live_while_training(trained: dict[str, Any]) -> None:
     events = trained["events"]
-    end = next(i for i, e in enumerate(events) if e.HasField("state") and e.state.to_state == "COMPLETED")
-    live = [m.tag for e in events[:end] if e.HasField("metrics") for m in e.metrics.metrics]
+    end = next(
+        i for i, e in enumerate(events) if isinstance(e, StateTransition) and e.to_state is RunState.COMPLETED
+    )
+    batches = [e for e in events[:end] if isinstance(e, MetricBatch)]
+    live = [m.tag for batch in batches for m in batch.points]
     assert "charts/episodic_return" in live
     assert "charts/SPS" in live
-    batches = [e for e in events[:end] if e.HasField("metrics")]
     assert len(batches) > 3  # many updates during the run, not one dump at the end
 
 
@@ -201,14 +203,14 @@ def test_an_evaluation_pauses_between_two_steps_and_has_nothing_to_checkpoint(
     run_id = record.run_id
     try:
         wait_until(lambda: client.get_run(run_id).progress.steps > 20, 120, "the evaluation to play")
-        client.control(run_id, Command.PAUSE)
+        client.control(run_id, Control.PAUSE)
         assert client.wait_for_state(run_id, RunState.PAUSED, timeout=30).state is RunState.PAUSED
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused evaluation")
-        client.control(run_id, Command.RESUME)
+        client.control(run_id, Control.RESUME)
         assert client.wait_for_state(run_id, RunState.RUNNING, timeout=30).state is RunState.RUNNING
         wait_until(lambda: client.get_run(run_id).progress.steps > held + 20, 30, "play to go on")
         with pytest.raises(RunBusy, match="is an evaluation: it trains no model to checkpoint"):
-            client.control(run_id, Command.CHECKPOINT_NOW)
+            client.control(run_id, Control.CHECKPOINT)
     finally:
         client.cancel(run_id)
     assert client.wait_for_end(run_id, timeout=60).state is RunState.CANCELLED
@@ -655,7 +657,7 @@ def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[D
         return "charts/episodic_return" in seen and "charts/SPS" in seen
 
     wait_until(live_metrics, 120, "watch to show return and SPS")
-    assert client.get_run(record.run_id).info.state == "RUNNING"  # shown while CleanRL trains
+    assert client.get_run(record.run_id).record.state == "RUNNING"  # shown while CleanRL trains
     assert watcher.wait(300) == 0
     reader.join(10)
     live_metrics()

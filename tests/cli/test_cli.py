@@ -229,7 +229,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         paused = gym_gui("pause", run_id, home=home)
         assert paused.returncode == 0, paused.stderr
         assert f"run {run_id} PAUSED" in paused.stdout
-        assert client.get_run(run_id).info.state == "PAUSED"
+        assert client.get_run(run_id).record.state == "PAUSED"
         assert registry.get(run_id).pid == pid and pid_alive(pid), "a paused run must keep its process"
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
         reader = TelemetryReader(RunDir(Home(home).run_dir(run_id)).telemetry_path)
@@ -292,10 +292,29 @@ def test_a_worker_that_cannot_pause_is_refused_in_one_line(home: Path) -> None:
     session = HumanSession(client, "FrozenLake-v1", seed=0)
     try:
         session.start()
-        wait_until(lambda: client.get_run(session.run_id).info.state == "RUNNING", 30, "human play to run")
+        wait_until(lambda: client.get_run(session.run_id).record.state == "RUNNING", 30, "human play to run")
         assert_one_line_error(gym_gui("pause", session.run_id, home=home), "worker Human-Only cannot pause")
         assert_one_line_error(gym_gui("resume", session.run_id, home=home), "worker Human-Only cannot pause")
-        assert client.get_run(session.run_id).info.state == "RUNNING"
+        assert client.get_run(session.run_id).record.state == "RUNNING"
     finally:
         session.close()
         client.close()
+
+
+def test_wandb_sync_says_in_one_line_what_it_needs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = gym_gui("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "1", home=home)
+    assert result.returncode == 0, result.stderr
+    run_id = run_id_in(result.stdout)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home), f"run {run_id} has no offline W&B data"
+    )
+
+    # Where wandb keeps a run it records offline, as a CleanRL run with offline tracking leaves it.
+    (Home(home).run_dir(run_id) / "wandb" / "offline-run-20250101_000000-abc123").mkdir(parents=True)
+    assert_one_line_error(gym_gui("wandb", "sync", run_id, home=home), "set WANDB_API_KEY", "never stored")
+
+    monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home), "worker 'random' runs in gym_gui's own environment"
+    )

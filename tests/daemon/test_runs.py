@@ -43,10 +43,10 @@ def test_frozenlake_run_stores_every_episode_and_step(client: DaemonClient, home
 
     detail = client.get_run(record.run_id)
     assert [(c.from_state, c.to_state) for c in detail.history] == [
-        ("", "QUEUED"),
-        ("QUEUED", "STARTING"),
-        ("STARTING", "RUNNING"),
-        ("RUNNING", "COMPLETED"),
+        (None, RunState.QUEUED),
+        (RunState.QUEUED, RunState.STARTING),
+        (RunState.STARTING, RunState.RUNNING),
+        (RunState.RUNNING, RunState.COMPLETED),
     ]
     assert detail.progress.episodes == 200
 
@@ -133,7 +133,7 @@ def test_dry_run_launches_nothing(client: DaemonClient, home: Home, registry: Ru
 
 def test_delete_is_refused_while_running_then_allowed(client: DaemonClient, home: Home) -> None:
     record, _ = client.submit(random_config("CartPole-v1", timesteps=10_000_000))
-    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 60, "the run to start")
+    wait_until(lambda: client.get_run(record.run_id).record.state == "RUNNING", 60, "the run to start")
     with pytest.raises(RunBusy, match="cancel it"):
         client.delete(record.run_id)
     assert home.run_dir(record.run_id).exists()

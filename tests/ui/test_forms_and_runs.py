@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tarfile
 from pathlib import Path
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QByteArray
 from PySide6.QtWidgets import QCheckBox, QLineEdit, QMainWindow, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import EventRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -20,6 +21,7 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms import MAPPED_FLAGS, CleanRLForm, WorkerForm, form_for
 from gym_gui.ui.runs_table import LogDrawer, RunsTable, tail_lines
 from gym_gui.ui.settings import SecretNotStored, Settings
+from tests.support import run_record
 
 DESCRIBE_TIMEOUT = 180_000  # ms: the first description imports the script (and torch) in the bundle
 API_KEY = "wandb-test-key-5f1e0c9a7b3d"
@@ -134,7 +136,12 @@ def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     assert form.config().algorithm == "ppo"
     # The daemon's install progress, as the run waiting for the bundle receives it.
     form._install_event(
-        pb.WorkerEvent(level="INFO", message="installing worker bundle cleanrl: 2/5 pip install torch")
+        EventRecord(
+            time=0.0,
+            kind="worker",
+            level="INFO",
+            message="installing worker bundle cleanrl: 2/5 pip install torch",
+        )
     )
     assert (form.install_progress.value(), form.install_progress.maximum()) == (2, 5)
     assert "pip install torch" in form.install_progress.format()
@@ -320,7 +327,7 @@ def test_log_drawer_shows_the_tails(qtbot: QtBot, tmp_path: Path) -> None:
     (logs / "worker.stderr.log").write_text("warning: something\n")
     drawer = LogDrawer()
     qtbot.addWidget(drawer)
-    run = pb.RunInfo(run_id="r1", state="RUNNING", run_dir=str(tmp_path / "run"))
+    run = run_record("r1", RunState.RUNNING, run_dir=str(tmp_path / "run"))
     drawer.show_run(run)
 
     qtbot.waitUntil(lambda: drawer.text("stdout").endswith("line 4999"), timeout=5_000)
@@ -332,7 +339,7 @@ def test_log_drawer_shows_the_tails(qtbot: QtBot, tmp_path: Path) -> None:
         handle.write("line 5000\n")
     qtbot.waitUntil(lambda: drawer.text("stdout").endswith("line 5000"), timeout=5_000)
 
-    drawer.run_changed(pb.RunInfo(run_id="r1", state="COMPLETED", run_dir=str(tmp_path / "run")))
+    drawer.run_changed(dataclasses.replace(run, state=RunState.COMPLETED))
     assert not drawer._timer.isActive()
 
 

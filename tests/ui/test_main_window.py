@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -21,7 +21,7 @@ from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
-from tests.support import pid_alive, wait_until
+from tests.support import pid_alive, run_record, wait_until
 from tests.workers.test_registry import BROKEN_SET, make_plugin_distribution
 
 
@@ -34,10 +34,8 @@ def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
     window.run_view.clear()
 
 
-def run_info(worker: str, lane: str, state: str = "COMPLETED") -> pb.RunInfo:
-    return pb.RunInfo(
-        run_id=f"CartPole-v1__{worker}__0__1", worker=worker, env_id="CartPole-v1", lane=lane, state=state
-    )
+def run_info(worker: str, lane: str, state: RunState = RunState.COMPLETED) -> RunRecord:
+    return run_record(f"CartPole-v1__{worker}__0__1", state, worker=worker, lane=lane)
 
 
 def test_use_trained_says_so_when_no_run_has_a_model(window: MainWindow) -> None:
@@ -142,12 +140,12 @@ def test_closing_the_window_leaves_runs_training_and_a_new_window_reattaches(
         parse_run_config({"worker": "random", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000_000}})
     )
     qtbot.waitUntil(lambda: first.runs.info(record.run_id) is not None, timeout=20_000)
-    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 30, "the run to start")
+    wait_until(lambda: client.get_run(record.run_id).record.state == "RUNNING", 30, "the run to start")
     first.close()
     steps = client.get_run(record.run_id).progress.steps
     # The run outlives the window: it keeps producing steps.
     wait_until(lambda: client.get_run(record.run_id).progress.steps > steps + 1000, 30, "more steps")
-    assert client.get_run(record.run_id).info.state == "RUNNING"
+    assert client.get_run(record.run_id).record.state == "RUNNING"
 
     link2 = DaemonLink(home.root, autostart=False)
     link2.connect_daemon()

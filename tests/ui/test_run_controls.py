@@ -124,7 +124,7 @@ def test_the_live_tab_render_rate_starts_the_frames_of_a_pixel_env(
     tab.show()
     assert not tab.controls.render_spin.isEnabled() and not tab.controls.pause_button.isEnabled()
     run_id = _long_random_run(client, render_fps=0)
-    tab.attach(client.get_run(run_id).info)
+    tab.attach(client.get_run(run_id).record)
     spin = tab.controls.render_spin
     assert not spin.isHidden()  # a telemetry-lane run streams frames
     qtbot.waitUntil(lambda: spin.isEnabled(), timeout=30_000)

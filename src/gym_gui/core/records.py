@@ -40,6 +40,8 @@ class RunRecord:
     reason: str = ""
     archived: bool = False
     pid: int | None = None  # the worker process, while one may exist
+    # Where the run's files are, as the daemon tells its clients (empty in the registry's own rows).
+    run_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,3 +125,101 @@ class WorkerDescription:
     bundle: str
     bundle_installed: bool
     details: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ what a client of the daemon sees
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How far a run has got, from what storage holds."""
+
+    episodes: int = 0
+    steps: int = 0
+    metrics: int = 0
+    last_wall_time: float = 0.0
+    global_step: int = 0  # the largest metric step: how far an analytics-lane run has trained
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """Everything the daemon tells about one run: its row, its state history, its config, its progress."""
+
+    record: RunRecord
+    history: list[StateTransition]
+    config_json: str  # the validated RunConfig, secrets redacted
+    progress: RunProgress
+
+
+@dataclass(frozen=True)
+class DaemonHealth:
+    version: str
+    pid: int
+    address: str
+    started_at: float
+    runs_by_state: dict[str, int]
+    home: str
+    log_path: str
+    max_concurrent: int
+
+
+@dataclass(frozen=True)
+class RunUpdated:
+    """A run's row as it is now: first one per matching run (``snapshot``), then after every change."""
+
+    record: RunRecord
+    snapshot: bool = False
+
+
+@dataclass(frozen=True)
+class RunRemoved:
+    """A run was deleted."""
+
+    run_id: str
+
+
+# What watching the runs yields, in the order it happened.
+RunEvent = RunUpdated | StateTransition | RunRemoved
+
+
+@dataclass(frozen=True)
+class StepBatch:
+    """Steps as a viewer receives them: the latest batch when the view fell behind (lossy)."""
+
+    rows: list[StepRow]
+
+
+@dataclass(frozen=True)
+class MetricBatch:
+    points: list[MetricPoint]
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A phase the worker reported: STARTED, PAUSED, RESUMED, COMPLETED, FAILED or CANCELLED."""
+
+    phase: str
+    message: str = ""
+    render_kind: str = ""  # with STARTED: grid, pixels or none
+    spaces: str = ""  # with STARTED: JSON description of the observation and action spaces
+
+
+@dataclass(frozen=True)
+class Starved:
+    """The daemon began coalescing step batches for a viewer without credit."""
+
+    coalesced: int
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Credit came back; ``coalesced`` step batches were replaced meanwhile."""
+
+    coalesced: int
+
+
+# What a viewer's subscription yields. A worker's message (or a bundle install's progress) is an
+# EventRecord of kind "worker".
+TelemetryEvent = (
+    StepBatch | EpisodeRecord | MetricBatch | StateTransition | Lifecycle | EventRecord | Starved | Resumed
+)

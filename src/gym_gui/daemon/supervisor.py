@@ -234,7 +234,7 @@ class Supervisor:
 
     def delete(self, run_id: str) -> None:
         record = self.registry.get(run_id)
-        if not record.state.terminal and record.state is not RunState.QUEUED:
+        if record.state.active:
             raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
         with self.runs.lock:
             self.runs.remove(run_id)

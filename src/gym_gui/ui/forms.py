@@ -11,7 +11,6 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
@@ -35,7 +34,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.config import REDACTED, RunConfig, parse_run_config
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.records import WorkerDescription
+from gym_gui.core.records import EventRecord, RunRecord, WorkerDescription
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.protocol.client import DaemonClient
@@ -1153,7 +1152,7 @@ class CleanRLForm(RunForm):
         self._install = subscription
         subscription.worker_event.connect(self._install_event)
 
-    def _install_event(self, event: pb.WorkerEvent) -> None:
+    def _install_event(self, event: EventRecord) -> None:
         match = _INSTALL_EVENT.match(event.message)
         if match is None:
             return
@@ -1168,7 +1167,7 @@ class CleanRLForm(RunForm):
             self._install = None
         self._install_run = ""
 
-    def _run_updated(self, run: pb.RunInfo) -> None:
+    def _run_updated(self, run: RunRecord) -> None:
         if run.run_id == self._install_run and run.state != RunState.QUEUED.value:
             # The bundle is there (or failed): the run has left the queue. Read the scripts now.
             self._stop_install_watch()

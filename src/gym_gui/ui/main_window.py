@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
@@ -61,10 +61,10 @@ class RunView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.title)
         layout.addWidget(self.tabs, 1)
-        self.run: pb.RunInfo | None = None
+        self.run: RunRecord | None = None
         self._tabs: list[RunTab] = []
 
-    def show_run(self, run: pb.RunInfo) -> None:
+    def show_run(self, run: RunRecord) -> None:
         self.clear()
         self.run = run
         self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
@@ -76,7 +76,7 @@ class RunView(QWidget):
                 started.connect(self.follow_run)
             tab.attach(run)
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         if self.run is not None and run.run_id == self.run.run_id:
             self.run = run
             self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
@@ -213,10 +213,10 @@ class MainWindow(QMainWindow):
             self.connection.setText(f"daemon unreachable: {message}")
             self.reconnect_button.setVisible(True)
 
-    def _run_updated(self, run: pb.RunInfo) -> None:
+    def _run_updated(self, run: RunRecord) -> None:
         self.run_view.run_changed(run)
         if (
-            run.state == RunState.COMPLETED.value
+            run.state is RunState.COMPLETED
             and run.run_id not in self.control.trained.offered()
             and capabilities_of(run.worker).evaluation
             and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
@@ -267,7 +267,7 @@ class MainWindow(QMainWindow):
 
     def cancel_selected(self) -> None:
         run = self.run_view.run
-        if run is not None and not RunState(run.state).terminal:
+        if run is not None and not run.state.terminal:
             self.link.call(lambda client: client.cancel(run.run_id))
 
     def evaluate(self, run_id: str, episodes: int) -> None:
@@ -290,7 +290,7 @@ class MainWindow(QMainWindow):
         self._pending_select = run_id
         self.runs.run_updated.connect(self._select_when_known)
 
-    def _select_when_known(self, run: pb.RunInfo) -> None:
+    def _select_when_known(self, run: RunRecord) -> None:
         if run.run_id == self._pending_select:
             self.runs.run_updated.disconnect(self._select_when_known)
             self._pending_select = None

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import (
     QAbstractTableModel,
     QItemSelection,
@@ -51,6 +50,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import RunDetail, RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
@@ -84,20 +84,6 @@ FINAL_FETCHES_PER_TICK = 4  # ended runs whose last figures are still unknown, f
 LOG_LINES = 200
 
 
-def _is_active(state: str) -> bool:
-    try:
-        return RunState(state).active
-    except ValueError:
-        return False
-
-
-def _is_terminal(state: str) -> bool:
-    try:
-        return RunState(state).terminal
-    except ValueError:
-        return False
-
-
 def compact(number: int) -> str:
     """A count short enough for a table cell: 1,234 · 12.3k · 4.5M."""
     if number < 10_000:
@@ -124,7 +110,7 @@ def format_elapsed(seconds: float) -> str:
 class RunRow:
     """One run as the table shows it: the daemon's info plus the figures fetched for it."""
 
-    info: pb.RunInfo
+    info: RunRecord
     budget: int | None = None
     unit: str = ""  # "episodes" or "steps"
     done: int = 0
@@ -198,10 +184,10 @@ class RunsModel(QAbstractTableModel):
         return max(0.0, min(1.0, row.done / row.budget))
 
     @staticmethod
-    def elapsed(info: pb.RunInfo) -> float | None:
+    def elapsed(info: RunRecord) -> float | None:
         if not info.started_at:
             return None
-        end = info.ended_at or (time.time() if not _is_terminal(info.state) else info.started_at)
+        end = info.ended_at or (time.time() if not info.state.terminal else info.started_at)
         return max(0.0, end - info.started_at)
 
     def _sps(self, row: RunRow) -> float | None:
@@ -221,7 +207,7 @@ class RunsModel(QAbstractTableModel):
         if column == ENV:
             return info.env_id
         if column == STATE:
-            return info.state
+            return info.state.value
         if column == PROGRESS:
             if not row.fetched:
                 return ""
@@ -256,11 +242,11 @@ class RunsModel(QAbstractTableModel):
         index = self._index.get(run_id)
         return None if index is None else self._rows[index]
 
-    def info(self, run_id: str) -> pb.RunInfo | None:
+    def info(self, run_id: str) -> RunRecord | None:
         row = self.row(run_id)
         return None if row is None else row.info
 
-    def upsert(self, info: pb.RunInfo) -> None:
+    def upsert(self, info: RunRecord) -> None:
         index = self._index.get(info.run_id)
         if index is None:
             position = len(self._rows)
@@ -281,7 +267,7 @@ class RunsModel(QAbstractTableModel):
         self._index = {row.info.run_id: i for i, row in enumerate(self._rows)}
         self.endRemoveRows()
 
-    def set_figures(self, run_id: str, detail: pb.RunDetail, sps: tuple[int, float] | None) -> None:
+    def set_figures(self, run_id: str, detail: RunDetail, sps: tuple[int, float] | None) -> None:
         """Progress from a GetRun reply; the latest charts/SPS point (step, value) when one was read."""
         row = self.row(run_id)
         if row is None:
@@ -306,7 +292,7 @@ class RunsModel(QAbstractTableModel):
         if sps is not None:
             row.sps_cursor, row.sps = sps[0], sps[1]
         row.fetched = True
-        if _is_terminal(detail.info.state or row.info.state):
+        if detail.record.state.terminal:
             row.final_fetched = True
         index = self._index[run_id]
         self.dataChanged.emit(self.index(index, PROGRESS), self.index(index, SPS))
@@ -314,7 +300,7 @@ class RunsModel(QAbstractTableModel):
     def tick(self) -> None:
         """Elapsed time moves on for running rows."""
         for index, row in enumerate(self._rows):
-            if _is_active(row.info.state):
+            if row.info.state.active:
                 self.dataChanged.emit(self.index(index, ELAPSED), self.index(index, SPS))
 
 
@@ -432,7 +418,7 @@ class RunsTable(QWidget):
     message = Signal(str)  # the outcome of the last action, for a status bar
     # The table is the window's one store of runs: these fire once it holds (or dropped) a run,
     # whether the watch stream, a re-listing or an action told it.
-    run_updated = Signal(object)  # pb.RunInfo
+    run_updated = Signal(object)  # RunRecord
     run_removed = Signal(str)  # run id
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
@@ -539,7 +525,7 @@ class RunsTable(QWidget):
         """Re-list every run from the daemon (adds what is missing, drops what was deleted meanwhile)."""
         asked_at = time.time()
 
-        def listed(runs: list[pb.RunInfo]) -> None:
+        def listed(runs: list[RunRecord]) -> None:
             present = {run.run_id for run in runs}
             for run in runs:
                 self._run_updated(run)
@@ -551,7 +537,7 @@ class RunsTable(QWidget):
 
         self.link.call(lambda client: client.list_runs(include_archived=True), listed, self._error)
 
-    def _run_updated(self, info: pb.RunInfo) -> None:
+    def _run_updated(self, info: RunRecord) -> None:
         self.model.upsert(info)
         self._update_buttons()
         self.run_updated.emit(info)
@@ -570,9 +556,9 @@ class RunsTable(QWidget):
             row = self.model.row(run_id)
             if row is None or run_id in self._in_flight:
                 continue
-            if _is_active(row.info.state):
+            if row.info.state.active:
                 self._fetch(row)
-            elif _is_terminal(row.info.state) and not row.final_fetched and finals < FINAL_FETCHES_PER_TICK:
+            elif row.info.state.terminal and not row.final_fetched and finals < FINAL_FETCHES_PER_TICK:
                 finals += 1
                 self._fetch(row)
 
@@ -581,21 +567,21 @@ class RunsTable(QWidget):
         telemetry = RunDir(row.info.run_dir).telemetry_path if row.info.run_dir else None
         self._in_flight.add(run_id)
 
-        def fetch(client: DaemonClient) -> tuple[pb.RunDetail, tuple[int, float] | None]:
+        def fetch(client: DaemonClient) -> tuple[RunDetail, tuple[int, float] | None]:
             detail = client.get_run(run_id)
             sps = None
             if lane == "analytics" and telemetry is not None:
                 sps = _latest_metric(telemetry, SPS_TAG, cursor)
             return detail, sps
 
-        def done(result: tuple[pb.RunDetail, tuple[int, float] | None]) -> None:
+        def done(result: tuple[RunDetail, tuple[int, float] | None]) -> None:
             self._in_flight.discard(run_id)
             self.model.set_figures(run_id, *result)
 
         def failed(message: str) -> None:
             self._in_flight.discard(run_id)
             current = self.model.row(run_id)
-            if current is not None and _is_terminal(current.info.state):
+            if current is not None and current.info.state.terminal:
                 current.final_fetched = True  # do not ask again and again for a run that cannot answer
 
         self.link.call(fetch, done, failed)
@@ -608,10 +594,10 @@ class RunsTable(QWidget):
             return self.model.run_ids()
         return [str(self.proxy.index(r, 0).data(RUN_ID_ROLE)) for r in range(self.proxy.rowCount())]
 
-    def info(self, run_id: str) -> pb.RunInfo | None:
+    def info(self, run_id: str) -> RunRecord | None:
         return self.model.info(run_id)
 
-    def state_of(self, run_id: str) -> str | None:
+    def state_of(self, run_id: str) -> RunState | None:
         info = self.model.info(run_id)
         return None if info is None else info.state
 
@@ -659,7 +645,7 @@ class RunsTable(QWidget):
 
     def _update_buttons(self) -> None:
         selected = [info for info in map(self.model.info, self.selected_run_ids()) if info is not None]
-        self.cancel_button.setEnabled(any(not _is_terminal(info.state) for info in selected))
+        self.cancel_button.setEnabled(any(not info.state.terminal for info in selected))
         for control, button in self.control_buttons.items():
             refusals = [refusal(info, control) for info in selected]
             button.setEnabled(any(not why for why in refusals))
@@ -710,7 +696,7 @@ class RunsTable(QWidget):
         for run_id in self._targets(run_ids):
             self.link.call(_bind(DaemonClient.cancel, run_id), self._cancelled, self._error)
 
-    def _cancelled(self, info: pb.RunInfo) -> None:
+    def _cancelled(self, info: RunRecord) -> None:
         self._note(f"cancelling {info.run_id}")
 
     def control(self, control: Control, run_ids: list[str] | None = None) -> None:
@@ -726,7 +712,7 @@ class RunsTable(QWidget):
                 continue
             send_control(self.link, run_id, control, _bind(self._controlled, asked[control]), self._error)
 
-    def _controlled(self, info: pb.RunInfo, asked: str) -> None:
+    def _controlled(self, info: RunRecord, asked: str) -> None:
         self._note(f"{asked} {info.run_id}")
 
     def _archive_clicked(self) -> None:
@@ -847,7 +833,7 @@ class LogDrawer(QWidget):
 
     def __init__(self, link: DaemonLink | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.run: pb.RunInfo | None = None
+        self.run: RunRecord | None = None
         self._files = Background(self, workers=1, name="file-work")
         self._reading = False
         self._seen: dict[str, tuple[int, int]] = {}
@@ -877,7 +863,7 @@ class LogDrawer(QWidget):
         view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         return view
 
-    def show_run(self, run: pb.RunInfo | None) -> None:
+    def show_run(self, run: RunRecord | None) -> None:
         """Follow ``run`` (None: show nothing)."""
         self.run = run
         self._seen = {}
@@ -889,16 +875,16 @@ class LogDrawer(QWidget):
             return
         self.title.setText(f"Logs of {run.run_id}")
         self.refresh()
-        if _is_terminal(run.state):
+        if run.state.terminal:
             self._timer.stop()
         else:
             self._timer.start()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         if self.run is None or run.run_id != self.run.run_id:
             return
         self.run = run
-        if _is_terminal(run.state):
+        if run.state.terminal:
             self.refresh()  # what the worker wrote last
             self._timer.stop()
 

@@ -15,12 +15,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QCoreApplication, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.background import Background
@@ -259,7 +259,7 @@ class TensorBoardTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         self.detach()
         super().attach(run)
         self._started = False

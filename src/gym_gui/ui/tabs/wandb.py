@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
@@ -26,20 +25,24 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.artifacts import json_file
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
-from gym_gui.ui.tabs.charts import is_terminal
-from gym_gui.workers import worker_catalog
+from gym_gui.workers.wandb_sync import (
+    API_KEY,
+    bundle_environment,
+    offline_runs,
+    sync_offline_runs,
+    wandb_python,
+)
 
 log = logging.getLogger(__name__)
 
-API_KEY = "WANDB_API_KEY"
 READ_TIMEOUT = 120.0
-SYNC_TIMEOUT = 3600.0
 _MARK = "GYM_GUI_WANDB "
 
 # Run by the bundle's interpreter (it has wandb and PyYAML): the local run's config and summary
@@ -152,8 +155,8 @@ class WandbRunInfo:
     summary: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # what is missing, and why
     offline_dirs: list[Path] = field(default_factory=list)
-    python: Path | None = None  # the bundle interpreter, when installed
-    bundle_reason: str = ""
+    python: Path | None = None  # the interpreter with wandb (the worker's bundle's), when installed
+    bundle_reason: str = ""  # why there is none
 
 
 def _url_from_logs(files: RunDir) -> str | None:
@@ -187,7 +190,7 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
     entry = files.read_manifest().wandb
     recorded = files.artifact_path(entry.path) if entry is not None else None
     local = files.wandb_runs()
-    offline_dirs = [p for p in local if p.name.startswith("offline-run-")]
+    offline_dirs = offline_runs(run_dir)
     if recorded is None and not local:
         if wanted in ("offline", "online"):
             when = "no W&B run was written" if terminal else "its W&B run has not started yet"
@@ -199,21 +202,12 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
         )
     path = recorded if recorded is not None else local[-1]
     mode = (entry.mode if entry else None) or ("offline" if path.name.startswith("offline-") else "online")
+    python: Path | None
     try:
-        status = worker_catalog().bundle_status(worker, bundles_dir)
+        python, reason = wandb_python(worker, bundles_dir), ""
     except GymGuiError as exc:
-        status, reason = None, str(exc)
-    else:
-        reason = f"worker {worker!r} runs in gym_gui's own environment, which has no wandb"
-    installed = status is not None and status.installed
-    info = WandbRunInfo(
-        mode,
-        "",
-        path=path,
-        offline_dirs=offline_dirs,
-        python=status.python if status is not None and status.installed else None,
-        bundle_reason="" if installed else (status.reason if status is not None else reason),
-    )
+        python, reason = None, str(exc)
+    info = WandbRunInfo(mode, "", path=path, offline_dirs=offline_dirs, python=python, bundle_reason=reason)
     if mode == "online":
         info.url = (entry.url if entry else None) or _url_from_logs(files)
         info.message = (
@@ -238,14 +232,13 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
             f"The config is read with the wandb of the run's worker bundle, which is not ready: {info.bundle_reason}"
         )
         return
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
         result = subprocess.run(
             [str(info.python), "-c", _READER, str(path)],
             capture_output=True,
             text=True,
             timeout=READ_TIMEOUT,
-            env=env,
+            env=bundle_environment(),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -274,34 +267,6 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
         info.notes.append(
             f"files/wandb-summary.json is missing; the summary was rebuilt from {data['summary_source']}."
         )
-
-
-def sync_offline_runs(python: Path, directories: list[Path]) -> str:
-    """``wandb sync`` each offline run directory with the bundle's wandb (blocking).
-
-    The API key comes from this process's environment only; it is never written anywhere.
-
-    Raises:
-        GymGuiError: naming the directory whose sync failed, with the end of wandb's output.
-    """
-    if not os.environ.get(API_KEY):
-        raise GymGuiError(f"set {API_KEY} in the environment gym_gui was started from to sync")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    for directory in directories:
-        result = subprocess.run(
-            [str(python), "-m", "wandb", "sync", str(directory)],
-            capture_output=True,
-            text=True,
-            timeout=SYNC_TIMEOUT,
-            env=env,
-            check=False,
-        )
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-5:])
-            raise GymGuiError(
-                f"wandb sync of {directory.name} failed (exit code {result.returncode}):\n{tail}"
-            )
-    return f"Synced {len(directories)} W&B run(s) to W&B."
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -381,13 +346,13 @@ class WandbTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._clear()
         self.message.setText("Reading the run's W&B data…")
         self._load()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         previous = self.run
         super().run_changed(run)
         # The W&B run appears once the script starts, and its files are complete once it ends.
@@ -419,7 +384,7 @@ class WandbTab(RunTab):
         run_dir = Path(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
         worker = run.worker
-        terminal = is_terminal(run.state)
+        terminal = run.state.terminal
         self._background.run(
             lambda: read_wandb_run(run_dir, worker, bundles, terminal),
             lambda info: self._show(generation, info),
@@ -484,16 +449,16 @@ class WandbTab(RunTab):
     # ------------------------------------------------------------ actions
 
     def sync(self) -> None:
-        info = self.info
-        if info is None or self.sync_blocked_reason() is not None or info.python is None:
+        run = self.run
+        if run is None or self.sync_blocked_reason() is not None:
             return
         self._syncing = True
         self.sync_button.setEnabled(False)
         self.sync_status.setText("Syncing…")
-        run_id = self.run.run_id if self.run is not None else ""
-        python, directories = info.python, list(info.offline_dirs)
+        run_id, run_dir, worker = run.run_id, Path(run.run_dir), run.worker
+        bundles = Home(self.link.home).bundles_dir
         self._background.run(
-            lambda: sync_offline_runs(python, directories),
+            lambda: sync_offline_runs(run_dir, worker, bundles),
             lambda message: self._synced(run_id, message),
             lambda message: self._synced(run_id, message),
             name="wandb-sync",
