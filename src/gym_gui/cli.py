@@ -404,7 +404,7 @@ def _print_dry_run(run_dir: Path) -> None:
 
 
 def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
-    """Show a progress bar until the run ends; returns its final record."""
+    """Show a progress bar until the run ends, and the run's warnings as they happen; returns its final record."""
     by_episodes = config.budget.episodes is not None
     total = config.budget.episodes if by_episodes else config.budget.timesteps
     unit = "episodes" if by_episodes else "steps"
@@ -416,6 +416,7 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
         TimeElapsedColumn(),
         TextColumn("{task.fields[state]}"),
     )
+    warnings = _RunWarnings()
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(run_id[:48], total=total, state="")
         while True:
@@ -423,32 +424,44 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
             progress_ = detail.progress
             done = progress_.episodes if by_episodes else max(progress_.steps, progress_.global_step)
             progress.update(task, completed=done, state=_state(detail.record.state))
+            # Above the bar, when they happen: a warning explains what the run does next.
+            warnings.show(detail.record.run_dir, progress.console)
             if detail.record.state.terminal:
-                return detail.record
+                break
             time.sleep(0.25)
+    warnings.show(detail.record.run_dir, console)
+    return detail.record
 
 
-def _print_warnings(run_dir: Path) -> None:
-    """The WARNING and ERROR events of a run (GPU fallback, W&B offline …), where a user will see them."""
-    path = RunDir(run_dir).telemetry_path
-    if not path.exists():
-        return
-    try:
-        reader = TelemetryReader(path)
+class _RunWarnings:
+    """The WARNING and ERROR events of a run (GPU fallback, W&B offline, a refused step …), each shown once."""
+
+    LEVELS = ("WARNING", "ERROR")
+
+    def __init__(self) -> None:
+        self.seen = 0  # events read so far (their ids have no gaps)
+
+    def show(self, run_dir: str, where: Console) -> None:
+        path = RunDir(run_dir).telemetry_path if run_dir else None
+        if path is None or not path.exists():
+            return
         try:
-            events = [e for e in reader.events() if e.level in ("WARNING", "ERROR")]
-        finally:
-            reader.close()
-    except GymGuiError:
-        return
-    for event in events:
-        console.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
+            reader = TelemetryReader(path)
+            try:
+                events = reader.events(self.seen)
+            finally:
+                reader.close()
+        except GymGuiError:
+            return  # not initialised yet: the next look finds them
+        self.seen += len(events)
+        for event in events:
+            if event.level in self.LEVELS:
+                where.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
 
 
 def _print_end(info: RunRecord) -> None:
     reason = f": {escape(info.reason)}" if info.reason else ""
     console.print(f"run [bold]{info.run_id}[/] {_state(info.state)}{reason}", soft_wrap=True)
-    _print_warnings(Path(info.run_dir))
 
 
 @app.command("eval")
@@ -629,7 +642,7 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
             table.add_row("return", f"mean {sum(returns) / len(returns):.3f}, last {returns[-1]:.3f}")
         table.add_row("metrics", ", ".join(tags) or "none")
     console.print(table)
-    _print_warnings(Path(info.run_dir))
+    _RunWarnings().show(info.run_dir, console)
     history = Table("time", "from", "to", "reason", title="state history")
     for change in detail.history:
         history.add_row(

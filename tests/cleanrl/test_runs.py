@@ -475,6 +475,44 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
         registry.close()
 
 
+def test_gym_gui_train_shows_a_runs_warning_while_it_runs(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+    client, home = cleanrl_daemon
+    command = [sys.executable, "-m", "gym_gui", "train", "--worker", "cleanrl", "--algo", "ppo"]
+    command += ["--env", "CartPole-v1", "--total-timesteps", "5000000", "--gpu"]  # no GPU here: a warning
+    env = {**os.environ, "GYM_GUI_HOME": str(home.root), "NO_COLOR": "1", "COLUMNS": "200"}
+    train = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert train.stdout is not None
+        for line in train.stdout:
+            out.put(line)
+        out.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        lines: list[str] = []
+        while not (lines and lines[-1].startswith("WARNING:")):
+            line = out.get(timeout=180)
+            assert line is not None, f"gym-gui train ended without a warning: {lines}"
+            lines.append(line)
+        assert "CPU" in lines[-1], lines
+        run_id = lines[0].split()[1]
+        # Shown while the run goes on, not only once it has ended.
+        assert not client.get_run(run_id).record.state.terminal
+        client.cancel(run_id)
+        assert train.wait(timeout=120) == 1  # a cancelled run is not a success
+        rest = []
+        while (line := out.get(timeout=30)) is not None:
+            rest.append(line)
+        assert any(f"run {run_id} CANCELLED" in line for line in rest), rest
+        assert not any(line.startswith("WARNING:") for line in rest), rest  # each warning once
+    finally:
+        if train.poll() is None:
+            train.kill()
+            train.wait(timeout=30)
+
+
 def test_gpu_wish_falls_back_to_cpu_with_a_warning_and_a_mandatory_gpu_fails_before_launch(
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:
