@@ -20,7 +20,7 @@ from typer._click import exceptions as click_errors  # typer carries its own cli
 
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.controls import Control
-from gym_gui.core.daemon_file import read_daemon_file
+from gym_gui.core.daemon_file import read_daemon_file, setting_differences
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import (
@@ -80,7 +80,12 @@ def _home() -> Home:
 
 
 def _client(autostart: bool = True) -> DaemonClient:
-    return DaemonClient.connect(_home().root, autostart=autostart)
+    home = _home()
+    client = DaemonClient.connect(home.root, autostart=autostart)
+    # A running daemon keeps the settings it started with: say so when this shell's differ.
+    for note in setting_differences(client.info.settings, home.daemon_settings()):
+        err_console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    return client
 
 
 def _state(state: str) -> str:

@@ -171,6 +171,29 @@ def test_daemon_start_status_stop(home: Path) -> None:
     assert gym_gui("daemon", "status", home=home).returncode == 1
 
 
+def test_a_shell_whose_settings_differ_from_the_running_daemons_is_told(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_with = str(tmp_path / "bundles_a")
+    monkeypatch.setenv("GYM_GUI_BUNDLES", started_with)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    try:
+        assert gym_gui("daemon", "start", home=home).returncode == 0
+        same = gym_gui("runs", home=home)
+        assert same.returncode == 0 and "warning" not in same.stderr, same.stderr
+
+        monkeypatch.setenv("GYM_GUI_BUNDLES", str(tmp_path / "bundles_b"))
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        told = gym_gui("runs", home=home)
+        assert told.returncode == 0  # told, not refused
+        lines = [line for line in told.stderr.splitlines() if line.startswith("warning:")]
+        assert len(lines) == 2, told.stderr
+        assert f"GYM_GUI_BUNDLES={started_with!r}" in lines[0] and "bundles_b" in lines[0]
+        assert "CUDA_VISIBLE_DEVICES=(unset)" in lines[1] and "gym-gui daemon stop" in lines[1]
+    finally:
+        gym_gui("daemon", "stop", home=home)
+
+
 class _Watch:
     """`gym-gui watch RUN` in the background (piped: one plain line per thing that happened)."""
 

@@ -189,3 +189,19 @@ def test_the_window_says_when_the_daemon_dies_and_starts_one_on_request(
     restarted.shutdown()
     wait_until(lambda: not pid_alive(restarted.info.pid), 20, "the restarted daemon to stop")
     window.close()
+
+
+def test_the_window_is_told_when_its_settings_differ_from_the_running_daemons(
+    qtbot: QtBot, client: DaemonClient, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GYM_GUI_BUNDLES", str(tmp_path / "elsewhere"))
+    link = DaemonLink(home.root, autostart=False)
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    try:
+        with qtbot.waitSignal(link.error, timeout=20_000) as told:
+            link.connect_daemon()
+        assert "GYM_GUI_BUNDLES" in told.args[0] and "elsewhere" in told.args[0]
+        assert "GYM_GUI_BUNDLES" in window.statusBar().currentMessage()
+    finally:
+        link.close()

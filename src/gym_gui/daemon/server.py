@@ -103,6 +103,7 @@ class DaemonServer:
                 started_at=time.time(),
                 home=str(self.home.root),
                 log_path=str(self.home.daemon_log),
+                settings=self.home.daemon_settings(),
             ),
         )
         log.info("daemon %s listening on %s (home %s)", __version__, self.address, self.home.root)

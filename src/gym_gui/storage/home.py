@@ -87,6 +87,14 @@ class Home:
             return Path(shared).expanduser().resolve()
         return self._root / "bundles"
 
+    def daemon_settings(self) -> dict[str, str | None]:
+        """The environment settings a daemon of this home started now would read once and keep
+        (its bundles directory, and the GPUs its workers see); None for an unset variable."""
+        return {
+            BUNDLES_ENV_VAR: str(self.bundles_dir),
+            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+
     def ensure(self) -> Home:
         """Create the root (mode 0700), ``runs/`` and ``bundles/`` if missing; return ``self``.
 

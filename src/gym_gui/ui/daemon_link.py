@@ -10,6 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from gym_gui.core.daemon_file import setting_differences
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import (
     EpisodeRecord,
@@ -23,6 +24,7 @@ from gym_gui.core.records import (
     StepBatch,
 )
 from gym_gui.protocol.client import DaemonClient, TelemetryStream
+from gym_gui.storage.home import Home
 from gym_gui.ui.background import Background
 
 log = logging.getLogger(__name__)
@@ -119,6 +121,9 @@ class DaemonLink(QObject):
         def connected(client: DaemonClient) -> None:
             self.client = client
             self.connection_changed.emit(True, client.info.address)
+            # A running daemon keeps the settings it started with: say so when this window's differ.
+            for note in setting_differences(client.info.settings, Home(self.home).daemon_settings()):
+                self.error.emit(f"warning: {note}")
             self._start_watch()
 
         self._background.run(
