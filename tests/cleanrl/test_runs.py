@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from gym_gui_sdk.render import decode_payload
 
@@ -353,6 +354,39 @@ def test_a_flag_the_script_rejects_fails_the_run_with_the_scripts_error_line(
     assert final.state is RunState.FAILED
     assert final.exit_code == 2
     assert "error: argument --num-envs: -2 environments is not a positive number" in final.reason
+
+
+def test_sac_trains_on_its_default_mujoco_env_and_its_model_plays_with_frames_headless(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    # sac's own default env id (old gym 0.23 stops at Hopper-v3; the bundle's compat reaches -v4).
+    description = client.describe_worker("cleanrl", algorithm="sac_continuous_action")
+    params = {p["name"]: p for p in description.details["arguments"]["params"]}
+    default_env = params["env-id"]["default"]
+    assert default_env == "Hopper-v4"
+    config = cleanrl_config(
+        "sac_continuous_action", default_env, 600, params={"learning-starts": 200, "batch-size": 64}
+    )
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=300)
+    assert final.state is RunState.COMPLETED, final.reason
+    assert RunDir(home.run_dir(record.run_id)).saved_models()
+
+    # Played back with frames (render_fps > 0): MuJoCo renders without a display.
+    evaluation = client.evaluation_config(record.run_id, episodes=1, seed=3, render_fps=30, real_time=False)
+    played, _ = client.submit(evaluation)
+    ended = client.wait_for_end(played.run_id, timeout=300)
+    assert ended.state is RunState.COMPLETED, ended.reason
+    reader = TelemetryReader(RunDir(home.run_dir(played.run_id)).telemetry_path)
+    try:
+        steps = reader.steps(0, 0, 100_000)
+    finally:
+        reader.close()
+    framed = [s for s in steps if s.render]
+    assert framed, "no frame was stored"
+    frame = decode_payload(framed[0].render or b"")
+    assert isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.std() > 0  # a picture, not a blank
 
 
 def test_an_env_cleanrl_cannot_make_fails_with_its_message(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
@@ -702,13 +736,16 @@ def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[D
     assert "COMPLETED" in seen
 
 
-def test_atari_and_mujoco_variants_are_refused_before_launch_with_the_install_hint(
+def test_atari_and_mujoco_py_variants_are_refused_before_launch_with_the_install_hint(
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:
     client, home = cleanrl_daemon
     before = set(home.runs_dir.iterdir())
     with pytest.raises(ConfigError, match=r"dqn_atari cannot run here: .*pip install ale-py"):
         client.submit(cleanrl_config("dqn_atari", "BreakoutNoFrameskip-v4", 1000))
-    with pytest.raises(ConfigError, match=r"HalfCheetah-v4 \(mujoco environment\) needs mujoco.*pip install"):
-        client.submit(cleanrl_config("ppo_continuous_action", "HalfCheetah-v4", 1000))
+    # The bundle has MuJoCo's maintained bindings (-v4); the -v3 ids want the old mujoco-py.
+    with pytest.raises(
+        ConfigError, match=r"HalfCheetah-v3 \(mujoco environment\) needs mujoco_py.*pip install"
+    ):
+        client.submit(cleanrl_config("ppo_continuous_action", "HalfCheetah-v3", 1000))
     assert set(home.runs_dir.iterdir()) == before

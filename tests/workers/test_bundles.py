@@ -27,6 +27,7 @@ CLEANRL_IMPORTS = [
     "tensorboard",
     "gym_gui_sdk",
     "gym_gui_cleanrl_worker",
+    "mujoco",
 ]
 
 
@@ -177,10 +178,17 @@ def test_check_names_every_missing_import_in_one_line(tmp_path: Path) -> None:
     result = manager.check("cleanrl")
 
     assert not result.ok
-    assert result.missing == ["gymnasium", "cleanrl", "tensorboard", "gym_gui_sdk", "gym_gui_cleanrl_worker"]
+    assert result.missing == [
+        "gymnasium",
+        "cleanrl",
+        "tensorboard",
+        "gym_gui_sdk",
+        "gym_gui_cleanrl_worker",
+        "mujoco",
+    ]
     assert "\n" not in result.message
     assert result.message.startswith(
-        "bundle cleanrl: missing gymnasium, cleanrl, tensorboard, gym_gui_sdk, gym_gui_cleanrl_worker"
+        "bundle cleanrl: missing gymnasium, cleanrl, tensorboard, gym_gui_sdk, gym_gui_cleanrl_worker, mujoco"
     )
     assert "No module named 'gymnasium'" in result.message
     assert result.message.endswith(f"run `{HINT}`")

@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 # The final model every CleanRL training run saves (gym_gui_cleanrl_worker.launch).
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
+# How MuJoCo (and PyOpenGL under it) render without a display: EGL (Mesa's, in software when there
+# is no GPU). Set for every CleanRL run, so videos and evaluation frames of MuJoCo envs work.
+HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 
@@ -47,6 +50,7 @@ BUNDLE = BundleSpec(
         "tensorboard",
         "gym_gui_sdk",
         "gym_gui_cleanrl_worker",
+        "mujoco",
     ),
 )
 
@@ -242,7 +246,8 @@ class CleanRLLauncher:
     ) -> LaunchPlan:
         python = self.python(config.source)
         warnings: list[str] = []
-        env: dict[str, str] = {}
+        # MuJoCo renders (videos, evaluation frames) headless through EGL: a daemon has no display.
+        env: dict[str, str] = dict(HEADLESS_GL)
         if config.mode == "evaluate":
             assert config.budget.episodes is not None
             argv = [
@@ -260,7 +265,7 @@ class CleanRLLauncher:
                 argv.append("--real-time")
             return LaunchPlan(
                 argv=argv,
-                env={"CUDA_VISIBLE_DEVICES": ""},
+                env={**HEADLESS_GL, "CUDA_VISIBLE_DEVICES": ""},
                 manifest={"evaluates": config.evaluation.model_dump() if config.evaluation else None},
             )
 
