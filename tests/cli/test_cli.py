@@ -20,6 +20,7 @@ from gym_gui.play.human import HumanSession
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.support import assert_one_line_error, gym_gui, pid_alive, wait_until, wait_until_stable
 
@@ -209,7 +210,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         assert client.get_run(run_id).info.state == "PAUSED"
         assert registry.get(run_id).pid == pid and pid_alive(pid), "a paused run must keep its process"
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
-        reader = TelemetryReader(Home(home).telemetry_path(run_id))
+        reader = TelemetryReader(RunDir(Home(home).run_dir(run_id)).telemetry_path)
         last_key = reader.last_step_key()
         assert last_key is not None
         reader.close()
@@ -240,7 +241,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         assert_one_line_error(gym_gui("resume", run_id, home=home), "only a PAUSED run can be resumed")
         # The episode it was paused in went on from its last step: it ended with every step stored.
         episode, step = last_key
-        reader = TelemetryReader(Home(home).telemetry_path(run_id))
+        reader = TelemetryReader(RunDir(Home(home).run_dir(run_id)).telemetry_path)
         try:
             wait_until(lambda: reader.episode_count() > episode + 1, 30, "the paused episode to end")
             assert reader.episode(episode).steps == reader.steps_per_episode()[episode] >= step + 1
