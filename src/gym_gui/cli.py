@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.records import ArtifactRecord
+from gym_gui.core.records import ArtifactRecord, LaunchPreview
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
@@ -338,15 +339,21 @@ def train(
         },
         param or [],
     )
+    plan: LaunchPreview | None = None
     with _client() as client:
-        record, _ = client.submit(run_config, _secret_env(run_config))
-        console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
-        if detach:
-            return
-        final = follow(client, record.run_id, run_config)
+        if run_config.dry_run:
+            # The daemon resolves a dry run before it replies: the reply is its end and its plan.
+            record, plan = client.dry_run(run_config, _secret_env(run_config))
+            final = client.get_run(record.run_id).info
+        else:
+            record, _ = client.submit(run_config, _secret_env(run_config))
+            console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
+            if detach:
+                return
+            final = follow(client, record.run_id, run_config)
     _print_end(final)
-    if run_config.dry_run:
-        _print_dry_run(Path(final.run_dir))
+    if plan is not None:
+        _print_plan(plan)
     if final.state != RunState.COMPLETED.value:
         raise typer.Exit(1)
 
@@ -356,20 +363,14 @@ def _secret_env(config: RunConfig) -> dict[str, str]:
     return {"WANDB_API_KEY": key} if key and config.tracking.wandb_mode != "disabled" else {}
 
 
-def _print_dry_run(run_dir: Path) -> None:
-    reader = TelemetryReader(RunDir(run_dir).telemetry_path)
-    try:
-        events = [e for e in reader.events() if e.kind == "dry-run"]
-    finally:
-        reader.close()
-    if not events:
-        return
-    data = json.loads(events[-1].data)
-    console.print("command:", " ".join(data.get("argv", [])), highlight=False, soft_wrap=True)
-    if data.get("script_command"):
-        console.print("script:", " ".join(data["script_command"]), highlight=False, soft_wrap=True)
-    console.print("working directory:", data.get("cwd", ""), highlight=False)
-    for key, value in sorted(data.get("env", {}).items()):
+def _print_plan(plan: LaunchPreview) -> None:
+    """A dry run's plan: the exact command, the script it runs, where, and its environment (redacted)."""
+    console.print("command:", shlex.join(plan.argv), highlight=False, soft_wrap=True)
+    if plan.script_argv:
+        console.print("script:", shlex.join(plan.script_argv), highlight=False, soft_wrap=True)
+    console.print("as typed:", plan.display, highlight=False, soft_wrap=True)
+    console.print("working directory:", plan.cwd, highlight=False)
+    for key, value in sorted(plan.env.items()):
         console.print(f"  {key}={value}", highlight=False, soft_wrap=True)
 
 

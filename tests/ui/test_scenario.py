@@ -223,7 +223,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     assert form.algorithm() == "ppo" and form.env_combo.currentText() == "CartPole-v1"
     type_into(qtbot, form.timesteps_edit, str(TIMESTEPS))
-    assert f"--total-timesteps {TIMESTEPS}" in form.preview.toPlainText()
+    qtbot.waitUntil(lambda: f"--total-timesteps {TIMESTEPS}" in form.preview.text(), timeout=DESCRIBE_TIMEOUT)
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         press(qtbot, "Return", Qt.KeyboardModifier.ControlModifier)  # Run ▸ Start run
     train_run = str(submitted.args[0])

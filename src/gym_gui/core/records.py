@@ -123,3 +123,22 @@ class WorkerDescription:
     bundle: str
     bundle_installed: bool
     details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LaunchPreview:
+    """What the daemon executes for a run, resolved by the worker kind's launcher and shown safely.
+
+    ``argv`` is exact; ``env`` is the worker's whole environment with secrets and tokens shown as
+    ``***``; ``display`` is the command as a user would type it (bundle interpreters named by their
+    bundle, see docs/architecture.md); ``script_argv`` is the program the worker runs in turn
+    (CleanRL: the script with its flags), empty when it runs none.
+    """
+
+    run_id: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    display: str
+    script_argv: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

@@ -19,20 +19,28 @@ from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOK
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
-from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, redact
+from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
 from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import make_run_id
-from gym_gui.core.records import EventRecord, RunRecord, StateTransition
+from gym_gui.core.records import EventRecord, LaunchPreview, RunRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
+from gym_gui.daemon.preview import launch_preview
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.storage.telemetry import TelemetryWriter
-from gym_gui.workers import BundleDirectory, LaunchContext, WorkerCatalog, WorkerLauncher, worker_catalog
+from gym_gui.workers import (
+    BundleDirectory,
+    LaunchContext,
+    LaunchPlan,
+    WorkerCatalog,
+    WorkerLauncher,
+    worker_catalog,
+)
 from gym_gui.workers.bundles import app_environment
 
 log = logging.getLogger(__name__)
@@ -177,28 +185,19 @@ class Supervisor:
 
     # ------------------------------------------------------------ submitting
 
-    def submit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> tuple[RunRecord, str]:
-        """Validate and register a run; returns its record and, for client-driven runs, its token.
+    def submit(
+        self, config: RunConfig, secret_env: dict[str, str] | None = None
+    ) -> tuple[RunRecord, str, LaunchPreview | None]:
+        """Validate and register a run; returns its record, for client-driven runs its token, and
+        for a dry run the plan it resolved (None when it could not: the run failed, saying why).
 
         Raises:
             ConfigError / UnknownEnv: before anything is stored or started.
         """
-        plugin = self.catalog.plugin(config.worker)
-        spec = plugin.spec
-        if not spec.available:
-            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
-        if config.mode == "evaluate" and not spec.capabilities.evaluation:
-            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
-        if plugin.bundle is None:
-            # A worker with its own bundle decides which env ids it can make (its launcher checks);
-            # the others run in gym_gui's environment, whose gymnasium answers.
-            check_env(config.env_id)
-        if spec.launch is Launch.DAEMON:
-            self._launcher(config.worker).validate(config)
-        label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
+        spec = self._admit(config)
         now = time.time()
         with self._lock:
-            run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
+            run_id = make_run_id(config.env_id, _label(config), config.seed, int(now), exists=self._taken)
             run_dir = self.home.run_dir(run_id)
             files = RunDir(run_dir)
             files.create()
@@ -221,6 +220,7 @@ class Supervisor:
                 token_hash=token_digest(token),
                 render_fps=config.telemetry.render_fps,
                 secret_env=dict(secret_env or {}),
+                launching=config.dry_run,  # resolved below, never by the loop
             )
             run.manifest = files.create_manifest(app_environment(spec.bundle))
             self.registry.create(record)
@@ -228,14 +228,52 @@ class Supervisor:
             self._live[run_id] = run
         self._publish_row(run_id)
         if config.dry_run:
-            self._begin(run, "dry-run: resolving the command")
-            return self.registry.get(run_id), ""
+            # Resolved here rather than on a launch thread: the reply carries the plan.
+            self._open_writer(run)
+            self._transition(run, RunState.STARTING, "dry-run: resolving the command")
+            plan = self._prepare(run)
+            return self.registry.get(run_id), "", plan
         if spec.launch is Launch.CLIENT:
             self._open_writer(run)
             self._transition(run, RunState.STARTING, "client drives the run")
-            return self.registry.get(run_id), token
+            return self.registry.get(run_id), token, None
         self.tick()
-        return self.registry.get(run_id), ""
+        return self.registry.get(run_id), "", None
+
+    def preview(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> LaunchPreview:
+        """What a run of ``config`` would execute, checked and planned as submit and launch do; nothing
+        is stored. Its run id is the one a submit now would get.
+
+        Raises:
+            ConfigError / UnknownEnv: what submit or the launch would refuse, naming the field.
+        """
+        spec = self._admit(config)
+        run_id = make_run_id(config.env_id, _label(config), config.seed, int(time.time()), exists=self._taken)
+        run = LiveRun(
+            run_id=run_id,
+            spec=spec,
+            config=config,
+            run_dir=self.home.run_dir(run_id),
+            secret_env=dict(secret_env or {}),
+        )
+        plan = self._launcher(config.worker).plan(run_id, config, run.run_dir, run.secret_env)
+        return self._preview(run, plan, *self._launch_env(run, plan))
+
+    def _admit(self, config: RunConfig) -> WorkerSpec:
+        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's."""
+        plugin = self.catalog.plugin(config.worker)
+        spec = plugin.spec
+        if not spec.available:
+            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
+        if config.mode == "evaluate" and not spec.capabilities.evaluation:
+            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
+        if plugin.bundle is None:
+            # A worker with its own bundle decides which env ids it can make (its launcher checks);
+            # the others run in gym_gui's environment, whose gymnasium answers.
+            check_env(config.env_id)
+        if spec.launch is Launch.DAEMON:
+            self._launcher(config.worker).validate(config)
+        return spec
 
     def _taken(self, run_id: str) -> bool:
         return run_id in self._live or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
@@ -253,46 +291,64 @@ class Supervisor:
         self._transition(run, RunState.STARTING, reason)
         threading.Thread(target=self._prepare, args=(run,), name=f"launch-{run.run_id}", daemon=True).start()
 
-    def _prepare(self, run: LiveRun) -> None:
+    def _prepare(self, run: LiveRun) -> LaunchPreview | None:
+        """Resolve a run's command and start it; a dry run instead records the plan and returns it."""
         try:
             plan = self._launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
         except GymGuiError as exc:
             with self._lock:
                 self._finish(run, RunState.FAILED, f"not launched: {exc}")
-            return
+            return None
         except Exception as exc:  # a launcher bug must fail the run, never the daemon
             log.exception("run %s: resolving its command failed", run.run_id)
             with self._lock:
                 self._finish(run, RunState.FAILED, f"not launched: {type(exc).__name__}: {exc}")
-            return
+            return None
         with self._lock:
             if run.finalized:
-                return
-            worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
-            env = {**self._worker_env(run), **plan.env, **worker_secrets}
+                return None
+            env, worker_secrets = self._launch_env(run, plan)
             if run.manifest is not None:
                 try:
                     run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
                 except StorageError as exc:
                     self._finish(run, RunState.FAILED, f"not launched: {exc}")
-                    return
+                    return None
             for warning in plan.warnings:
                 self._event(run, "WARNING", warning)
             if run.config.dry_run:
-                shown = {k: ("***" if k in worker_secrets else v) for k, v in env.items()}
+                preview = self._preview(run, plan, env, worker_secrets)
                 self._event(
                     run,
                     "INFO",
                     "dry run: nothing launched",
                     kind="dry-run",
-                    data={"argv": plan.argv, "cwd": str(run.run_dir), "env": redact(shown), **plan.manifest},
+                    data={
+                        "argv": preview.argv,
+                        "cwd": preview.cwd,
+                        "env": preview.env,
+                        "display": preview.display,
+                        **plan.manifest,
+                    },
                 )
                 self._finish(run, RunState.COMPLETED, "dry-run")
-                return
+                return preview
             if run.cancel_requested_at is not None:
                 self._finish(run, RunState.CANCELLED, "cancelled by user before it started")
-                return
+                return None
             self._start_process(run, plan.argv, env)
+            return None
+
+    def _launch_env(self, run: LiveRun, plan: LaunchPlan) -> tuple[dict[str, str], dict[str, str]]:
+        """The worker's whole environment, and the run's secrets that reach it."""
+        worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
+        return {**self._worker_env(run), **plan.env, **worker_secrets}, dict(worker_secrets)
+
+    def _preview(
+        self, run: LiveRun, plan: LaunchPlan, env: dict[str, str], worker_secrets: dict[str, str]
+    ) -> LaunchPreview:
+        bundle_dirs = {name: self.bundles.path(name) for name in self.catalog.bundles()}
+        return launch_preview(run.run_id, plan, run.run_dir, env, worker_secrets, bundle_dirs)
 
     def _event(
         self,
@@ -791,6 +847,11 @@ class Supervisor:
         except StorageError as exc:
             log.error("run %s: its manifest is not kept up to date: %s", run.run_id, exc)
             return None
+
+
+def _label(config: RunConfig) -> str:
+    """What a run id says the run does: the algorithm (or worker kind), ``-eval`` for an evaluation."""
+    return (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
 
 
 def _signal_pid(pid: int, sig: int) -> None:

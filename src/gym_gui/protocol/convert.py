@@ -10,6 +10,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import (
     EpisodeRecord,
+    LaunchPreview,
     MetricPoint,
     RunRecord,
     StateTransition,
@@ -54,6 +55,30 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         exit_code=info.exit_code if info.has_exit_code else None,
         reason=info.reason,
         archived=info.archived,
+    )
+
+
+def launch_preview_message(preview: LaunchPreview) -> pb.LaunchPreview:
+    return pb.LaunchPreview(
+        run_id=preview.run_id,
+        argv=preview.argv,
+        cwd=preview.cwd,
+        env=preview.env,
+        display=preview.display,
+        script_argv=preview.script_argv,
+        warnings=preview.warnings,
+    )
+
+
+def launch_preview(message: pb.LaunchPreview) -> LaunchPreview:
+    return LaunchPreview(
+        run_id=message.run_id,
+        argv=list(message.argv),
+        cwd=message.cwd,
+        env=dict(message.env),
+        display=message.display,
+        script_argv=list(message.script_argv),
+        warnings=list(message.warnings),
     )
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import math
 import re
-import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -32,40 +29,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.config import REDACTED, RunConfig, parse_run_config
+from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.records import WorkerDescription
+from gym_gui.core.records import LaunchPreview, RunRecord, WorkerDescription
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.settings import SecretNotStored, Settings
 from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
-# Flags gym_gui sets from the common fields (daemon/launchers.py CleanRLLauncher._script_argv); the daemon
-# refuses them as parameters, so the form never offers them twice.
-MAPPED_FLAGS = frozenset(
-    {
-        "exp-name",
-        "env-id",
-        "seed",
-        "total-timesteps",
-        "cuda",
-        "torch-deterministic",
-        "track",
-        "wandb-project-name",
-        "wandb-entity",
-        "capture-video",
-    }
-)
 WANDB_MODES = ("disabled", "offline", "online")
 INVALID_STYLE = "border: 2px solid #d32f2f;"
 SEED_MAX = 2**31 - 1  # QSpinBox holds an int32; RunConfig allows up to 2**32 - 1
+PREVIEW_DELAY_MS = 300  # the command preview is asked for once typing pauses this long
 _INSTALL_EVENT = re.compile(
     r"installing worker bundle (?P<bundle>\S+): (?P<step>\d+)/(?P<total>\d+) (?P<what>.*)"
 )
@@ -403,6 +383,15 @@ class RunForm(QWidget):
         self._validate()
         self.status_label.setText("submitting…")
 
+        if config.dry_run:
+            # The daemon resolves a dry run before it replies: its plan comes back with it.
+            self.link.call(
+                lambda client: client.dry_run(config, secrets),
+                lambda reply: self._dry_run_done(config, *reply),
+                self._failed,
+            )
+            return
+
         def submit(client: DaemonClient) -> str:
             record, _token = client.submit(config, secrets)
             return record.run_id
@@ -416,8 +405,18 @@ class RunForm(QWidget):
         self.run_submitted.emit(run_id)
         self._after_submit(run_id, config)
 
+    def _dry_run_done(self, config: RunConfig, record: RunRecord, plan: LaunchPreview | None) -> None:
+        self._submitted(record.run_id, config)
+        if plan is None:
+            self._show_error(f"dry run {record.run_id}: {record.reason}")
+        else:
+            self._show_dry_run(plan)
+
     def _after_submit(self, run_id: str, config: RunConfig) -> None:
         """A subclass's follow-up of a submitted run."""
+
+    def _show_dry_run(self, plan: LaunchPreview) -> None:
+        """A subclass's display of a dry run's plan (the status line says it was submitted)."""
 
     def _failed(self, message: str) -> None:
         self._submitting = False
@@ -463,24 +462,94 @@ def _set_combo_text(combo: QComboBox, text: str) -> None:
         combo.setEditText(text)
 
 
-def _script_python(script: str) -> str:
-    """The interpreter that runs a script: the venv holding it (…/lib/pythonX.Y/site-packages/…)."""
-    marker = "/lib/python"
-    if marker in script:
-        return script.split(marker, 1)[0] + "/bin/python"
-    return "python"
+def plan_text(plan: LaunchPreview) -> str:
+    """A resolved plan as the forms show it: the command as typed, then what the run would be warned about."""
+    return "\n".join([plan.display, *(f"# warning: {warning}" for warning in plan.warnings)])
 
 
-def _read_dry_run(run_dir: str) -> dict[str, Any]:
-    reader = TelemetryReader(RunDir(run_dir).telemetry_path)
-    try:
-        events = [event for event in reader.events() if event.kind == "dry-run"]
-    finally:
-        reader.close()
-    if not events:
-        return {}
-    data = json.loads(events[-1].data)
-    return data if isinstance(data, dict) else {}
+class CommandPreview(QWidget):
+    """The command a run of the form's config would execute, as the daemon resolves it (PreviewRun).
+
+    It is asked for again once typing pauses (:data:`PREVIEW_DELAY_MS`), off the GUI thread; an answer
+    to an older request is dropped. ``request`` returns the config and secrets to preview, or a note
+    saying why there is nothing to ask yet. The daemon's refusal (its validate) shows beneath it.
+    """
+
+    shown = Signal()  # an answer, a refusal or a note is on display
+
+    def __init__(
+        self,
+        link: DaemonLink,
+        request: Callable[[], tuple[RunConfig, dict[str, str]] | str],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.link = link
+        self._request = request
+        self._generation = 0
+        self.plan: LaunchPreview | None = None
+        self.edit = QPlainTextEdit()
+        self.edit.setObjectName("commandPreview")
+        self.edit.setReadOnly(True)
+        self.edit.setFont(_monospace())
+        self.edit.setMaximumHeight(90)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("previewError")
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c62828;")
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.hide()
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(PREVIEW_DELAY_MS)
+        self._timer.timeout.connect(self.refresh)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("Command"))
+        layout.addWidget(self.edit)
+        layout.addWidget(self.error_label)
+
+    def text(self) -> str:
+        return self.edit.toPlainText()
+
+    def error(self) -> str:
+        return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
+
+    def schedule(self) -> None:
+        """Ask again once the fields stop changing."""
+        self._timer.start()
+
+    def refresh(self) -> None:
+        """Ask the daemon now."""
+        self._timer.stop()
+        self._generation += 1
+        generation = self._generation
+        wanted = self._request()
+        if isinstance(wanted, str):
+            self._show(None, wanted, "")
+            return
+        config, secrets = wanted
+        self.link.call(
+            lambda client: client.preview(config, secrets),
+            lambda plan: self._answered(generation, plan),
+            lambda message: self._refused(generation, message),
+        )
+
+    def _answered(self, generation: int, plan: LaunchPreview) -> None:
+        if generation == self._generation:
+            self._show(plan, plan_text(plan), "")
+
+    def _refused(self, generation: int, message: str) -> None:
+        if generation == self._generation:
+            self._show(None, "", message)
+
+    def _show(self, plan: LaunchPreview | None, text: str, error: str) -> None:
+        self.plan = plan
+        if self.edit.toPlainText() != text:
+            self.edit.setPlainText(text)
+        self.error_label.setText(error)
+        self.error_label.setVisible(bool(error))
+        self.shown.emit()
 
 
 # ------------------------------------------------------------------ CleanRL
@@ -516,9 +585,9 @@ class CleanRLForm(RunForm):
         self._wanted_algorithm = "ppo"
         self._generation = 0
         self._loading = False
+        self.mapped: dict[str, str] = {}  # script flag → the RunConfig field it is set from (the daemon's)
         self._install: TelemetrySubscription | None = None
         self._install_run = ""
-        self._dry_runs: set[str] = set()
         self._build()
         self.restore_settings()
         link.connection_changed.connect(self._connection)
@@ -587,11 +656,7 @@ class CleanRLForm(RunForm):
         self.notes_edit.setPlaceholderText("kept with the run")
         self.notes_edit.setMaximumHeight(60)
         self.dry_run_check = QCheckBox("Dry run (resolve the command, launch nothing)")
-        self.preview = QPlainTextEdit()
-        self.preview.setObjectName("commandPreview")
-        self.preview.setReadOnly(True)
-        self.preview.setFont(_monospace())
-        self.preview.setMaximumHeight(90)
+        self.preview = CommandPreview(self.link, self._preview_request)
         self.dry_run_output = QPlainTextEdit()
         self.dry_run_output.setObjectName("dryRunOutput")
         self.dry_run_output.setReadOnly(True)
@@ -643,7 +708,6 @@ class CleanRLForm(RunForm):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll, 1)
-        layout.addWidget(QLabel("Command"))
         layout.addWidget(self.preview)
         layout.addWidget(self.dry_run_output)
         layout.addWidget(self.dry_run_check)
@@ -721,6 +785,7 @@ class CleanRLForm(RunForm):
                 else "GPU (none in the bundle: CPU fallback)"
             )
         self.algorithms = list(description.details.get("algorithms") or [])
+        self.mapped = dict(description.details.get("mapped") or {})
         self._show_error("")
         self.status_label.setText("")
         model = self._algorithm_model
@@ -815,17 +880,18 @@ class CleanRLForm(RunForm):
 
     def _apply_script_defaults(self, algorithm: str, params: list[dict[str, Any]]) -> None:
         """A newly chosen script brings its own env and budget; values restored for it are kept."""
-        by_name = {param["name"]: param for param in params}
+        # The script's default of each field it has a flag for (the daemon names the flags).
+        defaults = {self.mapped[p["name"]]: p.get("default") for p in params if p["name"] in self.mapped}
         info = next((a for a in self.algorithms if a["name"] == algorithm), {})
-        env = info.get("default_env") or (by_name.get("env-id") or {}).get("default")
+        env = info.get("default_env") or defaults.get("env_id")
         if env:
             if self.env_combo.findText(env) < 0:
                 self.env_combo.insertItem(0, env)
             _set_combo_text(self.env_combo, env)
-        steps = (by_name.get("total-timesteps") or {}).get("default")
+        steps = defaults.get("budget.timesteps")
         if isinstance(steps, int) and steps > 0:
             self.timesteps_edit.setText(str(steps))
-        seed = (by_name.get("seed") or {}).get("default")
+        seed = defaults.get("seed")
         if isinstance(seed, int) and 0 <= seed <= SEED_MAX:
             self.seed_spin.setValue(seed)
         self._defaults_from = algorithm
@@ -835,7 +901,7 @@ class CleanRLForm(RunForm):
             self.params_layout.removeRow(0)
         self._editors = {}
         for param in params:
-            if param["name"] in MAPPED_FLAGS:
+            if param["name"] in self.mapped:  # set from the common fields
                 continue
             editor = ParamEditor(param, self._changed)
             self._editors[editor.name] = editor
@@ -991,77 +1057,20 @@ class CleanRLForm(RunForm):
 
     # -------------------------------------------------------- command preview
 
-    def _mapped_values(self) -> dict[str, Any]:
-        tracked = self.wandb_mode_combo.currentText() != "disabled"
-        mapped: dict[str, Any] = {
-            "exp-name": self.algorithm(),
-            "env-id": self.env_combo.currentText().strip(),
-            "cuda": self.gpu_check.isChecked(),
-            "torch-deterministic": self.deterministic_check.isChecked(),
-            "track": tracked,
-            "capture-video": self.capture_video_check.isChecked(),
-            "seed": self.seed_spin.value(),
-        }
-        with contextlib.suppress(ValueError):  # shown as invalid; the preview leaves it out
-            mapped["total-timesteps"] = parse_int(self.timesteps_edit.text())
-        if tracked and self.wandb_project_edit.text().strip():
-            mapped["wandb-project-name"] = self.wandb_project_edit.text().strip()
-        if tracked and self.wandb_entity_edit.text().strip():
-            mapped["wandb-entity"] = self.wandb_entity_edit.text().strip()
-        return mapped
-
-    def command_argv(self) -> list[str]:
-        """The script's command line as the daemon will build it (the same flag styles as
-        ``gym_gui_cleanrl_worker.describe.build_argv``); parameters not valid yet are left out."""
+    def _preview_request(self) -> tuple[RunConfig, dict[str, str]] | str:
+        if self.bundle_installed is False:
+            return "# the command is resolved once the bundle is installed"
         if self.description is None:
-            return ["python", f"{self.algorithm() or '<script>'}.py"]
-        values = {name: value for name, value in self._mapped_values().items()}
-        for name, editor in self._editors.items():
-            try:
-                changed, value = editor.changed_value()
-            except ValueError:
-                continue
-            if changed:
-                values[name] = value
-        script = str(self.description.get("path", ""))
-        argv = [_script_python(script), script]
-        for param in self.description["params"]:
-            name = param["name"]
-            value = values.get(name)
-            if value is None:
-                continue
-            flag, style = param["flag"], param.get("bool_style")
-            if param["type"] == "bool":
-                if style in ("store_true", "store_false"):
-                    if bool(value) == (style == "store_true"):
-                        argv.append(flag)
-                elif style == "tyro":
-                    head, dot, last = flag.lstrip("-").rpartition(".")
-                    argv.append(flag if value else f"--{head}{dot}no-{last}")
-                else:
-                    argv += [flag, "True" if value else "False"]
-            elif isinstance(value, list):
-                argv += [flag, *(repr(v) if isinstance(v, float) else str(v) for v in value)]
-            else:
-                argv += [flag, repr(value) if isinstance(value, float) else str(value)]
-        return argv
-
-    def preview_text(self) -> str:
-        """What will run, secrets redacted."""
-        prefix = " ".join(f"{name}={REDACTED}" for name in sorted(self.secret_env()))
-        command = shlex.join(self.command_argv())
-        lines = [f"{prefix} {command}".strip()]
-        if self.description is not None and self.invalid_fields():
-            lines.insert(0, "# fix the marked fields; their values are left out below")
-        every = self.checkpoint_every_edit.text().strip()
-        if every:
-            lines.append(f"# gym_gui saves a checkpoint every {every} steps besides the final model")
-        return "\n".join(lines)
+            return "# waiting for the script's arguments"
+        if self.invalid_fields():
+            return "# fix the marked fields to see the command"
+        try:
+            return self.config(), self.secret_env()
+        except ConfigError as exc:
+            return f"# {exc}"
 
     def _update_preview(self) -> None:
-        text = self.preview_text()
-        if self.preview.toPlainText() != text:
-            self.preview.setPlainText(text)
+        self.preview.schedule()
 
     # -------------------------------------------------------- remembered values
 
@@ -1135,8 +1144,6 @@ class CleanRLForm(RunForm):
     # -------------------------------------------------------- after submit
 
     def _after_submit(self, run_id: str, config: RunConfig) -> None:
-        if config.dry_run:
-            self._dry_runs.add(run_id)
         if self.bundle_installed is False:
             self._watch_install(run_id)
 
@@ -1176,21 +1183,10 @@ class CleanRLForm(RunForm):
             if run.state == RunState.FAILED.value:
                 self._show_error(run.reason)
             self.reload()
-        if run.run_id in self._dry_runs and RunState(run.state).terminal:
-            self._dry_runs.discard(run.run_id)
-            if run.state != RunState.COMPLETED.value:
-                self._show_error(f"dry run {run.run_id}: {run.reason}")
-                return
-            self.link.call(
-                lambda _client: _read_dry_run(run.run_dir),
-                self._show_dry_run,
-                lambda message: self._show_error(f"dry run {run.run_id}: {message}"),
-            )
 
-    def _show_dry_run(self, data: dict[str, Any]) -> None:
-        command = data.get("script_command") or data.get("argv") or []
-        lines = ["# resolved by the daemon (dry run, nothing launched)", shlex.join(command)]
-        lines += [f"{key}={value}" for key, value in sorted((data.get("env") or {}).items())]
+    def _show_dry_run(self, plan: LaunchPreview) -> None:
+        lines = ["# resolved by the daemon (dry run, nothing launched)", plan_text(plan), f"# in {plan.cwd}"]
+        lines += [f"{key}={value}" for key, value in sorted(plan.env.items())]
         self.dry_run_output.setPlainText("\n".join(lines))
         self.dry_run_output.show()
 
