@@ -17,7 +17,9 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms import CleanRLForm, WorkerForm, form_for
+from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.kinds import form_for
+from gym_gui.ui.forms.worker import WorkerForm
 from gym_gui.ui.runs_table import LogDrawer, RunsTable, tail_lines
 from gym_gui.ui.settings import SecretNotStored, Settings
 from tests.support import files_containing
@@ -80,7 +82,7 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert form.timesteps_edit.text() == "500000"
 
     # Scripts that cannot run in the bundle are listed, disabled, with their reason.
-    model = form._algorithm_model
+    model = form.picker.model
     disabled = [model.item(row) for row in range(model.rowCount()) if not model.item(row).isEnabled()]
     assert disabled and all("cannot run here" in item.toolTip() for item in disabled)
 
@@ -146,7 +148,7 @@ def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     assert form.submit_button.isEnabled()
     assert form.config().algorithm == "ppo"
     # The daemon's install progress, as the run waiting for the bundle receives it.
-    form._install_event(
+    form.picker._install_event(
         pb.WorkerEvent(level="INFO", message="installing worker bundle cleanrl: 2/5 pip install torch")
     )
     assert (form.install_progress.value(), form.install_progress.maximum()) == (2, 5)

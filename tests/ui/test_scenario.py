@@ -36,7 +36,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
-from gym_gui.ui.forms import CleanRLForm
+from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import ID, RUN_ID_ROLE
 from gym_gui.ui.tabs.base import RunTab
