@@ -24,7 +24,7 @@ from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.records import ArtifactRecord, LaunchPreview
+from gym_gui.core.records import ArtifactRecord, BundleProgress, LaunchPreview
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
@@ -184,19 +184,22 @@ def bundles_install(
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"bundle {name}", total=None)
 
-            def show(step: int, total: int, message: str) -> None:
-                steps.append(step)
-                progress.update(task, total=total, completed=max(step - 1, 0), description=f"{message}…")
-                if step:
-                    progress.console.print(f"{step}/{total} {message}…", markup=False, highlight=False)
+            def show(update: BundleProgress) -> None:
+                steps.append(update.step)
+                done = update.step if update.phase == "installed" else max(update.step - 1, 0)
+                progress.update(task, total=update.total, completed=done, description=f"{update.message}…")
+                if update.phase == "installing":
+                    progress.console.print(f"{update.text()}…", markup=False, highlight=False)
 
             status = manager.install(name, progress=show, force=force)
     else:
         # Logs and `make` output get one line per step instead of a redrawn bar.
-        def show_line(step: int, total: int, message: str) -> None:
-            steps.append(step)
-            prefix = f"{step}/{total} " if step else ""
-            console.print(f"bundle {name}: {prefix}{message}…", markup=False, highlight=False, soft_wrap=True)
+        def show_line(update: BundleProgress) -> None:
+            steps.append(update.step)
+            if update.phase != "installed":  # said once below, with where
+                console.print(
+                    f"bundle {name}: {update.text()}…", markup=False, highlight=False, soft_wrap=True
+                )
 
         status = manager.install(name, progress=show_line, force=force)
     if any(steps):
@@ -651,6 +654,7 @@ class _WatchView:
         self.ended = False
         self.final: pb.StateChange | None = None
         self.messages: list[str] = []
+        self.bundle: BundleProgress | None = None  # the install of the bundle the run waits for
 
     def apply(self, event: pb.TelemetryEvent) -> bool:
         """Fold ``event`` in; True when it cost a credit."""
@@ -674,7 +678,8 @@ class _WatchView:
         elif body == "resumed":
             self.starved = False
         elif body == "event":
-            self.messages = [*self.messages[-4:], f"{event.event.level}: {event.event.message}"]
+            self.bundle = BundleProgress.from_data(event.event.data) or self.bundle
+            self.messages = [*self.messages[-4:], _event_line(event.event)]
         return False
 
     def lines(self, event: pb.TelemetryEvent) -> list[str]:
@@ -689,7 +694,7 @@ class _WatchView:
             reason = f": {event.state.reason}" if event.state.reason else ""
             return [f"state {event.state.to_state}{reason}"]
         if body == "event":
-            return [f"{event.event.level}: {event.event.message}"]
+            return [_event_line(event.event)]
         if body in ("starved", "resumed"):
             return [body.upper()]
         return []
@@ -706,9 +711,19 @@ class _WatchView:
             )
         for tag, (step, value) in sorted(self.metrics.items()):
             table.add_row(tag, f"{value:.4g} @ {step}")
+        if self.bundle is not None:
+            table.add_row("bundle", f"{self.bundle.bundle}: {self.bundle.text()}")
         for message in self.messages:
             table.add_row("event", message)
         return table
+
+
+def _event_line(event: pb.WorkerEvent) -> str:
+    """An event as a line; a bundle install's progress from its fields (step, total, phase, message)."""
+    progress = BundleProgress.from_data(event.data)
+    if progress is not None:
+        return f"{event.level}: bundle {progress.bundle}: {progress.text()}"
+    return f"{event.level}: {event.message}"
 
 
 @app.command()

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QCheckBox, QLineEdit, QMainWindow, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import BundleProgress
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -147,12 +148,22 @@ def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     assert form.ready and form.algorithm() == "ppo" and form.param_names() == []
     assert form.submit_button.isEnabled()
     assert form.config().algorithm == "ppo"
-    # The daemon's install progress, as the run waiting for the bundle receives it.
+
+    # The daemon's install progress, as the run waiting for the bundle receives it: the fields of
+    # the event's data, whatever its message says.
+    def event(progress: BundleProgress) -> pb.WorkerEvent:
+        return pb.WorkerEvent(level="INFO", message="(for people)", data=json.dumps(progress.data()))
+
     form.picker._install_event(
-        pb.WorkerEvent(level="INFO", message="installing worker bundle cleanrl: 2/5 pip install torch")
+        event(BundleProgress("cleanrl", 0, 5, "waiting", "waiting for another install"))
     )
+    assert form.install_progress.maximum() == 0  # busy: no step yet
+    assert form.install_progress.format() == "waiting for another install"
+    form.picker._install_event(event(BundleProgress("cleanrl", 2, 5, "installing", "pip install torch")))
     assert (form.install_progress.value(), form.install_progress.maximum()) == (2, 5)
-    assert "pip install torch" in form.install_progress.format()
+    assert form.install_progress.format() == "2/5 pip install torch"
+    form.picker._install_event(pb.WorkerEvent(level="INFO", message="3/5 not a bundle event", data="{}"))
+    assert form.install_progress.value() == 2
 
 
 def test_cleanrl_form_submits_a_ppo_run_that_completes(

@@ -23,7 +23,7 @@ from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
 from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import make_run_id
-from gym_gui.core.records import EventRecord, LaunchPreview, RunRecord, StateTransition
+from gym_gui.core.records import BundleProgress, EventRecord, LaunchPreview, RunRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon.executors import Executor, LaunchSpec, WorkerProcess, process_alive, tail
@@ -670,17 +670,19 @@ class Supervisor:
                     and self._bundle_of(run) == name
                 ]
 
-        def progress(step: int, total: int, message: str) -> None:
+        def progress(update: BundleProgress) -> None:
+            level = "ERROR" if update.phase == "failed" else "INFO"
             for run in waiting():
-                self._event(
-                    run, "INFO", f"installing worker bundle {name}: {step}/{total} {message}", kind="bundle"
-                )
+                # Viewers read the fields (step, total, phase, message) from the event's data.
+                message = f"worker bundle {name}: {update.text()}"
+                self._event(run, level, message, kind="bundle", data=update.data())
 
         def install() -> None:
             try:
                 self.bundles.install(name, progress=progress)
             except GymGuiError as exc:
                 log.error("bundle %s: %s", name, exc)
+                progress(BundleProgress(name, 0, 0, "failed", str(exc)))
                 with self._lock:
                     for run in waiting():
                         if self.registry.get(run.run_id).state is RunState.QUEUED:

@@ -3,7 +3,6 @@ progress of the bundle they come from while the daemon installs it."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gym_gui_sdk import trainer_pb2 as pb
@@ -11,11 +10,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from gym_gui.core.records import BundleProgress
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
-
-_INSTALL_EVENT = re.compile(
-    r"installing worker bundle (?P<bundle>\S+): (?P<step>\d+)/(?P<total>\d+) (?P<what>.*)"
-)
 
 
 class ScriptPicker(QWidget):
@@ -43,6 +39,7 @@ class ScriptPicker(QWidget):
         self.install_progress.setRange(0, 0)  # busy until the daemon reports steps
         self.install_progress.hide()
         self.install_run = ""  # the run whose bundle install is shown
+        self.bundle = ""  # the bundle the scripts come from, once the daemon named it
         self._install: TelemetrySubscription | None = None
         row = QFormLayout()
         row.addRow("Algorithm", self.combo)
@@ -94,6 +91,7 @@ class ScriptPicker(QWidget):
 
     def show_missing_bundle(self, bundle: str, wanted: str) -> None:
         """No bundle yet: a typed script name, and a note saying when its scripts appear."""
+        self.bundle = bundle
         self.blockSignals(True)
         try:
             self.model.clear()
@@ -123,7 +121,7 @@ class ScriptPicker(QWidget):
         """Show the daemon's progress installing the bundle ``run_id`` waits for."""
         self.stop_install_watch()
         self.install_progress.setRange(0, 0)
-        self.install_progress.setFormat("installing the cleanrl bundle…")
+        self.install_progress.setFormat(f"installing the {self.bundle} bundle…")
         self.install_progress.show()
         self.install_run = run_id
         subscription = link.subscribe(run_id, credits=1)
@@ -133,13 +131,16 @@ class ScriptPicker(QWidget):
         subscription.worker_event.connect(self._install_event)
 
     def _install_event(self, event: pb.WorkerEvent) -> None:
-        match = _INSTALL_EVENT.match(event.message)
-        if match is None:
+        """One of the run's events: the install's progress is read from its data fields."""
+        progress = BundleProgress.from_data(event.data)
+        if progress is None:
             return
-        step, total = int(match["step"]), int(match["total"])
-        self.install_progress.setRange(0, max(total, 1))
-        self.install_progress.setValue(step)
-        self.install_progress.setFormat(f"{step}/{total} {match['what']}")
+        if progress.phase == "waiting":
+            self.install_progress.setRange(0, 0)
+        else:
+            self.install_progress.setRange(0, max(progress.total, 1))
+            self.install_progress.setValue(progress.step)
+        self.install_progress.setFormat(progress.text())
 
     def stop_install_watch(self, hide: bool = False) -> None:
         if self._install is not None:
