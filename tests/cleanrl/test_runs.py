@@ -458,7 +458,7 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
         assert _script_pid(run_dir) == script and registry.get(run_id).pid == worker, "same processes"
         # The same training went on: a loss logged once per update keeps climbing in global steps
         # (a script started again would log from its first steps).
-        reader = TelemetryReader(home.telemetry_path(run_id))
+        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
         steps = [point.step for point in reader.metrics("losses/value_loss")]
         reader.close()
         assert steps == sorted(set(steps)) and steps[-1] > held, steps

@@ -573,7 +573,7 @@ def test_the_window_checkpoints_pauses_and_resumes_a_cleanrl_run(
 
 
 def _requested_checkpoints(home: Home, run_id: str) -> list[ArtifactRecord]:
-    reader = TelemetryReader(home.telemetry_path(run_id))
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         return [
             a
