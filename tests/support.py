@@ -52,6 +52,11 @@ def wait_until_stable(
         last = value
 
 
+def files_containing(root: Path, needle: bytes) -> list[Path]:
+    """Every file under ``root`` holding ``needle`` (a secret that must never be written)."""
+    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

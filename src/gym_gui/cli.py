@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -25,8 +26,10 @@ from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import (
     ArtifactRecord,
+    BundleProgress,
     EpisodeRecord,
     EventRecord,
+    LaunchPreview,
     MetricBatch,
     Resumed,
     RunRecord,
@@ -199,19 +202,22 @@ def bundles_install(
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"bundle {name}", total=None)
 
-            def show(step: int, total: int, message: str) -> None:
-                steps.append(step)
-                progress.update(task, total=total, completed=max(step - 1, 0), description=f"{message}…")
-                if step:
-                    progress.console.print(f"{step}/{total} {message}…", markup=False, highlight=False)
+            def show(update: BundleProgress) -> None:
+                steps.append(update.step)
+                done = update.step if update.phase == "installed" else max(update.step - 1, 0)
+                progress.update(task, total=update.total, completed=done, description=f"{update.message}…")
+                if update.phase == "installing":
+                    progress.console.print(f"{update.text()}…", markup=False, highlight=False)
 
             status = manager.install(name, progress=show, force=force)
     else:
         # Logs and `make` output get one line per step instead of a redrawn bar.
-        def show_line(step: int, total: int, message: str) -> None:
-            steps.append(step)
-            prefix = f"{step}/{total} " if step else ""
-            console.print(f"bundle {name}: {prefix}{message}…", markup=False, highlight=False, soft_wrap=True)
+        def show_line(update: BundleProgress) -> None:
+            steps.append(update.step)
+            if update.phase != "installed":  # said once below, with where
+                console.print(
+                    f"bundle {name}: {update.text()}…", markup=False, highlight=False, soft_wrap=True
+                )
 
         status = manager.install(name, progress=show_line, force=force)
     if any(steps):
@@ -373,15 +379,21 @@ def train(
         },
         param or [],
     )
+    plan: LaunchPreview | None = None
     with _client() as client:
-        record, _ = client.submit(run_config, _secret_env(run_config))
-        console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
-        if detach:
-            return
-        final = follow(client, record.run_id, run_config)
+        if run_config.dry_run:
+            # The daemon resolves a dry run before it replies: the reply is its end and its plan.
+            record, plan = client.dry_run(run_config, _secret_env(run_config))
+            final = client.get_run(record.run_id).record
+        else:
+            record, _ = client.submit(run_config, _secret_env(run_config))
+            console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
+            if detach:
+                return
+            final = follow(client, record.run_id, run_config)
     _print_end(final)
-    if run_config.dry_run:
-        _print_dry_run(Path(final.run_dir))
+    if plan is not None:
+        _print_plan(plan)
     if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
 
@@ -391,20 +403,14 @@ def _secret_env(config: RunConfig) -> dict[str, str]:
     return {"WANDB_API_KEY": key} if key and config.tracking.wandb_mode != "disabled" else {}
 
 
-def _print_dry_run(run_dir: Path) -> None:
-    reader = TelemetryReader(RunDir(run_dir).telemetry_path)
-    try:
-        events = [e for e in reader.events() if e.kind == "dry-run"]
-    finally:
-        reader.close()
-    if not events:
-        return
-    data = json.loads(events[-1].data)
-    console.print("command:", " ".join(data.get("argv", [])), highlight=False, soft_wrap=True)
-    if data.get("script_command"):
-        console.print("script:", " ".join(data["script_command"]), highlight=False, soft_wrap=True)
-    console.print("working directory:", data.get("cwd", ""), highlight=False)
-    for key, value in sorted(data.get("env", {}).items()):
+def _print_plan(plan: LaunchPreview) -> None:
+    """A dry run's plan: the exact command, the script it runs, where, and its environment (redacted)."""
+    console.print("command:", shlex.join(plan.argv), highlight=False, soft_wrap=True)
+    if plan.script_argv:
+        console.print("script:", shlex.join(plan.script_argv), highlight=False, soft_wrap=True)
+    console.print("as typed:", plan.display, highlight=False, soft_wrap=True)
+    console.print("working directory:", plan.cwd, highlight=False)
+    for key, value in sorted(plan.env.items()):
         console.print(f"  {key}={value}", highlight=False, soft_wrap=True)
 
 
@@ -705,6 +711,7 @@ class _WatchView:
         self.ended = False
         self.final: StateTransition | None = None
         self.messages: list[str] = []
+        self.bundle: BundleProgress | None = None  # the install of the bundle the run waits for
 
     def apply(self, event: TelemetryEvent) -> bool:
         """Fold ``event`` in; True when it cost a credit."""
@@ -727,7 +734,8 @@ class _WatchView:
         elif isinstance(event, Resumed):
             self.starved = False
         elif isinstance(event, EventRecord):
-            self.messages = [*self.messages[-4:], f"{event.level}: {event.message}"]
+            self.bundle = BundleProgress.from_data(event.data) or self.bundle
+            self.messages = [*self.messages[-4:], _event_line(event)]
         return False
 
     def lines(self, event: TelemetryEvent) -> list[str]:
@@ -740,7 +748,7 @@ class _WatchView:
             reason = f": {event.reason}" if event.reason else ""
             return [f"state {event.to_state.value}{reason}"]
         if isinstance(event, EventRecord):
-            return [f"{event.level}: {event.message}"]
+            return [_event_line(event)]
         if isinstance(event, Starved):
             return ["STARVED"]
         if isinstance(event, Resumed):
@@ -759,9 +767,19 @@ class _WatchView:
             )
         for tag, (step, value) in sorted(self.metrics.items()):
             table.add_row(tag, f"{value:.4g} @ {step}")
+        if self.bundle is not None:
+            table.add_row("bundle", f"{self.bundle.bundle}: {self.bundle.text()}")
         for message in self.messages:
             table.add_row("event", message)
         return table
+
+
+def _event_line(event: EventRecord) -> str:
+    """An event as a line; a bundle install's progress from its fields (step, total, phase, message)."""
+    progress = BundleProgress.from_data(event.data)
+    if progress is not None:
+        return f"{event.level}: bundle {progress.bundle}: {progress.text()}"
+    return f"{event.level}: {event.message}"
 
 
 @app.command()

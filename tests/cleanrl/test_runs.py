@@ -30,6 +30,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from tests.conftest import SHARED_BUNDLES
 from tests.support import (
     assert_one_line_error,
+    files_containing,
     gym_gui,
     module_daemon,
     pid_alive,
@@ -588,8 +589,7 @@ def test_wandb_offline_keeps_the_key_out_of_every_file(cleanrl_daemon: tuple[Dae
     manifest = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())
     assert manifest["wandb"]["path"].startswith("wandb/offline-run-")
     assert manifest["wandb"]["mode"] == "offline"
-    leaks = [p for p in home.root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
-    assert leaks == []
+    assert files_containing(home.root, SECRET.encode()) == []
 
 
 def test_dry_run_shows_the_exact_command_with_secrets_redacted(
@@ -614,6 +614,49 @@ def test_dry_run_shows_the_exact_command_with_secrets_redacted(
     registry = RunRegistry(home.registry_path)
     assert registry.get(run_id.group(1)).pid is None  # nothing was launched
     registry.close()
+
+
+def test_preview_is_the_plan_a_run_gets_and_stores_nothing(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    config = cleanrl_config(
+        "ppo",
+        "CartPole-v1",
+        1024,
+        params={"learning-rate": 0.0005},
+        tracking={"wandb_mode": "online", "wandb_project": "gg"},
+        checkpoints={"every_steps": 512},
+    )
+    runs_before = sorted(path.name for path in home.runs_dir.iterdir())
+    plan = client.preview(config, {"WANDB_API_KEY": SECRET})
+    assert SECRET not in repr(plan)
+    assert plan.env["WANDB_API_KEY"] == "***" and plan.env["WANDB_MODE"] == "online"
+    assert plan.script_argv[1].endswith("/cleanrl/ppo.py")
+    assert "--learning-rate" in plan.script_argv and "--checkpoint-every" in plan.argv
+    # As a user would type it: the variables the worker kind sets, the key as ***, the bundle by name.
+    assert plan.display.startswith("CUDA_VISIBLE_DEVICES='' WANDB_MODE=online ")
+    assert (
+        "WANDB_API_KEY=*** <cleanrl bundle>/bin/python -m gym_gui_cleanrl_worker train --script "
+        in plan.display
+    )
+    assert "--checkpoint-every 512 -- --exp-name ppo" in plan.display
+    assert "--learning-rate 0.0005" in plan.display and str(SHARED_BUNDLES) not in plan.display
+    # The flags describe says gym_gui sets from the config are the ones the plan sets (entity: not given).
+    mapped = client.describe_worker("cleanrl").details["mapped"]
+    given = {flag for flag in mapped if f"--{flag}" in plan.script_argv}
+    assert given == set(mapped) - {"wandb-entity"}
+
+    # The launcher's validate speaks through the preview, naming the script's own flag.
+    with pytest.raises(ConfigError, match="learning-rate"):
+        client.preview(cleanrl_config("ppo", "CartPole-v1", 1024, params={"learning-rate": "fast"}))
+    assert sorted(path.name for path in home.runs_dir.iterdir()) == runs_before
+
+    # A dry run of the same config replies with the same plan, under the id it got.
+    record, dry = client.dry_run(config, {"WANDB_API_KEY": SECRET})
+    assert record.state is RunState.COMPLETED and dry is not None
+    assert (dry.argv, dry.script_argv) == (plan.argv, plan.script_argv)
+    assert dry.display == plan.display.replace(plan.run_id, dry.run_id)
 
 
 def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:

@@ -36,7 +36,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
-from gym_gui.ui.forms import CleanRLForm
+from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import ID, RUN_ID_ROLE
 from gym_gui.ui.tabs.base import RunTab
@@ -223,7 +223,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     assert form.algorithm() == "ppo" and form.env_combo.currentText() == "CartPole-v1"
     type_into(qtbot, form.timesteps_edit, str(TIMESTEPS))
-    assert f"--total-timesteps {TIMESTEPS}" in form.preview.toPlainText()
+    qtbot.waitUntil(lambda: f"--total-timesteps {TIMESTEPS}" in form.preview.text(), timeout=DESCRIBE_TIMEOUT)
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         press(qtbot, "Return", Qt.KeyboardModifier.ControlModifier)  # Run ▸ Start run
     train_run = str(submitted.args[0])

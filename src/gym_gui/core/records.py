@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gym_gui.core.states import RunState
@@ -223,3 +224,70 @@ class Resumed:
 TelemetryEvent = (
     StepBatch | EpisodeRecord | MetricBatch | StateTransition | Lifecycle | EventRecord | Starved | Resumed
 )
+
+
+@dataclass(frozen=True)
+class LaunchPreview:
+    """What the daemon executes for a run, resolved by the worker kind's launcher and shown safely.
+
+    ``argv`` is exact; ``env`` is the worker's whole environment with secrets and tokens shown as
+    ``***``; ``display`` is the command as a user would type it (bundle interpreters named by their
+    bundle, see docs/architecture.md); ``script_argv`` is the program the worker runs in turn
+    (CleanRL: the script with its flags), empty when it runs none.
+    """
+
+    run_id: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    display: str
+    script_argv: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BundleProgress:
+    """How a worker bundle's install goes: what ``BundleDirectory.install`` reports to its caller and
+    the daemon sends to the runs waiting for the bundle, as the fields of a ``bundle`` event's data.
+
+    ``phase`` is one of :data:`BUNDLE_PHASES`: ``waiting`` (step 0: another process holds the
+    install lock), ``installing`` (step ``step`` of ``total`` begins), ``installed`` (all ``total``
+    steps done), ``failed`` (``message`` says why).
+    """
+
+    bundle: str
+    step: int
+    total: int
+    phase: str
+    message: str
+
+    def text(self) -> str:
+        """One line for people: ``3/6 installing pinned requirements``, or the message alone."""
+        return f"{self.step}/{self.total} {self.message}" if self.phase == "installing" else self.message
+
+    def data(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data: str | dict[str, Any]) -> BundleProgress | None:
+        """The progress an event's data carries, or None when it carries none (any other event)."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data or "{}")
+            except ValueError:
+                return None
+        if not isinstance(data, dict) or data.get("phase") not in BUNDLE_PHASES:
+            return None
+        try:
+            return cls(
+                bundle=str(data["bundle"]),
+                step=int(data["step"]),
+                total=int(data["total"]),
+                phase=str(data["phase"]),
+                message=str(data["message"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+BUNDLE_PHASES = ("waiting", "installing", "installed", "failed")

@@ -88,8 +88,16 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     @_user_errors
     def SubmitRun(self, request: pb.SubmitRunRequest, context: grpc.ServicerContext) -> pb.SubmitRunResponse:
         config = parse_run_config(request.config_json)
-        record, token = self.supervisor.submit(config, dict(request.secret_env))
-        return pb.SubmitRunResponse(info=self._info(record), run_token=token)
+        record, token, plan = self.supervisor.submit(config, dict(request.secret_env))
+        reply = pb.SubmitRunResponse(info=self._info(record), run_token=token)
+        if plan is not None:
+            reply.plan.CopyFrom(convert.launch_preview_message(plan))
+        return reply
+
+    @_user_errors
+    def PreviewRun(self, request: pb.PreviewRunRequest, context: grpc.ServicerContext) -> pb.LaunchPreview:
+        config = parse_run_config(request.config_json)
+        return convert.launch_preview_message(self.supervisor.preview(config, dict(request.secret_env)))
 
     @_user_errors
     def CancelRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunInfo:

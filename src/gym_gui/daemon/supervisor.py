@@ -28,9 +28,9 @@ from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
 from gym_gui.core.errors import ConfigError, RunBusy
 from gym_gui.core.ids import make_run_id
-from gym_gui.core.records import RunRecord
+from gym_gui.core.records import LaunchPreview, RunRecord
 from gym_gui.core.states import RunState
-from gym_gui.core.workers import Launch
+from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon import recovery
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, signal_group
@@ -108,28 +108,19 @@ class Supervisor:
 
     # ------------------------------------------------------------ submitting
 
-    def submit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> tuple[RunRecord, str]:
-        """Validate and register a run; returns its record and, for client-driven runs, its token.
+    def submit(
+        self, config: RunConfig, secret_env: dict[str, str] | None = None
+    ) -> tuple[RunRecord, str, LaunchPreview | None]:
+        """Validate and register a run; returns its record, for client-driven runs its token, and
+        for a dry run the plan it resolved (None when it could not: the run failed, saying why).
 
         Raises:
             ConfigError / UnknownEnv: before anything is stored or started.
         """
-        plugin = self.catalog.plugin(config.worker)
-        spec = plugin.spec
-        if not spec.available:
-            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
-        if config.mode == "evaluate" and not spec.capabilities.evaluation:
-            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
-        if plugin.bundle is None:
-            # A worker with its own bundle decides which env ids it can make (its launcher checks);
-            # the others run in gym_gui's environment, whose gymnasium answers.
-            check_env(config.env_id)
-        if spec.launch is Launch.DAEMON:
-            self.launching.launcher(config.worker).validate(config)
-        label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
+        spec = self._admit(config)
         now = time.time()
         with self.runs.lock:
-            run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
+            run_id = make_run_id(config.env_id, _label(config), config.seed, int(now), exists=self._taken)
             run_dir = self.home.run_dir(run_id)
             files = RunDir(run_dir)
             files.create()
@@ -152,6 +143,7 @@ class Supervisor:
                 token_hash=token_digest(token),
                 render_fps=config.telemetry.render_fps,
                 secret_env=dict(secret_env or {}),
+                launching=config.dry_run,  # resolved below, never by the loop
             )
             run.manifest = files.create_manifest(app_environment(spec.bundle))
             self.registry.create(record)
@@ -159,14 +151,49 @@ class Supervisor:
             self.runs.add(run)
         self.runs.publish_row(run_id)
         if config.dry_run:
-            self.launching.begin(run, "dry-run: resolving the command")
-            return self.registry.get(run_id), ""
+            # Resolved here rather than on a launch thread: the reply carries the plan.
+            plan = self.launching.dry_run(run)
+            return self.registry.get(run_id), "", plan
         if spec.launch is Launch.CLIENT:
             self.runs.open_writer(run)
             self.runs.transition(run, RunState.STARTING, "client drives the run")
-            return self.registry.get(run_id), token
+            return self.registry.get(run_id), token, None
         self.tick()
-        return self.registry.get(run_id), ""
+        return self.registry.get(run_id), "", None
+
+    def preview(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> LaunchPreview:
+        """What a run of ``config`` would execute, checked and planned as submit and launch do; nothing
+        is stored. Its run id is the one a submit now would get.
+
+        Raises:
+            ConfigError / UnknownEnv: what submit or the launch would refuse, naming the field.
+        """
+        spec = self._admit(config)
+        run_id = make_run_id(config.env_id, _label(config), config.seed, int(time.time()), exists=self._taken)
+        run = LiveRun(
+            run_id=run_id,
+            spec=spec,
+            config=config,
+            run_dir=self.home.run_dir(run_id),
+            secret_env=dict(secret_env or {}),
+        )
+        return self.launching.preview(run)
+
+    def _admit(self, config: RunConfig) -> WorkerSpec:
+        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's."""
+        plugin = self.catalog.plugin(config.worker)
+        spec = plugin.spec
+        if not spec.available:
+            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
+        if config.mode == "evaluate" and not spec.capabilities.evaluation:
+            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
+        if plugin.bundle is None:
+            # A worker with its own bundle decides which env ids it can make (its launcher checks);
+            # the others run in gym_gui's environment, whose gymnasium answers.
+            check_env(config.env_id)
+        if spec.launch is Launch.DAEMON:
+            self.launching.launcher(config.worker).validate(config)
+        return spec
 
     def _taken(self, run_id: str) -> bool:
         return run_id in self.runs or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
@@ -359,3 +386,8 @@ class Supervisor:
         run.stream_open = False
         run.stream_done.set()
         self.tick()
+
+
+def _label(config: RunConfig) -> str:
+    """What a run id says the run does: the algorithm (or worker kind), ``-eval`` for an evaluation."""
+    return (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")

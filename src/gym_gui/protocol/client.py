@@ -24,6 +24,7 @@ from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.records import (
     DaemonHealth,
+    LaunchPreview,
     RunDetail,
     RunEvent,
     RunRecord,
@@ -191,6 +192,29 @@ class DaemonClient:
             "SubmitRun", pb.SubmitRunRequest(config_json=config_json, secret_env=secret_env or {}), 120
         )
         return convert.run_record(reply.info), reply.run_token
+
+    def dry_run(
+        self, config: RunConfig, secret_env: dict[str, str] | None = None
+    ) -> tuple[RunRecord, LaunchPreview | None]:
+        """Submit ``config`` as a dry run: the daemon records a run that launches nothing and replies
+        with the plan it resolved (None when it could not: the run failed and its reason says why)."""
+        request = pb.SubmitRunRequest(
+            config_json=config.model_copy(update={"dry_run": True}).model_dump_json(),
+            secret_env=secret_env or {},
+        )
+        reply = self._call("SubmitRun", request, 300)
+        plan = convert.launch_preview(reply.plan) if reply.HasField("plan") else None
+        return convert.run_record(reply.info), plan
+
+    def preview(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> LaunchPreview:
+        """What the daemon would execute for ``config`` (its worker kind's validate and plan); nothing
+        is stored. ``secret_env`` decides the plan as it would at submit and is shown only as ``***``.
+
+        Raises:
+            ConfigError: what submit would refuse, naming the field.
+        """
+        request = pb.PreviewRunRequest(config_json=config.model_dump_json(), secret_env=secret_env or {})
+        return convert.launch_preview(self._call("PreviewRun", request, 300))
 
     def list_runs(self, include_archived: bool = False) -> list[RunRecord]:
         reply = self._call("ListRuns", pb.ListRunsRequest(include_archived=include_archived))

@@ -14,6 +14,7 @@ from gym_gui.core.records import (
     DaemonHealth,
     EpisodeRecord,
     EventRecord,
+    LaunchPreview,
     Lifecycle,
     MetricBatch,
     MetricPoint,
@@ -73,6 +74,30 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         reason=info.reason,
         archived=info.archived,
         run_dir=info.run_dir,
+    )
+
+
+def launch_preview_message(preview: LaunchPreview) -> pb.LaunchPreview:
+    return pb.LaunchPreview(
+        run_id=preview.run_id,
+        argv=preview.argv,
+        cwd=preview.cwd,
+        env=preview.env,
+        display=preview.display,
+        script_argv=preview.script_argv,
+        warnings=preview.warnings,
+    )
+
+
+def launch_preview(message: pb.LaunchPreview) -> LaunchPreview:
+    return LaunchPreview(
+        run_id=message.run_id,
+        argv=list(message.argv),
+        cwd=message.cwd,
+        env=dict(message.env),
+        display=message.display,
+        script_argv=list(message.script_argv),
+        warnings=list(message.warnings),
     )
 
 

@@ -77,7 +77,7 @@ class WorkerPresenter:
         """The "Train new" form of this kind, generated from what the daemon says about it."""
         if not self.spec.available:
             return None
-        from gym_gui.ui.forms import form_for
+        from gym_gui.ui.forms.kinds import form_for
 
         return form_for(self.spec.kind, link)
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.workers.bundles import BundleError, Progress
+from gym_gui.workers.bundles import BundleError
 from gym_gui.workers.registry import worker_catalog
 
 API_KEY = "WANDB_API_KEY"
@@ -48,7 +49,13 @@ def bundle_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
-def sync_offline_runs(run_dir: Path, worker: str, bundles_dir: Path, progress: Progress | None = None) -> str:
+# progress(step, total, directory name): called before each upload.
+SyncProgress = Callable[[int, int, str], None]
+
+
+def sync_offline_runs(
+    run_dir: Path, worker: str, bundles_dir: Path, progress: SyncProgress | None = None
+) -> str:
     """``wandb sync`` each offline W&B run of the run in ``run_dir`` (whose worker kind is ``worker``).
 
     ``progress(step, total, directory name)`` is called before each upload. Returns what was done,

@@ -29,6 +29,20 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
+# The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
+# ``describe`` hands it to forms: they offer these through the config's own fields, never as parameters.
+MAPPED_FLAGS: dict[str, str] = {
+    "exp-name": "algorithm",
+    "env-id": "env_id",
+    "seed": "seed",
+    "total-timesteps": "budget.timesteps",
+    "cuda": "resources.gpu",
+    "torch-deterministic": "resources.torch_deterministic",
+    "track": "tracking.wandb_mode",
+    "wandb-project-name": "tracking.wandb_project",
+    "wandb-entity": "tracking.wandb_entity",
+    "capture-video": "tracking.capture_video",
+}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
@@ -129,9 +143,10 @@ class CleanRLLauncher:
         )
 
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The scripts present (``algorithms``), whether torch sees a GPU, and with ``algorithm`` in
-        ``query`` that script's own ``arguments``; ``scripts_dir`` and ``python`` name a user's
-        checkout and interpreter. Empty while the bundle is not installed and no interpreter is named."""
+        """The scripts present (``algorithms``), whether torch sees a GPU, the flags gym_gui sets from
+        the config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that
+        script's own ``arguments``; ``scripts_dir`` and ``python`` name a user's checkout and
+        interpreter. Empty while the bundle is not installed and no interpreter is named."""
         source = ScriptSource(
             scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
         )
@@ -140,6 +155,7 @@ class CleanRLLauncher:
         description: dict[str, Any] = {
             "algorithms": self.algorithms(source),
             "gpu_available": self.gpu_available(source),
+            "mapped": dict(MAPPED_FLAGS),
         }
         if query.get("algorithm"):
             description["arguments"] = self.arguments(source, query["algorithm"])
@@ -190,6 +206,22 @@ class CleanRLLauncher:
         """The script's path and exact flags: user parameters checked strictly against the script's
         own definitions; the flags gym_gui maps from the config given only where the script has them."""
         assert config.algorithm is not None
+        return BundleCall(self.python(config.source))(
+            "gym_gui_cleanrl_worker.describe",
+            *self._dir_args(config.source),
+            "--algo",
+            config.algorithm,
+            "--values",
+            json.dumps(config.params),
+            "--mapped",
+            json.dumps(self._mapped(config, gpu)),
+            "--env-id",
+            config.env_id,
+        )
+
+    @staticmethod
+    def _mapped(config: RunConfig, gpu: bool) -> dict[str, Any]:
+        """The values of :data:`MAPPED_FLAGS` for ``config`` (unset fields give no flag)."""
         mapped: dict[str, Any] = {
             "exp-name": config.algorithm,
             "env-id": config.env_id,
@@ -206,18 +238,7 @@ class CleanRLLauncher:
             mapped["wandb-project-name"] = config.tracking.wandb_project
         if config.tracking.wandb_entity:
             mapped["wandb-entity"] = config.tracking.wandb_entity
-        return BundleCall(self.python(config.source))(
-            "gym_gui_cleanrl_worker.describe",
-            *self._dir_args(config.source),
-            "--algo",
-            config.algorithm,
-            "--values",
-            json.dumps(config.params),
-            "--mapped",
-            json.dumps(mapped),
-            "--env-id",
-            config.env_id,
-        )
+        return mapped
 
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
@@ -307,9 +328,12 @@ class CleanRLLauncher:
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
-        manifest: dict[str, Any] = {"script": script, "script_command": [str(python), script, *flags]}
+        script_argv = [str(python), script, *flags]
+        manifest: dict[str, Any] = {"script": script, "script_command": script_argv}
         manifest["environment"] = self._environment(config, python)
-        return LaunchPlan(argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets)
+        return LaunchPlan(
+            argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets, script_argv=script_argv
+        )
 
 
 def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, Any]]:
