@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -60,6 +61,51 @@ def pid_alive(pid: int) -> bool:
             return stat.read().split(") ", 1)[1][:1] != "Z"
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def small_filesystem(path: Path, megabytes: int) -> Iterator[Path]:
+    """A filesystem of ``megabytes`` mounted at ``path`` for the block, unmounted after (needs root).
+
+    tmpfs with a size limit; where tmpfs cannot be mounted, a loop-mounted ext4 image beside ``path``.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    image: Path | None = None
+    tmpfs = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m,mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+    )
+    if tmpfs.returncode != 0:
+        image = path.with_name(path.name + ".ext4")
+        with open(image, "wb") as blank:
+            blank.truncate(megabytes * 1024 * 1024)
+        for argv in (["mkfs.ext4", "-q", "-F", str(image)], ["mount", "-o", "loop", str(image), str(path)]):
+            done = subprocess.run(argv, capture_output=True, text=True, start_new_session=True)
+            assert done.returncode == 0, f"cannot mount a small filesystem: {tmpfs.stderr} / {done.stderr}"
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True, start_new_session=True)
+        if image is not None:
+            image.unlink()
+
+
+def fill(directory: Path) -> Path:
+    """Write one file in ``directory`` until its filesystem has no byte left; returns the file."""
+    filler = directory / "filler"
+    chunk = b"\xff" * 65536
+    with open(filler, "wb", buffering=0) as out:
+        while True:
+            try:
+                out.write(chunk)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                chunk = chunk[: len(chunk) // 2]
+                if not chunk:
+                    return filler
 
 
 def random_config(env_id: str = "FrozenLake-v1", **budget: int) -> RunConfig:
