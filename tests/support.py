@@ -152,6 +152,20 @@ def module_daemon(root: Path, bundles: str, daemon_args: list[str]) -> Iterator[
             stop_daemon(client)
 
 
+@contextlib.contextmanager
+def daemon_on(home: Home, *args: str) -> Iterator[DaemonClient]:
+    """A daemon for ``home`` with the suite's short heartbeat and cancel grace and ``args``; its run
+    workers are killed and it is stopped at the end."""
+    client = DaemonClient.connect(
+        home.root, daemon_args=["--heartbeat-timeout", "10", "--cancel-grace", "3", *args]
+    )
+    try:
+        yield client
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
+
+
 def gym_gui(
     *args: str,
     home: Path,

@@ -223,6 +223,11 @@ class RunRegistry:
     def path(self) -> Path:
         return self._path
 
+    @property
+    def reserve(self) -> SpaceReserve | None:
+        """The space this registry gives back to record a write on a full disk, if it was given one."""
+        return self._reserve
+
     def _open(self, *, migrate: bool) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self._path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)

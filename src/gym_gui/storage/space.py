@@ -146,6 +146,9 @@ class SpaceReserve:
                 self._path.unlink()
             except FileNotFoundError:
                 return False
+            except OSError as exc:
+                logger.error("space reserve %s cannot be released: %s", self._path, exc)
+                return False
             logger.warning(
                 "space reserve %s released: %s free again to record what happens",
                 self._path,
