@@ -73,11 +73,9 @@ def test_a_run_that_fills_the_disk_fails_saying_so_and_its_end_is_recorded(small
             reader = TelemetryReader(telemetry)
             assert reader.step_count() > 0
             reader.close()
-
-            # With the disk still full, no run starts.
-            with pytest.raises(DiskFull, match=rf"^disk full: .* free on {mount}"):
-                client.submit(random_config(episodes=1))
-            assert [r.run_id for r in registry.list()] == [run_id]
+            # (How much is free after the end depends on where SQLite's WAL stood when the disk
+            # filled: closing the writer checkpoints it and may free megabytes. The refusal to
+            # launch is the next test's.)
         finally:
             registry.close()
 
