@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -69,6 +70,51 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def small_filesystem(path: Path, megabytes: int) -> Iterator[Path]:
+    """A filesystem of ``megabytes`` mounted at ``path`` for the block, unmounted after (needs root).
+
+    tmpfs with a size limit; where tmpfs cannot be mounted, a loop-mounted ext4 image beside ``path``.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    image: Path | None = None
+    tmpfs = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m,mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+    )
+    if tmpfs.returncode != 0:
+        image = path.with_name(path.name + ".ext4")
+        with open(image, "wb") as blank:
+            blank.truncate(megabytes * 1024 * 1024)
+        for argv in (["mkfs.ext4", "-q", "-F", str(image)], ["mount", "-o", "loop", str(image), str(path)]):
+            done = subprocess.run(argv, capture_output=True, text=True, start_new_session=True)
+            assert done.returncode == 0, f"cannot mount a small filesystem: {tmpfs.stderr} / {done.stderr}"
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True, start_new_session=True)
+        if image is not None:
+            image.unlink()
+
+
+def fill(directory: Path) -> Path:
+    """Write one file in ``directory`` until its filesystem has no byte left; returns the file."""
+    filler = directory / "filler"
+    chunk = b"\xff" * 65536
+    with open(filler, "wb", buffering=0) as out:
+        while True:
+            try:
+                out.write(chunk)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                chunk = chunk[: len(chunk) // 2]
+                if not chunk:
+                    return filler
+
+
 def random_config(env_id: str = "FrozenLake-v1", **budget: int) -> RunConfig:
     return parse_run_config(
         {"worker": "random", "env_id": env_id, "seed": 0, "budget": budget or {"episodes": 5}}
@@ -122,6 +168,20 @@ def module_daemon(root: Path, bundles: str, daemon_args: list[str]) -> Iterator[
         finally:
             kill_run_workers(home)
             stop_daemon(client)
+
+
+@contextlib.contextmanager
+def daemon_on(home: Home, *args: str) -> Iterator[DaemonClient]:
+    """A daemon for ``home`` with the suite's short heartbeat and cancel grace and ``args``; its run
+    workers are killed and it is stopped at the end."""
+    client = DaemonClient.connect(
+        home.root, daemon_args=["--heartbeat-timeout", "10", "--cancel-grace", "3", *args]
+    )
+    try:
+        yield client
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
 
 
 def gym_gui(

@@ -428,10 +428,16 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
         TextColumn("{task.fields[state]}"),
     )
     warnings = _RunWarnings()
+    warned = ""
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(run_id[:48], total=total, state="")
         while True:
             detail = client.get_run(run_id)
+            # The daemon's live warning (disk low …), printed once each time one appears.
+            kind = detail.record.warning.partition(":")[0]
+            if kind and kind != warned:
+                progress.console.print(f"[yellow]WARNING:[/] {escape(detail.record.warning)}", soft_wrap=True)
+            warned = kind
             progress_ = detail.progress
             done = progress_.episodes if by_episodes else max(progress_.steps, progress_.global_step)
             progress.update(task, completed=done, state=_state(detail.record.state))
@@ -627,6 +633,8 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     table.add_row("worker", f"{info.worker} ({info.lane} lane)")
     table.add_row("env", info.env_id)
     table.add_row("state", _state(info.state) + (f": {escape(info.reason)}" if info.reason else ""))
+    if info.warning:
+        table.add_row("warning", f"[yellow]{escape(info.warning)}[/]")
     if info.exit_code is not None:
         table.add_row("exit code", str(info.exit_code))
     table.add_row("created", _when(info.created_at))
@@ -670,6 +678,10 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Follow a run live: episodes, metrics and state changes as they arrive."""
     run_id = validate_run_id(run)
     with _client() as client:
+        # A warning given before watching began (disk low …) is said first; later ones arrive as events.
+        warning = client.get_run(run_id).record.warning
+        if warning:
+            console.print(f"[yellow]WARNING:[/] {escape(warning)}", soft_wrap=True)
         stream = client.subscribe(run_id, credits=8)
         view = _WatchView(run_id)
         try:

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RunInfo(_message.Message):
-    __slots__ = ("run_id", "worker", "env_id", "state", "created_at", "started_at", "ended_at", "has_exit_code", "exit_code", "reason", "archived", "lane", "run_dir")
+    __slots__ = ("run_id", "worker", "env_id", "state", "created_at", "started_at", "ended_at", "has_exit_code", "exit_code", "reason", "archived", "lane", "run_dir", "warning")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ENV_ID_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,7 @@ class RunInfo(_message.Message):
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     LANE_FIELD_NUMBER: _ClassVar[int]
     RUN_DIR_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     worker: str
     env_id: str
@@ -35,7 +36,8 @@ class RunInfo(_message.Message):
     archived: bool
     lane: str
     run_dir: str
-    def __init__(self, run_id: _Optional[str] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., has_exit_code: bool = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., archived: bool = ..., lane: _Optional[str] = ..., run_dir: _Optional[str] = ...) -> None: ...
+    warning: str
+    def __init__(self, run_id: _Optional[str] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., has_exit_code: bool = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., archived: bool = ..., lane: _Optional[str] = ..., run_dir: _Optional[str] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class StateChange(_message.Message):
     __slots__ = ("run_id", "from_state", "to_state", "time", "reason")

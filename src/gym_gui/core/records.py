@@ -43,6 +43,8 @@ class RunRecord:
     pid: int | None = None  # the worker process, while one may exist
     # Where the run's files are, as the daemon tells its clients (empty in the registry's own rows).
     run_dir: str = ""
+    # What the daemon warns of for this live run now (disk low …), as it tells its clients.
+    warning: str = ""
 
 
 @dataclass(frozen=True)

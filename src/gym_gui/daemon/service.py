@@ -80,7 +80,8 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         self._on_shutdown = on_shutdown
 
     def _info(self, record: RunRecord) -> pb.RunInfo:
-        return convert.run_info(record, str(self.home.run_dir(record.run_id)))
+        run_dir = str(self.home.run_dir(record.run_id))
+        return convert.run_info(record, run_dir, self.supervisor.warning(record.run_id))
 
     def _record(self, run_id: str) -> RunRecord:
         return self.registry.get(validate_run_id(run_id))

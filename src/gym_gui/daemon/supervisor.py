@@ -9,6 +9,7 @@ with one job:
 - ``scheduler.Scheduler``: the supervision loop, and which queued runs start within the limit;
 - ``launching.Launching``: a run's plan, bundle, environment and manifest, to a worker process;
 - ``ending.Ending``: watching workers for their end, the verdict, and finishing a run;
+- ``disk.DiskWatch``: free space: no run starts on a nearly full disk, live runs warn when it is low;
 - ``recovery.reconcile``: what an earlier daemon left, settled after a restart.
 """
 
@@ -26,12 +27,13 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
-from gym_gui.core.errors import ConfigError, RunBusy
+from gym_gui.core.errors import ConfigError, DiskFull, RunBusy
 from gym_gui.core.ids import make_run_id
 from gym_gui.core.records import LaunchPreview, RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon import recovery
+from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, signal_group
 from gym_gui.daemon.launching import Launching
@@ -77,7 +79,8 @@ class Supervisor:
         self.runs = LiveRuns(home, registry, bus)
         self.ending = Ending(self.runs, self.settings)
         self.launching = Launching(self.runs, self.ending, executor, address, self.catalog, self.bundles)
-        self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.settings)
+        self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
+        self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
 
     @property
     def launchers(self) -> dict[str, WorkerLauncher]:
@@ -116,8 +119,12 @@ class Supervisor:
 
         Raises:
             ConfigError / UnknownEnv: before anything is stored or started.
+            DiskFull: the disk holds less than ``min_free_bytes``; nothing is stored.
         """
         spec = self._admit(config)
+        refusal = "" if config.dry_run else self.disk.refusal()
+        if refusal:
+            raise DiskFull(f"{refusal}; free some space and submit the run again")
         now = time.time()
         with self.runs.lock:
             run_id = make_run_id(config.env_id, _label(config), config.seed, int(now), exists=self._taken)
@@ -277,6 +284,11 @@ class Supervisor:
 
     def publish_row(self, run_id: str) -> None:
         self.runs.publish_row(run_id)
+
+    def warning(self, run_id: str) -> str:
+        """What a live run's viewers are warned of now (its end held, the disk low), or ""."""
+        run = self.runs.get(run_id)
+        return "" if run is None else run.held_end or run.warning
 
     # ------------------------------------------------------------ workers
 

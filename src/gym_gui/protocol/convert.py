@@ -41,7 +41,8 @@ class ProtocolViolation(GymGuiError):
     """A worker sent a message that breaks the protocol; its run fails with this reason."""
 
 
-def run_info(record: RunRecord, run_dir: str = "") -> pb.RunInfo:
+def run_info(record: RunRecord, run_dir: str = "", warning: str = "") -> pb.RunInfo:
+    """The wire form of a registry row; ``warning`` is the daemon's live warning about the run, if any."""
     return pb.RunInfo(
         run_id=record.run_id,
         worker=record.worker,
@@ -56,6 +57,7 @@ def run_info(record: RunRecord, run_dir: str = "") -> pb.RunInfo:
         archived=record.archived,
         lane=record.lane,
         run_dir=run_dir,
+        warning=warning,
     )
 
 
@@ -74,6 +76,7 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         reason=info.reason,
         archived=info.archived,
         run_dir=info.run_dir,
+        warning=info.warning,
     )
 
 

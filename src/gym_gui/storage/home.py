@@ -26,6 +26,7 @@ class Home:
         <root>/runs/<run_id>/       one run directory each (its files: storage.run_dir.RunDir)
         <root>/registry.sqlite
         <root>/daemon.json  daemon.log  daemon.lock
+        <root>/space.reserve        the daemon's space reserve (storage.space.SpaceReserve)
         <root>/bundles/<name>/
     """
 
@@ -71,6 +72,11 @@ class Home:
     @property
     def daemon_lock(self) -> Path:
         return self._root / "daemon.lock"
+
+    @property
+    def reserve_path(self) -> Path:
+        """The daemon's space reserve: released when the disk fills, so the registry can record run ends."""
+        return self._root / "space.reserve"
 
     @property
     def bundles_dir(self) -> Path:

@@ -29,7 +29,7 @@ from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.presenters import capabilities_of, tabs_for_run
-from gym_gui.ui.runs_table import LogDrawer, RunsTable
+from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.base import RunTab
 
@@ -139,6 +139,12 @@ class MainWindow(QMainWindow):
         self.connection = QLabel("connecting to the daemon…")
         self.reconnect_button = QPushButton("Start daemon")
         self.reconnect_button.setVisible(False)
+        # The daemon's live warning (disk low …), shown while a live run has one.
+        self.warning = QLabel()
+        self.warning.setObjectName("runsWarning")
+        self.warning.setStyleSheet(f"color: {WARNING_COLOUR}; font-weight: bold;")
+        self.warning.setVisible(False)
+        self.statusBar().addPermanentWidget(self.warning)
         self.statusBar().addPermanentWidget(self.connection)
         self.statusBar().addPermanentWidget(self.reconnect_button)
 
@@ -163,6 +169,7 @@ class MainWindow(QMainWindow):
         # The runs table holds every run (stream and re-listing alike): the window follows it.
         self.runs.run_updated.connect(self._run_updated)
         self.runs.run_removed.connect(self._run_removed)
+        self.runs.warning_changed.connect(self._warning)
         link.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         self.reconnect_button.clicked.connect(link.reconnect)
         self.control.mode_changed.connect(self._mode)
@@ -212,6 +219,11 @@ class MainWindow(QMainWindow):
             # Keep everything shown; say so, and offer to start a daemon again.
             self.connection.setText(f"daemon unreachable: {message}")
             self.reconnect_button.setVisible(True)
+
+    def _warning(self, text: str) -> None:
+        self.warning.setText(f"⚠ {text}" if text else "")
+        self.warning.setToolTip(text)
+        self.warning.setVisible(bool(text))
 
     def _run_updated(self, run: RunRecord) -> None:
         self.run_view.run_changed(run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -67,6 +68,8 @@ RUN_ID_ROLE = int(Qt.ItemDataRole.UserRole) + 1
 ARCHIVED_ROLE = RUN_ID_ROLE + 1
 FRACTION_ROLE = RUN_ID_ROLE + 2  # progress in [0, 1], or None without a budget
 SORT_ROLE = RUN_ID_ROLE + 3
+WARNING_ROLE = RUN_ID_ROLE + 4  # the daemon's live warning about the run (disk low …), "" when none
+WARNING_COLOUR = "#ef6c00"
 
 STATE_COLOURS = {
     "QUEUED": "#757575",
@@ -157,13 +160,16 @@ class RunsModel(QAbstractTableModel):
             return info.archived
         if role == FRACTION_ROLE:
             return self._fraction(row)
+        if role == WARNING_ROLE:
+            return info.warning
         if role == Qt.ItemDataRole.DisplayRole:
             return self._display(row, column)
         if role == SORT_ROLE:
             return self._sort_key(row, column)
         if role == Qt.ItemDataRole.ToolTipRole:
-            if column == STATE and info.reason:
-                return f"{info.state}: {info.reason}"
+            if column == STATE and (info.reason or info.warning):
+                reason = f"{info.state}: {info.reason}" if info.reason else info.state
+                return f"{reason}\n⚠ {info.warning}" if info.warning else reason
             if column == PROGRESS and row.fetched:
                 total = f" of {row.budget:,}" if row.budget else ""
                 return f"{row.done:,}{total} {row.unit}"
@@ -281,6 +287,11 @@ class RunsModel(QAbstractTableModel):
                 row.budget, row.unit = budget.get("timesteps"), "steps"
             else:
                 row.budget, row.unit = budget.get("episodes"), "episodes"
+        if row.info.state.active and detail.record.warning != row.info.warning:
+            # The free space in the warning moves on between the daemon's row updates.
+            row.info = dataclasses.replace(row.info, warning=detail.record.warning)
+            index = self._index[run_id]
+            self.dataChanged.emit(self.index(index, STATE), self.index(index, STATE))
         progress = detail.progress
         row.steps = max(progress.steps, progress.global_step)
         if row.unit == "episodes":
@@ -296,6 +307,11 @@ class RunsModel(QAbstractTableModel):
             row.final_fetched = True
         index = self._index[run_id]
         self.dataChanged.emit(self.index(index, PROGRESS), self.index(index, SPS))
+
+    def warnings(self) -> list[str]:
+        """The live warnings of the rows, newest run first."""
+        rows = sorted(self._rows, key=lambda row: row.info.created_at, reverse=True)
+        return [row.info.warning for row in rows if row.info.warning and not row.info.state.terminal]
 
     def tick(self) -> None:
         """Elapsed time moves on for running rows."""
@@ -346,7 +362,8 @@ class RunCellDelegate(QStyledItemDelegate):
         if option.state & QStyle.StateFlag.State_Selected:  # type: ignore[attr-defined]
             painter.fillRect(rect, option.palette.highlight())  # type: ignore[attr-defined]
         metrics = option.fontMetrics  # type: ignore[attr-defined]
-        width = min(rect.width() - 6, metrics.horizontalAdvance(state) + 14)
+        room = rect.height() + 4 if index.data(WARNING_ROLE) else 0  # for the warning mark
+        width = min(rect.width() - 6 - room, metrics.horizontalAdvance(state) + 14)
         badge = QRect(rect.x() + 3, rect.y() + 3, max(width, 0), rect.height() - 6)
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -355,6 +372,13 @@ class RunCellDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(badge, badge.height() / 2, badge.height() / 2)
         painter.setPen(QColor("white"))
         painter.drawText(badge, int(Qt.AlignmentFlag.AlignCenter), state)
+        if index.data(WARNING_ROLE):
+            # The daemon warns about this run (its tooltip says what): an amber mark beside the badge.
+            side = badge.height()
+            mark = QRect(badge.right() + 4, badge.y(), side, side)
+            painter.setBrush(QColor(WARNING_COLOUR))
+            painter.drawEllipse(mark)
+            painter.drawText(mark, int(Qt.AlignmentFlag.AlignCenter), "!")
         painter.restore()
 
     def _bar(
@@ -420,6 +444,7 @@ class RunsTable(QWidget):
     # whether the watch stream, a re-listing or an action told it.
     run_updated = Signal(object)  # RunRecord
     run_removed = Signal(str)  # run id
+    warning_changed = Signal(str)  # the newest live run's warning (disk low …), "" once none has one
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -430,6 +455,7 @@ class RunsTable(QWidget):
         self.proxy.setSourceModel(self.model)
         self._in_flight: set[str] = set()
         self._files = Background(self, workers=1, name="file-work")
+        self._warning = ""
 
         self.view = QTableView()
         self.view.setObjectName("runsTable")
@@ -540,12 +566,28 @@ class RunsTable(QWidget):
     def _run_updated(self, info: RunRecord) -> None:
         self.model.upsert(info)
         self._update_buttons()
+        self._update_warning()
         self.run_updated.emit(info)
 
     def _run_removed(self, run_id: str) -> None:
         self.model.remove(run_id)
         self._update_buttons()
+        self._update_warning()
         self.run_removed.emit(run_id)
+
+    @property
+    def warning(self) -> str:
+        """What the table warns of now (the newest live run's warning, and how many runs have one)."""
+        return self._warning
+
+    def _update_warning(self) -> None:
+        warnings = self.model.warnings()
+        text = warnings[0] if warnings else ""
+        if len(warnings) > 1:
+            text += f" ({len(warnings)} runs warned)"
+        if text != self._warning:
+            self._warning = text
+            self.warning_changed.emit(text)
 
     def _tick(self) -> None:
         self.model.tick()
@@ -577,6 +619,7 @@ class RunsTable(QWidget):
         def done(result: tuple[RunDetail, tuple[int, float] | None]) -> None:
             self._in_flight.discard(run_id)
             self.model.set_figures(run_id, *result)
+            self._update_warning()
 
         def failed(message: str) -> None:
             self._in_flight.discard(run_id)
