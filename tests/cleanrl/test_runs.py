@@ -635,7 +635,9 @@ def test_preview_is_the_plan_a_run_gets_and_stores_nothing(
     assert plan.script_argv[1].endswith("/cleanrl/ppo.py")
     assert "--learning-rate" in plan.script_argv and "--checkpoint-every" in plan.argv
     # As a user would type it: the variables the worker kind sets, the key as ***, the bundle by name.
-    assert plan.display.startswith("MUJOCO_GL=egl PYOPENGL_PLATFORM=egl CUDA_VISIBLE_DEVICES='' WANDB_MODE=online ")
+    assert plan.display.startswith(
+        "MUJOCO_GL=egl PYOPENGL_PLATFORM=egl CUDA_VISIBLE_DEVICES='' WANDB_MODE=online "
+    )
     assert (
         "WANDB_API_KEY=*** <cleanrl bundle>/bin/python -m gym_gui_cleanrl_worker train --script "
         in plan.display
