@@ -68,7 +68,7 @@ from gym_gui.core.states import RunState
 
 # Private, but it is the daemon's own allow-list: importing it keeps the raw side's environment
 # equal to the worker's even when the list changes.
-from gym_gui.daemon.supervisor import _INHERITED_ENV
+from gym_gui.daemon.launching import _INHERITED_ENV
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
 from gym_gui.storage.run_dir import RunDir
