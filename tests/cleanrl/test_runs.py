@@ -492,11 +492,20 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
             lambda: client.get_run(run_id).progress.global_step > held + 2048, 120, "training to go on"
         )
         assert _script_pid(run_dir) == script and registry.get(run_id).pid == worker, "same processes"
+
         # The same training went on: a loss logged once per update keeps climbing in global steps
         # (a script started again would log from its first steps).
-        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
-        steps = [point.step for point in reader.metrics("losses/value_loss")]
-        reader.close()
+        def loss_steps() -> list[int]:
+            reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+            try:
+                return [point.step for point in reader.metrics("losses/value_loss")]
+            finally:
+                reader.close()
+
+        # Losses come from the event files (read about once a second), returns from stdout: wait for
+        # a loss logged after the pause before reading the series.
+        wait_until(lambda: (loss_steps() or [0])[-1] > held, 60, "a loss logged after the pause")
+        steps = loss_steps()
         assert steps == sorted(set(steps)) and steps[-1] > held, steps
 
         # Cancelled while paused, the script is continued to take its SIGTERM: it saves and ends.
