@@ -428,16 +428,10 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
         TextColumn("{task.fields[state]}"),
     )
     warnings = _RunWarnings()
-    warned = ""
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(run_id[:48], total=total, state="")
         while True:
             detail = client.get_run(run_id)
-            # The daemon's live warning (disk low …), printed once each time one appears.
-            kind = detail.record.warning.partition(":")[0]
-            if kind and kind != warned:
-                progress.console.print(f"[yellow]WARNING:[/] {escape(detail.record.warning)}", soft_wrap=True)
-            warned = kind
             progress_ = detail.progress
             done = progress_.episodes if by_episodes else max(progress_.steps, progress_.global_step)
             progress.update(task, completed=done, state=_state(detail.record.state))

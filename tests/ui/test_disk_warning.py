@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
@@ -13,10 +11,8 @@ from gym_gui.core.controls import Control
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import STATE, WARNING_ROLE
-from gym_gui.ui.settings import Settings
 
 
 @pytest.fixture
@@ -29,15 +25,6 @@ def home(small_home: Home) -> Home:
 def daemon_args() -> list[str]:
     # Every run may start, and warns from its start.
     return ["--heartbeat-timeout", "10", "--cancel-grace", "3", "--min-free-mb", "1", "--warn-free-mb", "100"]
-
-
-@pytest.fixture
-def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
-    window = MainWindow(link, Settings(home.root))
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.run_view.clear()
 
 
 def test_the_window_warns_while_a_live_run_s_disk_is_low(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,6 @@ from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
 from tests.support import pid_alive, run_record, wait_until
 from tests.workers.test_registry import BROKEN_SET, make_plugin_distribution
-
-
-@pytest.fixture
-def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
-    window = MainWindow(link, Settings(home.root))
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.run_view.clear()
 
 
 def run_info(worker: str, lane: str, state: RunState = RunState.COMPLETED) -> RunRecord:

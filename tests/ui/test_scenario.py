@@ -47,7 +47,6 @@ from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from tests.ui.test_forms_and_runs import DESCRIBE_TIMEOUT
 from tests.ui.test_human_play import key
-from tests.ui.test_main_window import window  # noqa: F401  (the real window on the test's daemon)
 
 LEFT = Qt.MouseButton.LeftButton
 NO_MODIFIER = Qt.KeyboardModifier.NoModifier
@@ -138,7 +137,7 @@ def grid_is(tab: ReplayTab, expected: object) -> bool:
 
 def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot: QtBot,
-    window: MainWindow,  # noqa: F811
+    window: MainWindow,
     client: DaemonClient,
     home: Home,
 ) -> None:

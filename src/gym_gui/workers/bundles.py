@@ -464,16 +464,7 @@ class BundleDirectory:
                 False, wanted, f"bundle {name}: not installed (no interpreter at {python}) — {hint}"
             )
         try:
-            proc = subprocess.run(
-                [str(python), "-I", "-c", _CHECK_SCRIPT, *wanted],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=_child_env(self.path(name)),
-                cwd=self.path(name),
-                timeout=CHECK_TIMEOUT,
-                check=False,
-            )
+            proc = self._in_bundle(name, "-c", _CHECK_SCRIPT, *wanted)
         except (OSError, subprocess.TimeoutExpired) as exc:
             why = exc.strerror if isinstance(exc, OSError) else f"timed out after {CHECK_TIMEOUT:.0f}s"
             return CheckResult(
@@ -500,6 +491,23 @@ class BundleDirectory:
         first = missing[names[0]]
         return CheckResult(False, names, f"bundle {name}: missing {', '.join(names)} ({first}) — {hint}")
 
+    def _in_bundle(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """``python -I ARGS`` in bundle ``name``'s interpreter, isolated from this process's packages.
+
+        Raises:
+            OSError / subprocess.TimeoutExpired: it did not run, or not within CHECK_TIMEOUT.
+        """
+        return subprocess.run(
+            [str(self.python(name)), "-I", *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=_child_env(self.path(name)),
+            cwd=self.path(name),
+            timeout=CHECK_TIMEOUT,
+            check=False,
+        )
+
     def freeze(self, name: str) -> builtins.list[str]:
         """``pip freeze`` of the installed bundle ``name``, cached until it is installed again.
 
@@ -514,16 +522,7 @@ class BundleDirectory:
         if cached is not None:
             return list(cached)
         try:
-            proc = subprocess.run(
-                [str(self.python(name)), "-I", "-m", "pip", "freeze"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=_child_env(self.path(name)),
-                cwd=self.path(name),
-                timeout=CHECK_TIMEOUT,
-                check=False,
-            )
+            proc = self._in_bundle(name, "-m", "pip", "freeze")
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BundleError(f"bundle {name}: `pip freeze` did not run: {exc}") from None
         if proc.returncode != 0:
