@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 from typer._click import exceptions as click_errors  # typer carries its own click
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -330,8 +331,8 @@ def train(
 ) -> None:
     """Start a run and follow it with a progress bar (or --detach).
 
-    A W&B API key is taken from WANDB_API_KEY in this shell's environment and handed to the
-    run's worker only; it is never written anywhere.
+    A W&B API key is taken from WANDB_API_KEY in this shell's environment, else from a `wandb login`
+    (~/.netrc), and handed to the run's worker only; it is never written anywhere.
     """
     run_config = build_config(
         config,
@@ -372,8 +373,10 @@ def train(
 
 
 def _secret_env(config: RunConfig) -> dict[str, str]:
-    key = os.environ.get("WANDB_API_KEY")
-    return {"WANDB_API_KEY": key} if key and config.tracking.wandb_mode != "disabled" else {}
+    if config.tracking.wandb_mode == "disabled":
+        return {}
+    key = wandb_auth.api_key()
+    return {wandb_auth.API_KEY_VAR: key} if key else {}
 
 
 def _print_dry_run(run_dir: Path) -> None:
@@ -549,14 +552,18 @@ app.add_typer(wandb_app, name="wandb")
 
 @wandb_app.command("sync")
 def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
-    """Upload a run's offline W&B data (needs WANDB_API_KEY in this shell; it is never stored)."""
+    """Upload a run's offline W&B data (with the key of WANDB_API_KEY or `wandb login`; never stored)."""
     run_id = validate_run_id(run)
     home = _home()
     directories = [p for p in RunDir(home.run_dir(run_id)).wandb_runs() if p.name.startswith("offline-run-")]
     if not directories:
         raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
-    if not os.environ.get("WANDB_API_KEY"):
-        raise GymGuiError("set WANDB_API_KEY in this shell to sync (gym_gui never stores it)")
+    env = wandb_auth.wandb_environment(None)
+    if env is None:
+        raise GymGuiError(
+            f"sync needs a W&B API key: {wandb_auth.key_sources(os.environ.get(wandb_auth.BASE_URL_VAR))} "
+            "(gym_gui never stores it)"
+        )
     with _client() as client:
         worker = client.get_run(run_id).info.worker
     bundle = worker_catalog().plugin(worker).bundle
@@ -564,7 +571,7 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
         raise GymGuiError(f"run {run_id}'s worker {worker!r} has no bundle with wandb to sync with")
     python = BundleDirectory(home.bundles_dir).require(bundle.name).python
     for directory in directories:
-        result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], check=False)
+        result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], env=env, check=False)
         if result.returncode != 0:
             raise GymGuiError(f"wandb sync of {directory.name} failed (exit code {result.returncode})")
     console.print(f"synced {len(directories)} W&B run(s) of {run_id}")

@@ -542,6 +542,32 @@ def test_dry_run_shows_the_exact_command_with_secrets_redacted(
     registry.close()
 
 
+def test_the_key_of_a_wandb_login_makes_a_run_online_and_stays_redacted(
+    cleanrl_daemon: tuple[DaemonClient, Home], tmp_path: Path
+) -> None:
+    _client, home = cleanrl_daemon
+    user = tmp_path / "user"
+    user.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "NETRC"}
+    env.update({"GYM_GUI_HOME": str(home.root), "HOME": str(user), "COLUMNS": "300"})
+    argv = [sys.executable, "-m", "gym_gui", "train", "--worker", "cleanrl", "--algo", "ppo",
+            "--env", "CartPole-v1", "--total-timesteps", "1000", "--wandb", "online", "--dry-run"]  # fmt: skip
+
+    # No WANDB_API_KEY and no `wandb login`: the run would track offline.
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "WANDB_MODE=offline" in result.stdout and "WANDB_API_KEY" not in result.stdout
+
+    # `wandb login` wrote the key into ~/.netrc: the run gets it, shown only as ***.
+    (user / ".netrc").write_text(f"machine api.wandb.ai\n  login user\n  password {SECRET}\n")
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "WANDB_MODE=online" in result.stdout and "WANDB_API_KEY=***" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
+    leaks = [p for p in home.root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaks == []
+
+
 def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
     client, _home = cleanrl_daemon
     description = client.describe_worker("cleanrl", algorithm="ppo")

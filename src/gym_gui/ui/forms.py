@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.config import REDACTED, RunConfig, parse_run_config
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -984,7 +985,7 @@ class CleanRLForm(RunForm):
         return parse_run_config(data)
 
     def secret_env(self) -> dict[str, str]:
-        key = self.wandb_key_edit.text().strip()
+        key = self.wandb_key_edit.text().strip() or wandb_auth.api_key()
         if key and self.wandb_mode_combo.currentText() != "disabled":
             return {"WANDB_API_KEY": key}
         return {}

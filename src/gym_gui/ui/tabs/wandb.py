@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
@@ -37,7 +38,6 @@ from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
-API_KEY = "WANDB_API_KEY"
 READ_TIMEOUT = 120.0
 SYNC_TIMEOUT = 3600.0
 _MARK = "GYM_GUI_WANDB "
@@ -279,14 +279,15 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
 def sync_offline_runs(python: Path, directories: list[Path]) -> str:
     """``wandb sync`` each offline run directory with the bundle's wandb (blocking).
 
-    The API key comes from this process's environment only; it is never written anywhere.
+    The API key is the one ``wandb_auth.api_key`` finds for this process; it is never written anywhere.
 
     Raises:
-        GymGuiError: naming the directory whose sync failed, with the end of wandb's output.
+        GymGuiError: no key was found, or naming the directory whose sync failed, with the end of
+            wandb's output.
     """
-    if not os.environ.get(API_KEY):
-        raise GymGuiError(f"set {API_KEY} in the environment gym_gui was started from to sync")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env = wandb_auth.wandb_environment(None)
+    if env is None:
+        raise GymGuiError(f"sync needs a W&B API key: {_key_sources()}")
     for directory in directories:
         result = subprocess.run(
             [str(python), "-m", "wandb", "sync", str(directory)],
@@ -302,6 +303,10 @@ def sync_offline_runs(python: Path, directories: list[Path]) -> str:
                 f"wandb sync of {directory.name} failed (exit code {result.returncode}):\n{tail}"
             )
     return f"Synced {len(directories)} W&B run(s) to W&B."
+
+
+def _key_sources() -> str:
+    return wandb_auth.key_sources(os.environ.get(wandb_auth.BASE_URL_VAR))
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -474,10 +479,10 @@ class WandbTab(RunTab):
             return "the run has no offline W&B data to sync"
         if info.python is None:
             return f"syncing needs the run's worker bundle: {info.bundle_reason}"
-        if not os.environ.get(API_KEY):
+        if wandb_auth.wandb_environment(None) is None:
             return (
-                f"Sync needs {API_KEY} in the environment gym_gui was started from "
-                "(gym_gui never stores it); or run `gym-gui wandb sync RUN` in a shell that has it."
+                f"Sync needs a W&B API key: {_key_sources()}, in the environment gym_gui was "
+                "started from (gym_gui never stores it); or run `gym-gui wandb sync RUN` in a shell that has it."
             )
         return None
 
