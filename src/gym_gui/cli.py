@@ -320,6 +320,12 @@ def train(
     wandb: Annotated[str | None, typer.Option(help="W&B tracking: disabled, offline or online.")] = None,
     wandb_project: Annotated[str | None, typer.Option(help="W&B project.")] = None,
     wandb_entity: Annotated[str | None, typer.Option(help="W&B entity.")] = None,
+    wandb_base_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WANDB_BASE_URL", help="A self-hosted W&B server's address; default: W&B's cloud."
+        ),
+    ] = None,
     capture_video: Annotated[bool | None, typer.Option(help="Record videos of the agent.")] = None,
     checkpoint_every: Annotated[int | None, typer.Option(help="Save a checkpoint every N steps.")] = None,
     dry_run: Annotated[bool, typer.Option(help="Show what would run, launch nothing.")] = False,
@@ -332,7 +338,8 @@ def train(
     """Start a run and follow it with a progress bar (or --detach).
 
     A W&B API key is taken from WANDB_API_KEY in this shell's environment, else from a `wandb login`
-    (~/.netrc), and handed to the run's worker only; it is never written anywhere.
+    (~/.netrc) for the run's W&B server, and handed to the run's worker only; it is never written
+    anywhere. WANDB_BASE_URL in this shell is the server when --wandb-base-url is not given.
     """
     run_config = build_config(
         config,
@@ -351,6 +358,7 @@ def train(
             "tracking.wandb_mode": wandb,
             "tracking.wandb_project": wandb_project,
             "tracking.wandb_entity": wandb_entity,
+            "tracking.wandb_base_url": wandb_base_url,
             "tracking.capture_video": capture_video,
             "checkpoints.every_steps": checkpoint_every,
             "dry_run": dry_run or None,
@@ -375,7 +383,7 @@ def train(
 def _secret_env(config: RunConfig) -> dict[str, str]:
     if config.tracking.wandb_mode == "disabled":
         return {}
-    key = wandb_auth.api_key()
+    key = wandb_auth.api_key(config.tracking.wandb_base_url)
     return {wandb_auth.API_KEY_VAR: key} if key else {}
 
 
@@ -555,14 +563,16 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Upload a run's offline W&B data (with the key of WANDB_API_KEY or `wandb login`; never stored)."""
     run_id = validate_run_id(run)
     home = _home()
-    directories = [p for p in RunDir(home.run_dir(run_id)).wandb_runs() if p.name.startswith("offline-run-")]
+    files = RunDir(home.run_dir(run_id))
+    directories = [p for p in files.wandb_runs() if p.name.startswith("offline-run-")]
     if not directories:
         raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
-    env = wandb_auth.wandb_environment(None)
+    # The run's own W&B server, else the one this shell names (as wandb would take it).
+    server = files.read_config().tracking.wandb_base_url or os.environ.get(wandb_auth.BASE_URL_VAR)
+    env = wandb_auth.wandb_environment(server)
     if env is None:
         raise GymGuiError(
-            f"sync needs a W&B API key: {wandb_auth.key_sources(os.environ.get(wandb_auth.BASE_URL_VAR))} "
-            "(gym_gui never stores it)"
+            f"sync needs a W&B API key: {wandb_auth.key_sources(server)} (gym_gui never stores it)"
         )
     with _client() as client:
         worker = client.get_run(run_id).info.worker

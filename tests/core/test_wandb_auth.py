@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from gym_gui.core import wandb_auth
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.errors import ConfigError
 
 CLOUD_KEY = "c" * 40
 LOCAL_KEY = "l" * 40
@@ -116,3 +118,21 @@ def test_the_same_key_as_wandb_itself_finds(user_home: Path, cleanrl_python: Pat
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
         wandb_auth.api_key(url, env) for url in servers
     ]
+
+
+def _tracking(**tracking: object) -> dict[str, object]:
+    return {"worker": "cleanrl", "env_id": "CartPole-v1", "budget": {"timesteps": 1}, "tracking": tracking}
+
+
+def test_a_runs_w_and_b_server_is_an_address_without_credentials() -> None:
+    config = parse_run_config(_tracking(wandb_base_url=" http://wandb.lab:8080/ "))
+    assert config.tracking.wandb_base_url == "http://wandb.lab:8080"
+    assert parse_run_config(_tracking()).tracking.wandb_base_url is None  # W&B's cloud
+    for bad, says in (
+        ("wandb.lab:8080", "http"),
+        ("ftp://wandb.lab", "http"),
+        ("https://user:secret@wandb.lab", "credentials"),
+        ("https://wandb.lab/?token=x", "query"),
+    ):
+        with pytest.raises(ConfigError, match=rf"tracking\.wandb_base_url.*{says}"):
+            parse_run_config(_tracking(wandb_base_url=bad))

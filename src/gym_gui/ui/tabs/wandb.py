@@ -154,6 +154,7 @@ class WandbRunInfo:
     offline_dirs: list[Path] = field(default_factory=list)
     python: Path | None = None  # the bundle interpreter, when installed
     bundle_reason: str = ""
+    base_url: str | None = None  # the run's W&B server (tracking.wandb_base_url); None: W&B's cloud
 
 
 def _url_from_logs(files: RunDir) -> str | None:
@@ -180,8 +181,10 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
     """
     files = RunDir(run_dir)
     wanted: str
+    base_url: str | None = None
     try:
-        wanted = files.read_config().tracking.wandb_mode
+        tracking = files.read_config().tracking
+        wanted, base_url = tracking.wandb_mode, tracking.wandb_base_url
     except StorageError:
         wanted = ""  # no readable config: only the W&B files on disk can tell
     entry = files.read_manifest().wandb
@@ -213,6 +216,7 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
         offline_dirs=offline_dirs,
         python=status.python if status is not None and status.installed else None,
         bundle_reason="" if installed else (status.reason if status is not None else reason),
+        base_url=base_url,
     )
     if mode == "online":
         info.url = (entry.url if entry else None) or _url_from_logs(files)
@@ -276,8 +280,9 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
         )
 
 
-def sync_offline_runs(python: Path, directories: list[Path]) -> str:
-    """``wandb sync`` each offline run directory with the bundle's wandb (blocking).
+def sync_offline_runs(python: Path, directories: list[Path], base_url: str | None = None) -> str:
+    """``wandb sync`` each offline run directory with the bundle's wandb (blocking), to the W&B
+    server at ``base_url`` (None: the one WANDB_BASE_URL names, else W&B's cloud).
 
     The API key is the one ``wandb_auth.api_key`` finds for this process; it is never written anywhere.
 
@@ -285,9 +290,9 @@ def sync_offline_runs(python: Path, directories: list[Path]) -> str:
         GymGuiError: no key was found, or naming the directory whose sync failed, with the end of
             wandb's output.
     """
-    env = wandb_auth.wandb_environment(None)
+    env = wandb_auth.wandb_environment(base_url)
     if env is None:
-        raise GymGuiError(f"sync needs a W&B API key: {_key_sources()}")
+        raise GymGuiError(f"sync needs a W&B API key: {_key_sources(base_url)}")
     for directory in directories:
         result = subprocess.run(
             [str(python), "-m", "wandb", "sync", str(directory)],
@@ -305,8 +310,8 @@ def sync_offline_runs(python: Path, directories: list[Path]) -> str:
     return f"Synced {len(directories)} W&B run(s) to W&B."
 
 
-def _key_sources() -> str:
-    return wandb_auth.key_sources(os.environ.get(wandb_auth.BASE_URL_VAR))
+def _key_sources(base_url: str | None) -> str:
+    return wandb_auth.key_sources(base_url or os.environ.get(wandb_auth.BASE_URL_VAR))
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -479,9 +484,9 @@ class WandbTab(RunTab):
             return "the run has no offline W&B data to sync"
         if info.python is None:
             return f"syncing needs the run's worker bundle: {info.bundle_reason}"
-        if wandb_auth.wandb_environment(None) is None:
+        if wandb_auth.wandb_environment(info.base_url) is None:
             return (
-                f"Sync needs a W&B API key: {_key_sources()}, in the environment gym_gui was "
+                f"Sync needs a W&B API key: {_key_sources(info.base_url)}, in the environment gym_gui was "
                 "started from (gym_gui never stores it); or run `gym-gui wandb sync RUN` in a shell that has it."
             )
         return None
@@ -496,9 +501,9 @@ class WandbTab(RunTab):
         self.sync_button.setEnabled(False)
         self.sync_status.setText("Syncing…")
         run_id = self.run.run_id if self.run is not None else ""
-        python, directories = info.python, list(info.offline_dirs)
+        python, directories, base_url = info.python, list(info.offline_dirs), info.base_url
         self._background.run(
-            lambda: sync_offline_runs(python, directories),
+            lambda: sync_offline_runs(python, directories, base_url),
             lambda message: self._synced(run_id, message),
             lambda message: self._synced(run_id, message),
             name="wandb-sync",

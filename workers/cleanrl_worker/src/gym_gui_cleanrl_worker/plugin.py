@@ -299,6 +299,8 @@ class CleanRLLauncher:
             )
             if config.tracking.wandb_entity:
                 env["WANDB_ENTITY"] = config.tracking.wandb_entity
+            if config.tracking.wandb_base_url:
+                env["WANDB_BASE_URL"] = config.tracking.wandb_base_url
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
