@@ -190,6 +190,7 @@ class Trainer:
             self._video(video, data)
         wandb_run = data.get("wandb")
         if isinstance(wandb_run, dict):
+            self.wandb_error = None  # a script that tried again got its W&B run after all
             self._wandb(wandb_run)
         error = data.get("wandb_error")
         if isinstance(error, str):

@@ -193,11 +193,15 @@ def patch_record_video(module: types.ModuleType) -> None:
 _WANDB = "wandb"
 
 
-def _announce(data: dict[str, Any]) -> None:
+def _announce(data: dict[str, Any] | str) -> None:
+    """A marker line for the worker: JSON on stdout, or a note (``str``) on stderr."""
     from gym_gui_cleanrl_worker import MARKER
 
     with contextlib.suppress(OSError, ValueError):
-        print(MARKER + json.dumps(data), flush=True)
+        if isinstance(data, str):
+            print(MARKER + data, file=sys.stderr, flush=True)
+        else:
+            print(MARKER + json.dumps(data), flush=True)
 
 
 def _wandb_run(run: Any) -> dict[str, Any]:
@@ -228,7 +232,7 @@ def patch_wandb(module: types.ModuleType) -> None:
         try:
             _announce({"wandb": _wandb_run(run)})
         except Exception as exc:  # a run W&B started must go on, announced or not
-            print(f"[gym_gui] the W&B run could not be announced: {exc!r}", file=sys.stderr, flush=True)
+            _announce(f"the W&B run could not be announced: {exc!r}")
         return run
 
     setattr(wrapped_init, _PATCHED_ATTR, True)
