@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.workers import BundleDirectory, worker_catalog
+from gym_gui.workers.wandb_sync import key_sources, sync_offline_runs
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -567,23 +567,16 @@ def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     directories = [p for p in files.wandb_runs() if p.name.startswith("offline-run-")]
     if not directories:
         raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
-    # The run's own W&B server, else the one this shell names (as wandb would take it).
-    server = files.read_config().tracking.wandb_base_url or os.environ.get(wandb_auth.BASE_URL_VAR)
-    env = wandb_auth.wandb_environment(server)
-    if env is None:
-        raise GymGuiError(
-            f"sync needs a W&B API key: {wandb_auth.key_sources(server)} (gym_gui never stores it)"
-        )
+    server = files.read_config().tracking.wandb_base_url
+    if wandb_auth.wandb_environment(server) is None:
+        raise GymGuiError(f"sync needs a W&B API key: {key_sources(server)} (gym_gui never stores it)")
     with _client() as client:
         worker = client.get_run(run_id).info.worker
     bundle = worker_catalog().plugin(worker).bundle
     if bundle is None:
         raise GymGuiError(f"run {run_id}'s worker {worker!r} has no bundle with wandb to sync with")
     python = BundleDirectory(home.bundles_dir).require(bundle.name).python
-    for directory in directories:
-        result = subprocess.run([str(python), "-m", "wandb", "sync", str(directory)], env=env, check=False)
-        if result.returncode != 0:
-            raise GymGuiError(f"wandb sync of {directory.name} failed (exit code {result.returncode})")
+    sync_offline_runs(python, directories, server, show_output=True)
     console.print(f"synced {len(directories)} W&B run(s) of {run_id}")
 
 

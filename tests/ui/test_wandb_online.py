@@ -254,6 +254,9 @@ def test_an_offline_run_syncs_to_its_server_with_the_key_of_a_wandb_login(
     entry = RunDir(home.run_dir(record.run_id)).read_manifest().wandb
     assert entry is not None and entry.mode == "offline" and entry.url is None and entry.wandb_run_id
 
+    elsewhere = tmp_path / "cwd"  # where the cockpit and the shell were started
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     tab = WandbTab(link)
     qtbot.addWidget(tab)
     tab.show()
@@ -266,7 +269,8 @@ def test_an_offline_run_syncs_to_its_server_with_the_key_of_a_wandb_login(
     monkeypatch.setenv("NETRC", str(netrc))
     assert tab.sync_blocked_reason() is None
     tab.sync()
-    qtbot.waitUntil(lambda: "Synced" in tab.sync_status.text(), timeout=120_000)
+    qtbot.waitUntil(lambda: "Syncing" not in tab.sync_status.text(), timeout=120_000)
+    assert tab.sync_status.text() == "Synced 1 W&B run(s) to W&B."
 
     streamed = wandb_server.streams[(ENTITY, PROJECT, entry.wandb_run_id)]
     assert any(RETURN in row for row in streamed.history)
@@ -275,5 +279,8 @@ def test_an_offline_run_syncs_to_its_server_with_the_key_of_a_wandb_login(
     result = gym_gui("wandb", "sync", record.run_id, home=home.root)
     assert result.returncode == 0, result.stderr
     assert f"synced 1 W&B run(s) of {record.run_id}" in result.stdout
+    # wandb sync's own logs stay with the run, not where the sync was started from.
+    assert list(elsewhere.iterdir()) == []
+    assert list((home.run_dir(record.run_id) / "wandb" / "logs").glob("debug-sync.*"))
     needles = [KEY.encode(), base64.b64encode(f"api:{KEY}".encode())]
     assert _files_holding(home.root, needles) == [] and _files_holding(user_home, needles) == []

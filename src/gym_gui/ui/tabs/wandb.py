@@ -35,11 +35,11 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.ui.tabs.charts import is_terminal
 from gym_gui.workers import worker_catalog
+from gym_gui.workers.wandb_sync import key_sources, sync_offline_runs
 
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT = 120.0
-SYNC_TIMEOUT = 3600.0
 _MARK = "GYM_GUI_WANDB "
 
 # Run by the bundle's interpreter (it has wandb and PyYAML): the local run's config and summary
@@ -280,38 +280,9 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
         )
 
 
-def sync_offline_runs(python: Path, directories: list[Path], base_url: str | None = None) -> str:
-    """``wandb sync`` each offline run directory with the bundle's wandb (blocking), to the W&B
-    server at ``base_url`` (None: the one WANDB_BASE_URL names, else W&B's cloud).
-
-    The API key is the one ``wandb_auth.api_key`` finds for this process; it is never written anywhere.
-
-    Raises:
-        GymGuiError: no key was found, or naming the directory whose sync failed, with the end of
-            wandb's output.
-    """
-    env = wandb_auth.wandb_environment(base_url)
-    if env is None:
-        raise GymGuiError(f"sync needs a W&B API key: {_key_sources(base_url)}")
-    for directory in directories:
-        result = subprocess.run(
-            [str(python), "-m", "wandb", "sync", str(directory)],
-            capture_output=True,
-            text=True,
-            timeout=SYNC_TIMEOUT,
-            env=env,
-            check=False,
-        )
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-5:])
-            raise GymGuiError(
-                f"wandb sync of {directory.name} failed (exit code {result.returncode}):\n{tail}"
-            )
+def _sync(python: Path, directories: list[Path], base_url: str | None) -> str:
+    sync_offline_runs(python, directories, base_url)
     return f"Synced {len(directories)} W&B run(s) to W&B."
-
-
-def _key_sources(base_url: str | None) -> str:
-    return wandb_auth.key_sources(base_url or os.environ.get(wandb_auth.BASE_URL_VAR))
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -486,7 +457,7 @@ class WandbTab(RunTab):
             return f"syncing needs the run's worker bundle: {info.bundle_reason}"
         if wandb_auth.wandb_environment(info.base_url) is None:
             return (
-                f"Sync needs a W&B API key: {_key_sources(info.base_url)}, in the environment gym_gui was "
+                f"Sync needs a W&B API key: {key_sources(info.base_url)}, in the environment gym_gui was "
                 "started from (gym_gui never stores it); or run `gym-gui wandb sync RUN` in a shell that has it."
             )
         return None
@@ -503,7 +474,7 @@ class WandbTab(RunTab):
         run_id = self.run.run_id if self.run is not None else ""
         python, directories, base_url = info.python, list(info.offline_dirs), info.base_url
         self._background.run(
-            lambda: sync_offline_runs(python, directories, base_url),
+            lambda: _sync(python, directories, base_url),
             lambda message: self._synced(run_id, message),
             lambda message: self._synced(run_id, message),
             name="wandb-sync",
