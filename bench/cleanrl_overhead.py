@@ -68,9 +68,10 @@ from gym_gui.core.states import RunState
 
 # Private, but it is the daemon's own allow-list: importing it keeps the raw side's environment
 # equal to the worker's even when the list changes.
-from gym_gui.daemon.supervisor import _INHERITED_ENV
+from gym_gui.daemon.launching import _INHERITED_ENV
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import BundleDirectory
 
 GOAL = 0.98
@@ -304,7 +305,7 @@ def run_raw(python: Path, algo: str, flags: list[str], cwd: Path, timeout: float
 
 def sps_stored(home: Home, run_id: str, value: float) -> bool:
     """Whether the bridge stored this SPS value as a charts/SPS metric of the run."""
-    path = home.telemetry_path(run_id)
+    path = RunDir(home.run_dir(run_id)).telemetry_path
     conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
     try:
         row = conn.execute(

@@ -177,7 +177,6 @@ def under_load(
             # Far more than the measurement lasts: the run streams flat out until cancelled.
             "budget": {"timesteps": 10**12},
             "telemetry": {"render_fps": 60},
-            "tracking": {"tensorboard": False},
             "notes": "bench/gui_live.py",
         }
     )
@@ -189,7 +188,7 @@ def under_load(
         spin(1.0)
         # The same load on the machine with no viewer: what the worker and daemon alone cost the loop.
         detached = measure(tab, probe, f"{label}, tab not attached", seconds)
-        tab.attach(client.get_run(run_id).info)
+        tab.attach(client.get_run(run_id).record)
         drawn = tab.frames_drawn  # the EnvView counts every picture it ever drew
         spin_until(lambda: tab.frames_drawn > drawn + 5, 60, f"the first frames of {env_id}")
         spin(1.0)

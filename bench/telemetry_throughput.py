@@ -41,6 +41,7 @@ from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import open_telemetry_db
 
 RAW_BATCH = 1000
@@ -89,8 +90,6 @@ def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float)
             "budget": {"timesteps": steps},
             # No frames: the bench measures the step path, not image encoding.
             "telemetry": {"render_fps": 0},
-            # Nothing besides gym_gui's own storage, so only the telemetry path is timed.
-            "tracking": {"tensorboard": False},
             "notes": "bench/telemetry_throughput.py",
         }
     )
@@ -114,7 +113,7 @@ def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float)
         raise BenchError(f"run {record.run_id} has no RUNNING transition in its history")
     running = history[-1].time - running_at
 
-    telemetry = home.telemetry_path(record.run_id)
+    telemetry = RunDir(home.run_dir(record.run_id)).telemetry_path
     conn = sqlite3.connect(telemetry.resolve().as_uri() + "?mode=ro", uri=True)
     try:
         stored = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])

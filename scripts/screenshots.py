@@ -152,7 +152,9 @@ def main(out_dir: str) -> int:
             human = window.human_play
             if human.run_id:
                 human.close_session()
-                pump(lambda: client.get_run(human.run_id).info.state != "RUNNING", 30, "the human run to end")
+                pump(
+                    lambda: client.get_run(human.run_id).record.state != "RUNNING", 30, "the human run to end"
+                )
             client.shutdown()
             window.close()
     app.quit()

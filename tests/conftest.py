@@ -12,7 +12,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.workers import BundleDirectory
-from tests.support import kill_run_workers, stop_daemon
+from tests.support import kill_run_workers, small_filesystem, stop_daemon
 
 # Qt widgets are real but drawn offscreen (set before any QApplication exists).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -51,6 +51,15 @@ def cleanrl_python() -> Path:
 @pytest.fixture
 def home(tmp_path: Path) -> Home:
     return Home(tmp_path / "gym_gui_home").ensure()
+
+
+@pytest.fixture
+def small_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
+    """A home alone on a 16 MB filesystem mounted for the test (the bundles stay where the suite keeps them)."""
+    with small_filesystem(tmp_path / "small", 16) as mount:
+        root = mount / "home"
+        monkeypatch.setenv("GYM_GUI_HOME", str(root))
+        yield Home(root).ensure()
 
 
 @pytest.fixture

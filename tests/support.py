@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -15,6 +16,8 @@ from typing import Any, TypeVar
 import pytest
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.records import RunRecord
+from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -50,6 +53,15 @@ def wait_until_stable(
         last = value
 
 
+def files_containing(root: Path, *needles: bytes) -> list[Path]:
+    """Every file under ``root`` holding one of ``needles`` (forms of a secret that must never be written)."""
+    return [
+        path
+        for path in root.rglob("*")
+        if path.is_file() and any(needle in path.read_bytes() for needle in needles)
+    ]
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -62,10 +74,66 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def small_filesystem(path: Path, megabytes: int) -> Iterator[Path]:
+    """A filesystem of ``megabytes`` mounted at ``path`` for the block, unmounted after (needs root).
+
+    tmpfs with a size limit; where tmpfs cannot be mounted, a loop-mounted ext4 image beside ``path``.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    image: Path | None = None
+    tmpfs = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m,mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+    )
+    if tmpfs.returncode != 0:
+        image = path.with_name(path.name + ".ext4")
+        with open(image, "wb") as blank:
+            blank.truncate(megabytes * 1024 * 1024)
+        for argv in (["mkfs.ext4", "-q", "-F", str(image)], ["mount", "-o", "loop", str(image), str(path)]):
+            done = subprocess.run(argv, capture_output=True, text=True, start_new_session=True)
+            assert done.returncode == 0, f"cannot mount a small filesystem: {tmpfs.stderr} / {done.stderr}"
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True, start_new_session=True)
+        if image is not None:
+            image.unlink()
+
+
+def fill(directory: Path) -> Path:
+    """Write one file in ``directory`` until its filesystem has no byte left; returns the file."""
+    filler = directory / "filler"
+    chunk = b"\xff" * 65536
+    with open(filler, "wb", buffering=0) as out:
+        while True:
+            try:
+                out.write(chunk)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                chunk = chunk[: len(chunk) // 2]
+                if not chunk:
+                    return filler
+
+
 def random_config(env_id: str = "FrozenLake-v1", **budget: int) -> RunConfig:
     return parse_run_config(
         {"worker": "random", "env_id": env_id, "seed": 0, "budget": budget or {"episodes": 5}}
     )
+
+
+def run_record(run_id: str, state: RunState, **fields: Any) -> RunRecord:
+    """A run's record as the daemon would send it, for a widget fed by hand (``fields`` override)."""
+    defaults: dict[str, Any] = {
+        "worker": "random",
+        "env_id": "CartPole-v1",
+        "lane": "telemetry",
+        "created_at": 0.0,
+    }
+    return RunRecord(run_id=run_id, state=state, **{**defaults, **fields})
 
 
 def stop_daemon(client: DaemonClient) -> None:
@@ -104,6 +172,20 @@ def module_daemon(root: Path, bundles: str, daemon_args: list[str]) -> Iterator[
         finally:
             kill_run_workers(home)
             stop_daemon(client)
+
+
+@contextlib.contextmanager
+def daemon_on(home: Home, *args: str) -> Iterator[DaemonClient]:
+    """A daemon for ``home`` with the suite's short heartbeat and cancel grace and ``args``; its run
+    workers are killed and it is stopped at the end."""
+    client = DaemonClient.connect(
+        home.root, daemon_args=["--heartbeat-timeout", "10", "--cancel-grace", "3", *args]
+    )
+    try:
+        yield client
+    finally:
+        kill_run_workers(home)
+        stop_daemon(client)
 
 
 def gym_gui(

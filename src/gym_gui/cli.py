@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from gym_gui_sdk import trainer_pb2 as pb
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -21,10 +21,24 @@ from typer._click import exceptions as click_errors  # typer carries its own cli
 
 from gym_gui.core import wandb_auth
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
-from gym_gui.core.daemon_file import read_daemon_file
+from gym_gui.core.controls import Control
+from gym_gui.core.daemon_file import read_daemon_file, setting_differences
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.records import ArtifactRecord
+from gym_gui.core.records import (
+    ArtifactRecord,
+    BundleProgress,
+    EpisodeRecord,
+    EventRecord,
+    LaunchPreview,
+    MetricBatch,
+    Resumed,
+    RunRecord,
+    Starved,
+    StateTransition,
+    StepBatch,
+    TelemetryEvent,
+)
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
@@ -32,7 +46,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.workers import BundleDirectory, worker_catalog
-from gym_gui.workers.wandb_sync import key_sources, sync_offline_runs
+from gym_gui.workers.wandb_sync import sync_offline_runs
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -50,7 +64,6 @@ app.add_typer(bundles_app, name="bundles")
 
 console = Console()
 err_console = Console(stderr=True)
-Command = pb.ControlMessage.Command
 
 _STATE_STYLE = {
     "QUEUED": "dim",
@@ -71,7 +84,12 @@ def _home() -> Home:
 
 
 def _client(autostart: bool = True) -> DaemonClient:
-    return DaemonClient.connect(_home().root, autostart=autostart)
+    home = _home()
+    client = DaemonClient.connect(home.root, autostart=autostart)
+    # A running daemon keeps the settings it started with: say so when this shell's differ.
+    for note in setting_differences(client.info.settings, home.daemon_settings()):
+        err_console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    return client
 
 
 def _state(state: str) -> str:
@@ -82,7 +100,7 @@ def _when(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "-"
 
 
-def _elapsed(info: pb.RunInfo) -> str:
+def _elapsed(info: RunRecord) -> str:
     if not info.started_at:
         return "-"
     seconds = (info.ended_at or time.time()) - info.started_at
@@ -185,19 +203,22 @@ def bundles_install(
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"bundle {name}", total=None)
 
-            def show(step: int, total: int, message: str) -> None:
-                steps.append(step)
-                progress.update(task, total=total, completed=max(step - 1, 0), description=f"{message}…")
-                if step:
-                    progress.console.print(f"{step}/{total} {message}…", markup=False, highlight=False)
+            def show(update: BundleProgress) -> None:
+                steps.append(update.step)
+                done = update.step if update.phase == "installed" else max(update.step - 1, 0)
+                progress.update(task, total=update.total, completed=done, description=f"{update.message}…")
+                if update.phase == "installing":
+                    progress.console.print(f"{update.text()}…", markup=False, highlight=False)
 
             status = manager.install(name, progress=show, force=force)
     else:
         # Logs and `make` output get one line per step instead of a redrawn bar.
-        def show_line(step: int, total: int, message: str) -> None:
-            steps.append(step)
-            prefix = f"{step}/{total} " if step else ""
-            console.print(f"bundle {name}: {prefix}{message}…", markup=False, highlight=False, soft_wrap=True)
+        def show_line(update: BundleProgress) -> None:
+            steps.append(update.step)
+            if update.phase != "installed":  # said once below, with where
+                console.print(
+                    f"bundle {name}: {update.text()}…", markup=False, highlight=False, soft_wrap=True
+                )
 
         status = manager.install(name, progress=show_line, force=force)
     if any(steps):
@@ -367,16 +388,22 @@ def train(
         },
         param or [],
     )
+    plan: LaunchPreview | None = None
     with _client() as client:
-        record, _ = client.submit(run_config, _secret_env(run_config))
-        console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
-        if detach:
-            return
-        final = follow(client, record.run_id, run_config)
+        if run_config.dry_run:
+            # The daemon resolves a dry run before it replies: the reply is its end and its plan.
+            record, plan = client.dry_run(run_config, _secret_env(run_config))
+            final = client.get_run(record.run_id).record
+        else:
+            record, _ = client.submit(run_config, _secret_env(run_config))
+            console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
+            if detach:
+                return
+            final = follow(client, record.run_id, run_config)
     _print_end(final)
-    if run_config.dry_run:
-        _print_dry_run(Path(final.run_dir))
-    if final.state != RunState.COMPLETED.value:
+    if plan is not None:
+        _print_plan(plan)
+    if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
 
 
@@ -387,25 +414,19 @@ def _secret_env(config: RunConfig) -> dict[str, str]:
     return {wandb_auth.API_KEY_VAR: key} if key else {}
 
 
-def _print_dry_run(run_dir: Path) -> None:
-    reader = TelemetryReader(RunDir(run_dir).telemetry_path)
-    try:
-        events = [e for e in reader.events() if e.kind == "dry-run"]
-    finally:
-        reader.close()
-    if not events:
-        return
-    data = json.loads(events[-1].data)
-    console.print("command:", " ".join(data.get("argv", [])), highlight=False, soft_wrap=True)
-    if data.get("script_command"):
-        console.print("script:", " ".join(data["script_command"]), highlight=False, soft_wrap=True)
-    console.print("working directory:", data.get("cwd", ""), highlight=False)
-    for key, value in sorted(data.get("env", {}).items()):
+def _print_plan(plan: LaunchPreview) -> None:
+    """A dry run's plan: the exact command, the script it runs, where, and its environment (redacted)."""
+    console.print("command:", shlex.join(plan.argv), highlight=False, soft_wrap=True)
+    if plan.script_argv:
+        console.print("script:", shlex.join(plan.script_argv), highlight=False, soft_wrap=True)
+    console.print("as typed:", plan.display, highlight=False, soft_wrap=True)
+    console.print("working directory:", plan.cwd, highlight=False)
+    for key, value in sorted(plan.env.items()):
         console.print(f"  {key}={value}", highlight=False, soft_wrap=True)
 
 
-def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
-    """Show a progress bar until the run ends; returns its final info."""
+def follow(client: DaemonClient, run_id: str, config: RunConfig) -> RunRecord:
+    """Show a progress bar until the run ends, and the run's warnings as they happen; returns its final record."""
     by_episodes = config.budget.episodes is not None
     total = config.budget.episodes if by_episodes else config.budget.timesteps
     unit = "episodes" if by_episodes else "steps"
@@ -417,39 +438,52 @@ def follow(client: DaemonClient, run_id: str, config: RunConfig) -> pb.RunInfo:
         TimeElapsedColumn(),
         TextColumn("{task.fields[state]}"),
     )
+    warnings = _RunWarnings()
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(run_id[:48], total=total, state="")
         while True:
             detail = client.get_run(run_id)
             progress_ = detail.progress
             done = progress_.episodes if by_episodes else max(progress_.steps, progress_.global_step)
-            progress.update(task, completed=done, state=_state(detail.info.state))
-            if RunState(detail.info.state).terminal:
-                return detail.info
+            progress.update(task, completed=done, state=_state(detail.record.state))
+            # Above the bar, when they happen: a warning explains what the run does next.
+            warnings.show(detail.record.run_dir, progress.console)
+            if detail.record.state.terminal:
+                break
             time.sleep(0.25)
+    warnings.show(detail.record.run_dir, console)
+    return detail.record
 
 
-def _print_warnings(run_dir: Path) -> None:
-    """The WARNING and ERROR events of a run (GPU fallback, W&B offline …), where a user will see them."""
-    path = RunDir(run_dir).telemetry_path
-    if not path.exists():
-        return
-    try:
-        reader = TelemetryReader(path)
+class _RunWarnings:
+    """The WARNING and ERROR events of a run (GPU fallback, W&B offline, a refused step …), each shown once."""
+
+    LEVELS = ("WARNING", "ERROR")
+
+    def __init__(self) -> None:
+        self.seen = 0  # events read so far (their ids have no gaps)
+
+    def show(self, run_dir: str, where: Console) -> None:
+        path = RunDir(run_dir).telemetry_path if run_dir else None
+        if path is None or not path.exists():
+            return
         try:
-            events = [e for e in reader.events() if e.level in ("WARNING", "ERROR")]
-        finally:
-            reader.close()
-    except GymGuiError:
-        return
-    for event in events:
-        console.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
+            reader = TelemetryReader(path)
+            try:
+                events = reader.events(self.seen)
+            finally:
+                reader.close()
+        except GymGuiError:
+            return  # not initialised yet: the next look finds them
+        self.seen += len(events)
+        for event in events:
+            if event.level in self.LEVELS:
+                where.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
 
 
-def _print_end(info: pb.RunInfo) -> None:
+def _print_end(info: RunRecord) -> None:
     reason = f": {escape(info.reason)}" if info.reason else ""
     console.print(f"run [bold]{info.run_id}[/] {_state(info.state)}{reason}", soft_wrap=True)
-    _print_warnings(Path(info.run_dir))
 
 
 @app.command("eval")
@@ -476,7 +510,7 @@ def eval_(
             return
         final = follow(client, record.run_id, config)
     _print_end(final)
-    if final.state != RunState.COMPLETED.value:
+    if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
 
 
@@ -560,24 +594,16 @@ app.add_typer(wandb_app, name="wandb")
 
 @wandb_app.command("sync")
 def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
-    """Upload a run's offline W&B data (with the key of WANDB_API_KEY or `wandb login`; never stored)."""
+    """Upload a run's offline W&B data to its W&B server (key: WANDB_API_KEY or `wandb login`; never stored)."""
     run_id = validate_run_id(run)
     home = _home()
-    files = RunDir(home.run_dir(run_id))
-    directories = [p for p in files.wandb_runs() if p.name.startswith("offline-run-")]
-    if not directories:
-        raise GymGuiError(f"run {run_id} has no offline W&B data to sync")
-    server = files.read_config().tracking.wandb_base_url
-    if wandb_auth.wandb_environment(server) is None:
-        raise GymGuiError(f"sync needs a W&B API key: {key_sources(server)} (gym_gui never stores it)")
     with _client() as client:
-        worker = client.get_run(run_id).info.worker
-    bundle = worker_catalog().plugin(worker).bundle
-    if bundle is None:
-        raise GymGuiError(f"run {run_id}'s worker {worker!r} has no bundle with wandb to sync with")
-    python = BundleDirectory(home.bundles_dir).require(bundle.name).python
-    sync_offline_runs(python, directories, server, show_output=True)
-    console.print(f"synced {len(directories)} W&B run(s) of {run_id}")
+        worker = client.get_run(run_id).record.worker
+
+    def show(step: int, total: int, name: str) -> None:
+        console.print(f"{step}/{total} wandb sync {name}…", markup=False, highlight=False)
+
+    console.print(sync_offline_runs(home.run_dir(run_id), worker, home.bundles_dir, show), markup=False)
 
 
 @app.command()
@@ -606,13 +632,15 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     run_id = validate_run_id(run)
     with _client() as client:
         detail = client.get_run(run_id)
-    info = detail.info
+    info = detail.record
     table = Table(show_header=False, box=None)
     table.add_row("run", info.run_id)
     table.add_row("worker", f"{info.worker} ({info.lane} lane)")
     table.add_row("env", info.env_id)
     table.add_row("state", _state(info.state) + (f": {escape(info.reason)}" if info.reason else ""))
-    if info.has_exit_code:
+    if info.warning:
+        table.add_row("warning", f"[yellow]{escape(info.warning)}[/]")
+    if info.exit_code is not None:
         table.add_row("exit code", str(info.exit_code))
     table.add_row("created", _when(info.created_at))
     table.add_row("elapsed", _elapsed(info))
@@ -638,11 +666,14 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
             table.add_row("return", f"mean {sum(returns) / len(returns):.3f}, last {returns[-1]:.3f}")
         table.add_row("metrics", ", ".join(tags) or "none")
     console.print(table)
-    _print_warnings(Path(info.run_dir))
+    _RunWarnings().show(info.run_dir, console)
     history = Table("time", "from", "to", "reason", title="state history")
     for change in detail.history:
         history.add_row(
-            _when(change.time), change.from_state or "-", _state(change.to_state), escape(change.reason)
+            _when(change.time),
+            change.from_state.value if change.from_state else "-",
+            _state(change.to_state),
+            escape(change.reason),
         )
     console.print(history)
 
@@ -652,6 +683,10 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Follow a run live: episodes, metrics and state changes as they arrive."""
     run_id = validate_run_id(run)
     with _client() as client:
+        # A warning given before watching began (disk low …) is said first; later ones arrive as events.
+        warning = client.get_run(run_id).record.warning
+        if warning:
+            console.print(f"[yellow]WARNING:[/] {escape(warning)}", soft_wrap=True)
         stream = client.subscribe(run_id, credits=8)
         view = _WatchView(run_id)
         try:
@@ -691,49 +726,50 @@ class _WatchView:
         self.metrics: dict[str, tuple[int, float]] = {}
         self.starved = False
         self.ended = False
-        self.final: pb.StateChange | None = None
+        self.final: StateTransition | None = None
         self.messages: list[str] = []
+        self.bundle: BundleProgress | None = None  # the install of the bundle the run waits for
 
-    def apply(self, event: pb.TelemetryEvent) -> bool:
+    def apply(self, event: TelemetryEvent) -> bool:
         """Fold ``event`` in; True when it cost a credit."""
-        body = event.WhichOneof("body")
-        if body == "steps":
-            self.steps += len(event.steps.step)
+        if isinstance(event, StepBatch):
+            self.steps += len(event.rows)
             return True
-        if body == "episode":
+        if isinstance(event, EpisodeRecord):
             self.episodes += 1
-            self.returns.append(event.episode.total_reward)
-        elif body == "metrics":
-            for m in event.metrics.metrics:
+            self.returns.append(event.total_reward)
+        elif isinstance(event, MetricBatch):
+            for m in event.points:
                 self.metrics[m.tag] = (m.step, m.value)
-        elif body == "state":
-            self.state = event.state.to_state
-            if RunState(self.state).terminal:
+        elif isinstance(event, StateTransition):
+            self.state = event.to_state.value
+            if event.to_state.terminal:
                 self.ended = True
-                self.final = event.state
-        elif body == "starved":
+                self.final = event
+        elif isinstance(event, Starved):
             self.starved = True
-        elif body == "resumed":
+        elif isinstance(event, Resumed):
             self.starved = False
-        elif body == "event":
-            self.messages = [*self.messages[-4:], f"{event.event.level}: {event.event.message}"]
+        elif isinstance(event, EventRecord):
+            self.bundle = BundleProgress.from_data(event.data) or self.bundle
+            self.messages = [*self.messages[-4:], _event_line(event)]
         return False
 
-    def lines(self, event: pb.TelemetryEvent) -> list[str]:
+    def lines(self, event: TelemetryEvent) -> list[str]:
         """Plain text for ``event`` (steps are summarised by the episodes they make)."""
-        body = event.WhichOneof("body")
-        if body == "episode":
-            e = event.episode
-            return [f"episode {e.episode}: return {e.total_reward:.4g} in {e.steps} steps"]
-        if body == "metrics":
-            return [f"{m.tag}={m.value:.4g} @ {m.step}" for m in event.metrics.metrics]
-        if body == "state":
-            reason = f": {event.state.reason}" if event.state.reason else ""
-            return [f"state {event.state.to_state}{reason}"]
-        if body == "event":
-            return [f"{event.event.level}: {event.event.message}"]
-        if body in ("starved", "resumed"):
-            return [body.upper()]
+        if isinstance(event, EpisodeRecord):
+            return [f"episode {event.episode}: return {event.total_reward:.4g} in {event.steps} steps"]
+        if isinstance(event, MetricBatch):
+            return [f"{m.tag}={m.value:.4g} @ {m.step}" for m in event.points]
+        if isinstance(event, StateTransition):
+            reason = f": {event.reason}" if event.reason else ""
+            return [f"state {event.to_state.value}{reason}"]
+        if isinstance(event, EventRecord):
+            return [_event_line(event)]
+        if isinstance(event, Starved):
+            return ["STARVED"]
+        if isinstance(event, Resumed):
+            return ["RESUMED"]
         return []
 
     def render(self) -> Table:
@@ -748,9 +784,19 @@ class _WatchView:
             )
         for tag, (step, value) in sorted(self.metrics.items()):
             table.add_row(tag, f"{value:.4g} @ {step}")
+        if self.bundle is not None:
+            table.add_row("bundle", f"{self.bundle.bundle}: {self.bundle.text()}")
         for message in self.messages:
             table.add_row("event", message)
         return table
+
+
+def _event_line(event: EventRecord) -> str:
+    """An event as a line; a bundle install's progress from its fields (step, total, phase, message)."""
+    progress = BundleProgress.from_data(event.data)
+    if progress is not None:
+        return f"{event.level}: bundle {progress.bundle}: {progress.text()}"
+    return f"{event.level}: {event.message}"
 
 
 @app.command()
@@ -769,7 +815,7 @@ def pause(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the worker to pause.")] = 30.0,
 ) -> None:
     """Pause a run: its worker keeps its process and stops stepping until `gym-gui resume`."""
-    _change_state(validate_run_id(run), Command.PAUSE, RunState.PAUSED, timeout)
+    _change_state(validate_run_id(run), Control.PAUSE, RunState.PAUSED, timeout)
 
 
 @app.command()
@@ -778,13 +824,13 @@ def resume(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the worker to resume.")] = 30.0,
 ) -> None:
     """Resume a paused run: it goes on from the step it was paused at."""
-    _change_state(validate_run_id(run), Command.RESUME, RunState.RUNNING, timeout)
+    _change_state(validate_run_id(run), Control.RESUME, RunState.RUNNING, timeout)
 
 
-def _change_state(run_id: str, command: pb.ControlMessage.Command, target: RunState, timeout: float) -> None:
-    """Send ``command`` and wait until the worker has reported the run ``target`` (or it ended)."""
+def _change_state(run_id: str, control: Control, target: RunState, timeout: float) -> None:
+    """Send ``control`` and wait until the worker has reported the run ``target`` (or it ended)."""
     with _client() as client:
-        client.control(run_id, command)
+        client.control(run_id, control)
         record = client.wait_for_state(run_id, target, timeout=timeout)
     if record.state is not target:
         reason = f": {record.reason}" if record.reason else ""
@@ -804,7 +850,7 @@ def checkpoint(
     path = RunDir(_home().run_dir(run_id)).telemetry_path
     with _client() as client:
         before = {a.path for a in _checkpoints(path)}
-        client.control(run_id, Command.CHECKPOINT_NOW)
+        client.control(run_id, Control.CHECKPOINT)
         console.print(f"checkpoint asked of run [bold]{run_id}[/]")
         if timeout <= 0:
             return
@@ -815,9 +861,9 @@ def checkpoint(
             if fresh:
                 saved = fresh[-1]
                 break
-            info = client.get_run(run_id).info
-            if RunState(info.state).terminal:
-                raise GymGuiError(f"run {run_id} ended ({info.state}) before a checkpoint was reported")
+            info = client.get_run(run_id).record
+            if info.state.terminal:
+                raise GymGuiError(f"run {run_id} ended ({info.state.value}) before a checkpoint was reported")
             if time.monotonic() > deadline:
                 raise GymGuiError(f"run {run_id} reported no checkpoint within {timeout:.0f}s")
             time.sleep(0.25)
@@ -857,7 +903,7 @@ def render_rate(
     """Change how many frames a second a running pixel-env run renders for the live view and replay."""
     run_id = validate_run_id(run)
     with _client() as client:
-        client.control(run_id, Command.SET_RENDER_RATE, render_fps=fps)
+        client.control(run_id, Control.RENDER_RATE, render_fps=fps)
     console.print(f"run [bold]{run_id}[/]: render rate {fps:g} frames/s")
 
 

@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.render import decode_payload
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.controls import Control
 from gym_gui.core.errors import ConfigError, RunBusy
+from gym_gui.core.records import MetricBatch, StateTransition, TelemetryEvent
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -28,6 +30,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from tests.conftest import SHARED_BUNDLES
 from tests.support import (
     assert_one_line_error,
+    files_containing,
     gym_gui,
     module_daemon,
     pid_alive,
@@ -36,7 +39,6 @@ from tests.support import (
 )
 
 SECRET = "gymgui-test-secret-7f3a9c"
-Command = pb.ControlMessage.Command
 
 
 def cleanrl_config(algo: str, env_id: str, timesteps: int, **extra: Any) -> RunConfig:
@@ -67,10 +69,10 @@ def trained(cleanrl_daemon: tuple[DaemonClient, Home]) -> dict[str, Any]:
     config = cleanrl_config("ppo", "CartPole-v1", 20_000, checkpoints={"every_steps": 5000})
     record, _ = client.submit(config)
     stream = client.subscribe(record.run_id, credits=1000)
-    events: list[pb.TelemetryEvent] = []
+    events: list[TelemetryEvent] = []
     for event in stream:
         events.append(event)
-        if event.HasField("state") and RunState(event.state.to_state).terminal:
+        if isinstance(event, StateTransition) and event.to_state.terminal:
             break
     stream.close()
     final = client.wait_for_end(record.run_id, timeout=300)
@@ -131,11 +133,13 @@ def test_metrics_reach_storage_once_each(
 
 def test_metrics_stream_live_while_training(trained: dict[str, Any]) -> None:
     events = trained["events"]
-    end = next(i for i, e in enumerate(events) if e.HasField("state") and e.state.to_state == "COMPLETED")
-    live = [m.tag for e in events[:end] if e.HasField("metrics") for m in e.metrics.metrics]
+    end = next(
+        i for i, e in enumerate(events) if isinstance(e, StateTransition) and e.to_state is RunState.COMPLETED
+    )
+    batches = [e for e in events[:end] if isinstance(e, MetricBatch)]
+    live = [m.tag for batch in batches for m in batch.points]
     assert "charts/episodic_return" in live
     assert "charts/SPS" in live
-    batches = [e for e in events[:end] if e.HasField("metrics")]
     assert len(batches) > 3  # many updates during the run, not one dump at the end
 
 
@@ -201,14 +205,14 @@ def test_an_evaluation_pauses_between_two_steps_and_has_nothing_to_checkpoint(
     run_id = record.run_id
     try:
         wait_until(lambda: client.get_run(run_id).progress.steps > 20, 120, "the evaluation to play")
-        client.control(run_id, Command.PAUSE)
+        client.control(run_id, Control.PAUSE)
         assert client.wait_for_state(run_id, RunState.PAUSED, timeout=30).state is RunState.PAUSED
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused evaluation")
-        client.control(run_id, Command.RESUME)
+        client.control(run_id, Control.RESUME)
         assert client.wait_for_state(run_id, RunState.RUNNING, timeout=30).state is RunState.RUNNING
         wait_until(lambda: client.get_run(run_id).progress.steps > held + 20, 30, "play to go on")
         with pytest.raises(RunBusy, match="is an evaluation: it trains no model to checkpoint"):
-            client.control(run_id, Command.CHECKPOINT_NOW)
+            client.control(run_id, Control.CHECKPOINT)
     finally:
         client.cancel(run_id)
     assert client.wait_for_end(run_id, timeout=60).state is RunState.CANCELLED
@@ -353,6 +357,39 @@ def test_a_flag_the_script_rejects_fails_the_run_with_the_scripts_error_line(
     assert "error: argument --num-envs: -2 environments is not a positive number" in final.reason
 
 
+def test_sac_trains_on_its_default_mujoco_env_and_its_model_plays_with_frames_headless(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    # sac's own default env id (old gym 0.23 stops at Hopper-v3; the bundle's compat reaches -v4).
+    description = client.describe_worker("cleanrl", algorithm="sac_continuous_action")
+    params = {p["name"]: p for p in description.details["arguments"]["params"]}
+    default_env = params["env-id"]["default"]
+    assert default_env == "Hopper-v4"
+    config = cleanrl_config(
+        "sac_continuous_action", default_env, 600, params={"learning-starts": 200, "batch-size": 64}
+    )
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=300)
+    assert final.state is RunState.COMPLETED, final.reason
+    assert RunDir(home.run_dir(record.run_id)).saved_models()
+
+    # Played back with frames (render_fps > 0): MuJoCo renders without a display.
+    evaluation = client.evaluation_config(record.run_id, episodes=1, seed=3, render_fps=30, real_time=False)
+    played, _ = client.submit(evaluation)
+    ended = client.wait_for_end(played.run_id, timeout=300)
+    assert ended.state is RunState.COMPLETED, ended.reason
+    reader = TelemetryReader(RunDir(home.run_dir(played.run_id)).telemetry_path)
+    try:
+        steps = reader.steps(0, 0, 100_000)
+    finally:
+        reader.close()
+    framed = [s for s in steps if s.render]
+    assert framed, "no frame was stored"
+    frame = decode_payload(framed[0].render or b"")
+    assert isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.std() > 0  # a picture, not a blank
+
+
 def test_an_env_cleanrl_cannot_make_fails_with_its_message(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
     client, _home = cleanrl_daemon
     # A classic-control family the bundle has, in a version its gym does not know.
@@ -455,11 +492,20 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
             lambda: client.get_run(run_id).progress.global_step > held + 2048, 120, "training to go on"
         )
         assert _script_pid(run_dir) == script and registry.get(run_id).pid == worker, "same processes"
+
         # The same training went on: a loss logged once per update keeps climbing in global steps
         # (a script started again would log from its first steps).
-        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
-        steps = [point.step for point in reader.metrics("losses/value_loss")]
-        reader.close()
+        def loss_steps() -> list[int]:
+            reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+            try:
+                return [point.step for point in reader.metrics("losses/value_loss")]
+            finally:
+                reader.close()
+
+        # Losses come from the event files (read about once a second), returns from stdout: wait for
+        # a loss logged after the pause before reading the series.
+        wait_until(lambda: (loss_steps() or [0])[-1] > held, 60, "a loss logged after the pause")
+        steps = loss_steps()
         assert steps == sorted(set(steps)) and steps[-1] > held, steps
 
         # Cancelled while paused, the script is continued to take its SIGTERM: it saves and ends.
@@ -471,6 +517,44 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
         assert (run_dir / "checkpoints" / "interrupted.cleanrl_model").is_file()
     finally:
         registry.close()
+
+
+def test_gym_gui_train_shows_a_runs_warning_while_it_runs(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+    client, home = cleanrl_daemon
+    command = [sys.executable, "-m", "gym_gui", "train", "--worker", "cleanrl", "--algo", "ppo"]
+    command += ["--env", "CartPole-v1", "--total-timesteps", "5000000", "--gpu"]  # no GPU here: a warning
+    env = {**os.environ, "GYM_GUI_HOME": str(home.root), "NO_COLOR": "1", "COLUMNS": "200"}
+    train = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert train.stdout is not None
+        for line in train.stdout:
+            out.put(line)
+        out.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        lines: list[str] = []
+        while not (lines and lines[-1].startswith("WARNING:")):
+            line = out.get(timeout=180)
+            assert line is not None, f"gym-gui train ended without a warning: {lines}"
+            lines.append(line)
+        assert "CPU" in lines[-1], lines
+        run_id = lines[0].split()[1]
+        # Shown while the run goes on, not only once it has ended.
+        assert not client.get_run(run_id).record.state.terminal
+        client.cancel(run_id)
+        assert train.wait(timeout=120) == 1  # a cancelled run is not a success
+        rest = []
+        while (line := out.get(timeout=30)) is not None:
+            rest.append(line)
+        assert any(f"run {run_id} CANCELLED" in line for line in rest), rest
+        assert not any(line.startswith("WARNING:") for line in rest), rest  # each warning once
+    finally:
+        if train.poll() is None:
+            train.kill()
+            train.wait(timeout=30)
 
 
 def test_gpu_wish_falls_back_to_cpu_with_a_warning_and_a_mandatory_gpu_fails_before_launch(
@@ -514,8 +598,7 @@ def test_wandb_offline_keeps_the_key_out_of_every_file(cleanrl_daemon: tuple[Dae
     manifest = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())
     assert manifest["wandb"]["path"].startswith("wandb/offline-run-")
     assert manifest["wandb"]["mode"] == "offline"
-    leaks = [p for p in home.root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
-    assert leaks == []
+    assert files_containing(home.root, SECRET.encode()) == []
 
 
 def test_dry_run_shows_the_exact_command_with_secrets_redacted(
@@ -580,8 +663,52 @@ def test_the_key_of_a_wandb_login_for_the_runs_server_makes_it_online_and_stays_
     run_id = re.search(r"run (\S+__ppo__\S+)", out)
     assert run_id
     assert RunDir(home.run_dir(run_id.group(1))).read_config().tracking.wandb_base_url == server
-    leaks = [p for p in home.root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
-    assert leaks == []
+    assert files_containing(home.root, SECRET.encode()) == []
+
+
+def test_preview_is_the_plan_a_run_gets_and_stores_nothing(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    config = cleanrl_config(
+        "ppo",
+        "CartPole-v1",
+        1024,
+        params={"learning-rate": 0.0005},
+        tracking={"wandb_mode": "online", "wandb_project": "gg"},
+        checkpoints={"every_steps": 512},
+    )
+    runs_before = sorted(path.name for path in home.runs_dir.iterdir())
+    plan = client.preview(config, {"WANDB_API_KEY": SECRET})
+    assert SECRET not in repr(plan)
+    assert plan.env["WANDB_API_KEY"] == "***" and plan.env["WANDB_MODE"] == "online"
+    assert plan.script_argv[1].endswith("/cleanrl/ppo.py")
+    assert "--learning-rate" in plan.script_argv and "--checkpoint-every" in plan.argv
+    # As a user would type it: the variables the worker kind sets, the key as ***, the bundle by name.
+    assert plan.display.startswith(
+        "MUJOCO_GL=egl PYOPENGL_PLATFORM=egl CUDA_VISIBLE_DEVICES='' WANDB_MODE=online "
+    )
+    assert (
+        "WANDB_API_KEY=*** <cleanrl bundle>/bin/python -m gym_gui_cleanrl_worker train --script "
+        in plan.display
+    )
+    assert "--checkpoint-every 512 -- --exp-name ppo" in plan.display
+    assert "--learning-rate 0.0005" in plan.display and str(SHARED_BUNDLES) not in plan.display
+    # The flags describe says gym_gui sets from the config are the ones the plan sets (entity: not given).
+    mapped = client.describe_worker("cleanrl").details["mapped"]
+    given = {flag for flag in mapped if f"--{flag}" in plan.script_argv}
+    assert given == set(mapped) - {"wandb-entity"}
+
+    # The launcher's validate speaks through the preview, naming the script's own flag.
+    with pytest.raises(ConfigError, match="learning-rate"):
+        client.preview(cleanrl_config("ppo", "CartPole-v1", 1024, params={"learning-rate": "fast"}))
+    assert sorted(path.name for path in home.runs_dir.iterdir()) == runs_before
+
+    # A dry run of the same config replies with the same plan, under the id it got.
+    record, dry = client.dry_run(config, {"WANDB_API_KEY": SECRET})
+    assert record.state is RunState.COMPLETED and dry is not None
+    assert (dry.argv, dry.script_argv) == (plan.argv, plan.script_argv)
+    assert dry.display == plan.display.replace(plan.run_id, dry.run_id)
 
 
 def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
@@ -697,20 +824,23 @@ def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[D
         return "charts/episodic_return" in seen and "charts/SPS" in seen
 
     wait_until(live_metrics, 120, "watch to show return and SPS")
-    assert client.get_run(record.run_id).info.state == "RUNNING"  # shown while CleanRL trains
+    assert client.get_run(record.run_id).record.state == "RUNNING"  # shown while CleanRL trains
     assert watcher.wait(300) == 0
     reader.join(10)
     live_metrics()
     assert "COMPLETED" in seen
 
 
-def test_atari_and_mujoco_variants_are_refused_before_launch_with_the_install_hint(
+def test_atari_and_mujoco_py_variants_are_refused_before_launch_with_the_install_hint(
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:
     client, home = cleanrl_daemon
     before = set(home.runs_dir.iterdir())
     with pytest.raises(ConfigError, match=r"dqn_atari cannot run here: .*pip install ale-py"):
         client.submit(cleanrl_config("dqn_atari", "BreakoutNoFrameskip-v4", 1000))
-    with pytest.raises(ConfigError, match=r"HalfCheetah-v4 \(mujoco environment\) needs mujoco.*pip install"):
-        client.submit(cleanrl_config("ppo_continuous_action", "HalfCheetah-v4", 1000))
+    # The bundle has MuJoCo's maintained bindings (-v4); the -v3 ids want the old mujoco-py.
+    with pytest.raises(
+        ConfigError, match=r"HalfCheetah-v3 \(mujoco environment\) needs mujoco_py.*pip install"
+    ):
+        client.submit(cleanrl_config("ppo_continuous_action", "HalfCheetah-v3", 1000))
     assert set(home.runs_dir.iterdir()) == before

@@ -171,6 +171,29 @@ def test_daemon_start_status_stop(home: Path) -> None:
     assert gym_gui("daemon", "status", home=home).returncode == 1
 
 
+def test_a_shell_whose_settings_differ_from_the_running_daemons_is_told(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_with = str(tmp_path / "bundles_a")
+    monkeypatch.setenv("GYM_GUI_BUNDLES", started_with)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    try:
+        assert gym_gui("daemon", "start", home=home).returncode == 0
+        same = gym_gui("runs", home=home)
+        assert same.returncode == 0 and "warning" not in same.stderr, same.stderr
+
+        monkeypatch.setenv("GYM_GUI_BUNDLES", str(tmp_path / "bundles_b"))
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        told = gym_gui("runs", home=home)
+        assert told.returncode == 0  # told, not refused
+        lines = [line for line in told.stderr.splitlines() if line.startswith("warning:")]
+        assert len(lines) == 2, told.stderr
+        assert f"GYM_GUI_BUNDLES={started_with!r}" in lines[0] and "bundles_b" in lines[0]
+        assert "CUDA_VISIBLE_DEVICES=(unset)" in lines[1] and "gym-gui daemon stop" in lines[1]
+    finally:
+        gym_gui("daemon", "stop", home=home)
+
+
 class _Watch:
     """`gym-gui watch RUN` in the background (piped: one plain line per thing that happened)."""
 
@@ -229,7 +252,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         paused = gym_gui("pause", run_id, home=home)
         assert paused.returncode == 0, paused.stderr
         assert f"run {run_id} PAUSED" in paused.stdout
-        assert client.get_run(run_id).info.state == "PAUSED"
+        assert client.get_run(run_id).record.state == "PAUSED"
         assert registry.get(run_id).pid == pid and pid_alive(pid), "a paused run must keep its process"
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
         reader = TelemetryReader(RunDir(Home(home).run_dir(run_id)).telemetry_path)
@@ -292,10 +315,33 @@ def test_a_worker_that_cannot_pause_is_refused_in_one_line(home: Path) -> None:
     session = HumanSession(client, "FrozenLake-v1", seed=0)
     try:
         session.start()
-        wait_until(lambda: client.get_run(session.run_id).info.state == "RUNNING", 30, "human play to run")
+        wait_until(lambda: client.get_run(session.run_id).record.state == "RUNNING", 30, "human play to run")
         assert_one_line_error(gym_gui("pause", session.run_id, home=home), "worker Human-Only cannot pause")
         assert_one_line_error(gym_gui("resume", session.run_id, home=home), "worker Human-Only cannot pause")
-        assert client.get_run(session.run_id).info.state == "RUNNING"
+        assert client.get_run(session.run_id).record.state == "RUNNING"
     finally:
         session.close()
         client.close()
+
+
+def test_wandb_sync_says_in_one_line_what_it_needs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = gym_gui("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "1", home=home)
+    assert result.returncode == 0, result.stderr
+    run_id = run_id_in(result.stdout)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home), f"run {run_id} has no offline W&B data"
+    )
+
+    # Where wandb keeps a run it records offline, as a CleanRL run with offline tracking leaves it.
+    (Home(home).run_dir(run_id) / "wandb" / "offline-run-20250101_000000-abc123").mkdir(parents=True)
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home),
+        "sync needs a W&B API key: WANDB_API_KEY or a `wandb login`",
+        "gym_gui never stores it",
+    )
+
+    monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home), "worker 'random' runs in gym_gui's own environment"
+    )

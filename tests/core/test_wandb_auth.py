@@ -76,14 +76,19 @@ def test_a_broken_netrc_file_is_no_key_and_is_logged(
     assert wandb_auth.api_key() is None
 
 
-def test_the_wandb_command_gets_the_server_and_its_key_and_not_this_python(
+def test_the_wandb_command_gets_the_server_and_its_key(
     user_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", "/somewhere")
     env = wandb_auth.wandb_environment(SELF_HOSTED)
     assert env is not None
     assert env["WANDB_API_KEY"] == LOCAL_KEY and env["WANDB_BASE_URL"] == SELF_HOSTED
-    assert "PYTHONPATH" not in env and env["HOME"] == str(user_home)
+    assert env["HOME"] == str(user_home)
+    given = {"HOME": str(user_home), "PATH": "/usr/bin"}  # the environment it is added to
+    assert wandb_auth.wandb_environment(SELF_HOSTED, given) == {
+        **given,
+        "WANDB_API_KEY": LOCAL_KEY,
+        "WANDB_BASE_URL": SELF_HOSTED,
+    }
     monkeypatch.setenv("WANDB_BASE_URL", SELF_HOSTED)  # the shell's server, when none is given
     env = wandb_auth.wandb_environment(None)
     assert env is not None and env["WANDB_API_KEY"] == LOCAL_KEY

@@ -7,6 +7,7 @@ import queue
 import signal
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import pytest
@@ -15,6 +16,15 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.worker import Phase, WorkerSession
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import (
+    EpisodeRecord,
+    Lifecycle,
+    Resumed,
+    Starved,
+    StateTransition,
+    StepBatch,
+    TelemetryEvent,
+)
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -164,7 +174,7 @@ def test_a_silent_worker_fails_with_heartbeat_lost(client: DaemonClient) -> None
     wait_until(lambda: session.stop_requested.is_set(), 10, "the worker to be told to stop")
 
 
-def _collect(stream: Iterator[pb.TelemetryEvent], into: queue.Queue[pb.TelemetryEvent]) -> None:
+def _collect(stream: Iterator[TelemetryEvent], into: queue.Queue[TelemetryEvent]) -> None:
     try:
         for event in stream:
             into.put(event)
@@ -177,15 +187,15 @@ def test_kill_9_of_a_worker_fails_the_run_and_keeps_every_step_it_sent(
 ) -> None:
     record, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
     stream = client.subscribe(record.run_id, credits=1_000_000)
-    events: queue.Queue[pb.TelemetryEvent] = queue.Queue()
+    events: queue.Queue[TelemetryEvent] = queue.Queue()
     threading.Thread(target=_collect, args=(stream, events), daemon=True).start()
     seen: set[tuple[int, int]] = set()
 
     def enough_steps() -> bool:
         while not events.empty():
             event = events.get()
-            if event.HasField("steps"):
-                seen.update(zip(event.steps.episode, event.steps.step, strict=True))
+            if isinstance(event, StepBatch):
+                seen.update((row[0], row[1]) for row in event.rows)
         return len(seen) >= 5000
 
     wait_until(enough_steps, 60, "5000 steps to reach the viewer")
@@ -206,7 +216,7 @@ def test_kill_9_of_a_worker_fails_the_run_and_keeps_every_step_it_sent(
 
 def test_cancel_stops_the_whole_process_group(client: DaemonClient, registry: RunRegistry) -> None:
     record, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
-    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 60, "the run to start")
+    wait_until(lambda: client.get_run(record.run_id).record.state == "RUNNING", 60, "the run to start")
     pid = registry.get(record.run_id).pid
     assert pid is not None
     client.cancel(record.run_id)
@@ -219,13 +229,13 @@ def test_cancel_stops_the_whole_process_group(client: DaemonClient, registry: Ru
 @pytest.mark.parametrize("daemon_args", [["--max-concurrent", "1", "--cancel-grace", "3"]])
 def test_concurrency_limit_keeps_the_rest_queued_in_order(client: DaemonClient) -> None:
     runs = [client.submit(random_config("CartPole-v1", timesteps=50_000_000))[0].run_id for _ in range(3)]
-    wait_until(lambda: client.get_run(runs[0]).info.state == "RUNNING", 60, "the first run to start")
-    assert [client.get_run(r).info.state for r in runs[1:]] == ["QUEUED", "QUEUED"]
+    wait_until(lambda: client.get_run(runs[0]).record.state == "RUNNING", 60, "the first run to start")
+    assert [client.get_run(r).record.state for r in runs[1:]] == ["QUEUED", "QUEUED"]
     client.cancel(runs[0])
-    wait_until(lambda: client.get_run(runs[1]).info.state == "RUNNING", 60, "the second run to start")
-    assert client.get_run(runs[2]).info.state == "QUEUED"
+    wait_until(lambda: client.get_run(runs[1]).record.state == "RUNNING", 60, "the second run to start")
+    assert client.get_run(runs[2]).record.state == "QUEUED"
     client.cancel(runs[2])  # a queued run is cancelled without ever starting
-    assert client.get_run(runs[2]).info.state == "CANCELLED"
+    assert client.get_run(runs[2]).record.state == "CANCELLED"
     client.cancel(runs[1])
     assert client.wait_for_end(runs[1], timeout=60).state is RunState.CANCELLED
 
@@ -238,7 +248,7 @@ def test_kill_9_of_the_daemon_is_reconciled_by_the_next_one(home: Home, daemon_a
         stalled, _ = client.submit(random_config("CartPole-v1", timesteps=50_000_000))
         for run in (gone, stalled):
             wait_until(
-                lambda run=run: client.get_run(run.run_id).info.state == "RUNNING", 60, "runs to start"
+                lambda run=run: client.get_run(run.run_id).record.state == "RUNNING", 60, "runs to start"
             )
         gone_pid = registry.get(gone.run_id).pid
         stalled_pid = registry.get(stalled.run_id).pid
@@ -251,10 +261,10 @@ def test_kill_9_of_the_daemon_is_reconciled_by_the_next_one(home: Home, daemon_a
         wait_until(lambda: not pid_alive(gone_pid), 60, "the orphaned worker to exit")
 
         client = DaemonClient.connect(home.root, daemon_args=daemon_args)
-        lost = client.get_run(gone.run_id).info
+        lost = client.get_run(gone.run_id).record
         assert lost.state == "LOST"
         assert "vanished" in lost.reason
-        assert client.get_run(stalled.run_id).info.state == "RUNNING"  # still alive: kept
+        assert client.get_run(stalled.run_id).record.state == "RUNNING"  # still alive: kept
         os.kill(stalled_pid, signal.SIGKILL)
         final = client.wait_for_end(stalled.run_id, timeout=60)
         assert final.state is RunState.FAILED
@@ -269,10 +279,10 @@ def test_kill_9_of_the_daemon_is_reconciled_by_the_next_one(home: Home, daemon_a
 def test_viewer_credits_coalesce_steps_and_report_starved_then_resumed(client: DaemonClient) -> None:
     run_id, token = human_run(client)
     stream = client.subscribe(run_id, credits=1)
-    events: queue.Queue[pb.TelemetryEvent] = queue.Queue()
+    events: queue.Queue[TelemetryEvent] = queue.Queue()
     threading.Thread(target=_collect, args=(stream, events), daemon=True).start()
     first = events.get(timeout=10)
-    assert first.state.to_state == "STARTING"
+    assert isinstance(first, StateTransition) and first.to_state is RunState.STARTING
 
     session = WorkerSession(client.info.address, run_id, token, batch_steps=1)
     session.start()
@@ -281,28 +291,27 @@ def test_viewer_credits_coalesce_steps_and_report_starved_then_resumed(client: D
         session.step(0, i, 0.0, i == 9, False, "0", str(i))
     session.episode(0, steps=10, total_reward=0.0, terminated=True, truncated=False, started_at=1.0)
 
-    def next_body(kind: str) -> pb.TelemetryEvent:
+    def next_of(kind: type[Any]) -> Any:
         while True:
             event = events.get(timeout=10)
-            if event.WhichOneof("body") == kind:
+            if isinstance(event, kind):
                 return event
-            assert event.WhichOneof("body") in ("state", "lifecycle", "starved", "steps", "resumed"), event
+            assert isinstance(event, (StateTransition, Lifecycle, Starved, StepBatch, Resumed)), event
 
-    received = []
+    received: list[type[Any]] = []
     while True:
         event = events.get(timeout=10)
-        body = event.WhichOneof("body")
-        received.append(body)
-        if body == "episode":
+        received.append(type(event))
+        if isinstance(event, EpisodeRecord):
             break
     # One credit: one step batch, then STARVED; the episode arrives regardless.
-    assert received.count("steps") == 1
-    assert "starved" in received
+    assert received.count(StepBatch) == 1
+    assert Starved in received
     stream.grant(4)
-    latest = next_body("steps")
-    assert list(latest.steps.observation) == ["9"]  # the latest frame wins
-    resumed = next_body("resumed")
-    assert resumed.resumed.coalesced == 8
+    latest = next_of(StepBatch)
+    assert [row[6] for row in latest.rows] == ["9"]  # the latest frame wins
+    resumed = next_of(Resumed)
+    assert resumed.coalesced == 8
     session.finish()
     assert client.wait_for_end(run_id, timeout=30).state is RunState.COMPLETED
     stream.close()

@@ -11,14 +11,14 @@ import pytest
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 
-from gym_gui.core.errors import ConfigError, InvalidRunId, RunBusy, RunNotFound
+from gym_gui.core.errors import ConfigError, InvalidRunId, RunBusy, RunNotFound, UnknownEnv
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.support import random_config, wait_until
+from tests.support import files_containing, random_config, wait_until
 
 
 def test_frozenlake_run_stores_every_episode_and_step(client: DaemonClient, home: Home) -> None:
@@ -43,10 +43,10 @@ def test_frozenlake_run_stores_every_episode_and_step(client: DaemonClient, home
 
     detail = client.get_run(record.run_id)
     assert [(c.from_state, c.to_state) for c in detail.history] == [
-        ("", "QUEUED"),
-        ("QUEUED", "STARTING"),
-        ("STARTING", "RUNNING"),
-        ("RUNNING", "COMPLETED"),
+        (None, RunState.QUEUED),
+        (RunState.QUEUED, RunState.STARTING),
+        (RunState.STARTING, RunState.RUNNING),
+        (RunState.RUNNING, RunState.COMPLETED),
     ]
     assert detail.progress.episodes == 200
 
@@ -119,21 +119,47 @@ def test_unknown_run_is_not_found(client: DaemonClient) -> None:
 
 
 def test_dry_run_launches_nothing(client: DaemonClient, home: Home, registry: RunRegistry) -> None:
-    config = random_config().model_copy(update={"dry_run": True})
-    record, _ = client.submit(config)
-    final = client.wait_for_end(record.run_id, timeout=30)
-    assert (final.state, final.reason) == (RunState.COMPLETED, "dry-run")
+    record, plan = client.dry_run(random_config(), {"SERVICE_API_KEY": "hush-5d1c"})
+    # The reply comes once the plan is resolved: the run has ended and the plan is in it.
+    assert (record.state, record.reason) == (RunState.COMPLETED, "dry-run")
+    assert plan is not None and plan.run_id == record.run_id
+    assert plan.argv[-2:] == ["-m", "gym_gui_random_worker"]
+    assert plan.cwd == str(home.run_dir(record.run_id))
+    assert plan.env["SERVICE_API_KEY"] == "***" and plan.env["GYM_GUI_RUN_TOKEN"] == "***"
     assert registry.get(record.run_id).pid is None
+    # The run keeps its record of the dry run, the same plan as the reply.
     reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
     event = next(e for e in reader.events() if e.kind == "dry-run")
-    assert json.loads(event.data)["argv"][-1] == "gym_gui_random_worker"
+    data = json.loads(event.data)
+    assert (data["argv"], data["env"], data["display"]) == (plan.argv, plan.env, plan.display)
     assert reader.step_count() == 0
     reader.close()
+    assert not files_containing(home.root, b"hush-5d1c")
+
+
+def test_preview_resolves_the_command_and_stores_nothing(client: DaemonClient, home: Home) -> None:
+    plan = client.preview(random_config(), {"SERVICE_API_KEY": "hush-5d1c"})
+    assert plan.argv[-2:] == ["-m", "gym_gui_random_worker"]
+    # As a user would type it: gym_gui's interpreter is `python`, secrets are ***.
+    assert plan.display == "SERVICE_API_KEY=*** python -m gym_gui_random_worker"
+    assert plan.run_id.startswith("FrozenLake-v1__random__0__")
+    assert plan.env["GYM_GUI_RUN_ID"] == plan.run_id and plan.env["GYM_GUI_RUN_TOKEN"] == "***"
+    assert plan.cwd == str(home.run_dir(plan.run_id))
+    assert "hush-5d1c" not in repr(plan)
+    assert client.list_runs() == [] and list(home.runs_dir.iterdir()) == []
+    assert not files_containing(home.root, b"hush-5d1c")
+
+    # What submit would refuse, the preview refuses with the same message.
+    with pytest.raises((ConfigError, UnknownEnv), match="NoSuchEnv-v0"):
+        client.preview(random_config("NoSuchEnv-v0"))
+    with pytest.raises(ConfigError, match="cannot be launched by the daemon"):
+        client.preview(random_config().model_copy(update={"worker": "human"}))
+    assert client.list_runs() == []
 
 
 def test_delete_is_refused_while_running_then_allowed(client: DaemonClient, home: Home) -> None:
     record, _ = client.submit(random_config("CartPole-v1", timesteps=10_000_000))
-    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 60, "the run to start")
+    wait_until(lambda: client.get_run(record.run_id).record.state == "RUNNING", 60, "the run to start")
     with pytest.raises(RunBusy, match="cancel it"):
         client.delete(record.run_id)
     assert home.run_dir(record.run_id).exists()

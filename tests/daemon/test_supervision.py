@@ -138,7 +138,8 @@ DAEMON = SRC / "daemon"
 # LiveRun is the daemon's own (no module outside gym_gui.daemon uses it); within the daemon, only
 # Supervisor and its parts, which LiveRun's docstring names, change one.
 SUPERVISOR = {
-    DAEMON / f"{name}.py" for name in ("supervisor", "live", "scheduler", "launching", "ending", "recovery")
+    DAEMON / f"{name}.py"
+    for name in ("supervisor", "live", "scheduler", "launching", "ending", "disk", "recovery")
 }
 FIELDS = {field.name for field in dataclasses.fields(LiveRun)}
 # Fields that change by a method call rather than an assignment.

@@ -12,7 +12,7 @@ import pytest
 
 from gym_gui.core.errors import IllegalTransition, InvalidRunId, RunNotFound, StorageError
 from gym_gui.core.records import RunRecord
-from gym_gui.core.states import TERMINAL_STATES, TRANSITIONS, RunState
+from gym_gui.core.states import TRANSITIONS, RunState
 from gym_gui.storage import registry as registry_module
 from gym_gui.storage.registry import SCHEMA_VERSION, RunRegistry, sql_migration
 
@@ -259,7 +259,7 @@ def test_concurrent_threads_each_use_their_own_connection(
     assert len({id(conn) for conn in connections}) == n_threads
     assert sorted(outcomes) == ["lost"] * (n_threads - 1) + ["won"]
     contested = registry.history("contested")
-    assert len(contested) == 2 and contested[-1].to_state in TERMINAL_STATES
+    assert len(contested) == 2 and contested[-1].to_state.terminal
     for t in range(n_threads):
         for i in range(runs_per_thread):
             run_id = f"run-{t}-{i}"

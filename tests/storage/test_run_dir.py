@@ -133,6 +133,18 @@ def test_config_round_trip_and_redacted_read(run: RunDir) -> None:
     assert "sk-not-for-eyes" not in json.dumps(shown)
 
 
+def test_a_config_stored_with_retired_settings_still_reads(run: RunDir) -> None:
+    # What every run stored before tracking.tensorboard and resources.cpus were retired holds.
+    stored = json.loads(parse_run_config(cleanrl_config()).model_dump_json())
+    stored["tracking"]["tensorboard"] = False
+    stored["resources"]["cpus"] = 4
+    run.config_path.write_text(json.dumps(stored))
+    config = run.read_config()
+    assert config == parse_run_config(cleanrl_config())
+    assert "tensorboard" not in config.model_dump()["tracking"]
+    assert "cpus" not in config.model_dump()["resources"]
+
+
 def test_a_missing_or_damaged_config_is_a_clear_error_and_stays_as_it_is(run: RunDir) -> None:
     with pytest.raises(StorageError, match="has no config file"):
         run.read_config()

@@ -10,6 +10,8 @@ from pytestqt.qtbot import QtBot
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.main_window import MainWindow
+from gym_gui.ui.settings import Settings
 
 
 @pytest.fixture
@@ -20,3 +22,13 @@ def link(qtbot: QtBot, home: Home, client: DaemonClient) -> Iterator[DaemonLink]
     qtbot.waitUntil(lambda: link.connected, timeout=20_000)
     yield link
     link.close()
+
+
+@pytest.fixture
+def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
+    """The cockpit window on the test's daemon, shown offscreen."""
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.run_view.clear()

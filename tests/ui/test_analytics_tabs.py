@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWebEngineWidgets import QWebEngineView
@@ -19,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import RunConfig, parse_run_config
-from gym_gui.core.records import ArtifactRecord, MetricPoint
+from gym_gui.core.records import ArtifactRecord, MetricBatch, MetricPoint, RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -38,7 +37,7 @@ from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
 from tests.conftest import SHARED_BUNDLES
-from tests.support import module_daemon, wait_until_stable
+from tests.support import module_daemon, run_record, wait_until_stable
 
 RETURN = DEFAULT_TAG
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
@@ -88,13 +87,13 @@ def submitted(analytics_daemon: tuple[DaemonClient, Home]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def trained(analytics_daemon: tuple[DaemonClient, Home], submitted: dict[str, str]) -> dict[str, pb.RunInfo]:
+def trained(analytics_daemon: tuple[DaemonClient, Home], submitted: dict[str, str]) -> dict[str, RunRecord]:
     client, _home = analytics_daemon
     infos = {}
     for name, run_id in submitted.items():
         final = client.wait_for_end(run_id, timeout=240)
         assert final.state is RunState.COMPLETED, final.reason
-        infos[name] = client.get_run(run_id).info
+        infos[name] = client.get_run(run_id).record
     return infos
 
 
@@ -113,7 +112,7 @@ def test_charts_tab_receives_live_points_while_a_run_trains(
     record, _ = client.submit(ppo(3, timesteps=1_000_000))
     tab = ChartsTab(link)
     show(qtbot, tab)
-    tab.attach(client.get_run(record.run_id).info)
+    tab.attach(client.get_run(record.run_id).record)
     try:
         qtbot.waitUntil(lambda: len(tab.series(RETURN)[0]) > 0, timeout=90_000)
         seen = len(tab.series(RETURN)[0])
@@ -129,7 +128,7 @@ def test_charts_tab_receives_live_points_while_a_run_trains(
 
 
 def test_charts_tab_backfills_a_finished_run_from_storage(
-    qtbot: QtBot, link: DaemonLink, home: Home, trained: dict[str, pb.RunInfo]
+    qtbot: QtBot, link: DaemonLink, home: Home, trained: dict[str, RunRecord]
 ) -> None:
     run = trained["seed1"]
     tab = ChartsTab(link)
@@ -176,15 +175,17 @@ def test_charts_keep_every_point_where_storage_and_the_live_stream_meet(
     assert writer.close()
     tab = ChartsTab(link)
     show(qtbot, tab)
-    tab.attach(pb.RunInfo(run_id=run_dir.name, worker="cleanrl", state="COMPLETED", run_dir=str(run_dir)))
+    tab.attach(
+        run_record(run_dir.name, RunState.COMPLETED, worker="cleanrl", lane="analytics", run_dir=str(run_dir))
+    )
     qtbot.waitUntil(lambda: tab.series(RETURN)[0].size == 3, timeout=10_000)
-    live = pb.MetricBatch(
-        metrics=[
-            pb.Metric(tag=RETURN, step=100, wall_time=10.0, value=12.0),  # repeats of stored points
-            pb.Metric(tag=RETURN, step=200, wall_time=20.0, value=15.0),
-            pb.Metric(tag=RETURN, step=200, wall_time=20.0, value=15.0),
-            pb.Metric(tag=RETURN, step=200, wall_time=20.1, value=31.0),  # env 2, not stored yet
-            pb.Metric(tag=RETURN, step=300, wall_time=30.0, value=40.0),
+    live = MetricBatch(
+        points=[
+            MetricPoint(tag=RETURN, step=100, wall_time=10.0, value=12.0),  # repeats of stored points
+            MetricPoint(tag=RETURN, step=200, wall_time=20.0, value=15.0),
+            MetricPoint(tag=RETURN, step=200, wall_time=20.0, value=15.0),
+            MetricPoint(tag=RETURN, step=200, wall_time=20.1, value=31.0),  # env 2, not stored yet
+            MetricPoint(tag=RETURN, step=300, wall_time=30.0, value=40.0),
         ]
     )
     tab._on_metrics(live)  # the slot the run's subscription delivers batches to
@@ -240,7 +241,7 @@ def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
     qtbot: QtBot,
     link: DaemonLink,
     home: Home,
-    trained: dict[str, pb.RunInfo],
+    trained: dict[str, RunRecord],
     monkeypatch: pytest.MonkeyPatch,
     embedded: bool,
 ) -> None:
@@ -283,7 +284,7 @@ def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
 def test_tensorboard_tab_without_the_bundle_says_how_to_install_it(
     qtbot: QtBot,
     link: DaemonLink,
-    trained: dict[str, pb.RunInfo],
+    trained: dict[str, RunRecord],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -299,7 +300,7 @@ def test_tensorboard_tab_without_the_bundle_says_how_to_install_it(
 
 
 def test_checkpoints_tab_lists_the_model_and_evaluates_it(
-    qtbot: QtBot, link: DaemonLink, client: DaemonClient, trained: dict[str, pb.RunInfo]
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, trained: dict[str, RunRecord]
 ) -> None:
     run = trained["seed1"]
     tab = CheckpointsTab(link)
@@ -325,16 +326,16 @@ def test_checkpoints_tab_lists_the_model_and_evaluates_it(
     config = json.loads(detail.config_json)
     assert config["mode"] == "evaluate" and config["budget"]["episodes"] == 2
     assert config["evaluation"] == {"run_id": run.run_id, "checkpoint": FINAL_MODEL, "real_time": False}
-    assert detail.info.lane == "telemetry"
+    assert detail.record.lane == "telemetry"
 
     # An evaluation run has nothing to evaluate itself.
-    tab.attach(detail.info)
+    tab.attach(detail.record)
     qtbot.waitUntil(lambda: tab.artifacts is not None, timeout=10_000)
     assert not tab.evaluate_button.isEnabled()
 
 
 def test_captured_videos_list_their_episode_and_return_and_play_in_the_checkpoints_tab(
-    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo]
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, RunRecord]
 ) -> None:
     run = trained["seed2"]  # trained with capture-video
     tab = CheckpointsTab(link)
@@ -396,7 +397,7 @@ def test_captured_videos_list_their_episode_and_return_and_play_in_the_checkpoin
 
 
 def test_the_replay_tab_of_a_run_without_steps_replays_its_videos(
-    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo]
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, RunRecord]
 ) -> None:
     tab = ReplayTab(link)
     show(qtbot, tab)
@@ -436,7 +437,9 @@ def test_a_video_that_is_missing_or_not_a_video_says_so(
     (run_dir / "manifest.json").write_text(json.dumps({"checkpoints": [], "videos": videos}))
     tab = CheckpointsTab(link)
     show(qtbot, tab)
-    tab.attach(pb.RunInfo(run_id=run_dir.name, worker="cleanrl", state="COMPLETED", run_dir=str(run_dir)))
+    tab.attach(
+        run_record(run_dir.name, RunState.COMPLETED, worker="cleanrl", lane="analytics", run_dir=str(run_dir))
+    )
     panel = tab.videos
     qtbot.waitUntil(lambda: panel.table.rowCount() == 2, timeout=10_000)
     assert "No saved model yet" in tab.models_message.text()
@@ -453,7 +456,7 @@ def test_a_video_that_is_missing_or_not_a_video_says_so(
 # ---------------------------------------------------------------- Compare
 
 
-def test_compare_view_overlays_runs_and_bands_seeds(qtbot: QtBot, trained: dict[str, pb.RunInfo]) -> None:
+def test_compare_view_overlays_runs_and_bands_seeds(qtbot: QtBot, trained: dict[str, RunRecord]) -> None:
     view = CompareView()
     show(qtbot, view)
     runs = [trained["seed1"], trained["seed2"]]
@@ -495,7 +498,7 @@ def test_runs_are_grouped_by_config_without_seed_notes_or_tracking() -> None:
 
 
 def test_wandb_tab_on_a_run_without_wandb_says_so(
-    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo]
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, RunRecord]
 ) -> None:
     tab = WandbTab(link)
     show(qtbot, tab)
@@ -506,7 +509,7 @@ def test_wandb_tab_on_a_run_without_wandb_says_so(
 
 
 def test_wandb_tab_shows_an_offline_run_and_needs_the_api_key_to_sync(
-    qtbot: QtBot, link: DaemonLink, trained: dict[str, pb.RunInfo], monkeypatch: pytest.MonkeyPatch
+    qtbot: QtBot, link: DaemonLink, trained: dict[str, RunRecord], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     tab = WandbTab(link)
@@ -525,6 +528,27 @@ def test_wandb_tab_shows_an_offline_run_and_needs_the_api_key_to_sync(
     assert "WANDB_API_KEY" in tab.sync_status.text()
     monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
     assert tab.sync_blocked_reason() is None
+
+
+# ---------------------------------------------------------------- Use trained
+
+
+def test_use_trained_offers_only_finished_runs_with_a_saved_model(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home, trained: dict[str, RunRecord]
+) -> None:
+    # A dry run ends COMPLETED with nothing saved; a run whose model file is gone has nothing to play.
+    dry, _ = client.submit(ppo(3, dry_run=True))
+    assert client.wait_for_end(dry.run_id, timeout=120).state is RunState.COMPLETED
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    window.show()
+    panel = window.control.trained
+    qtbot.waitUntil(lambda: window.runs.state_of(dry.run_id) == "COMPLETED", timeout=30_000)
+    qtbot.waitUntil(lambda: trained["seed1"].run_id in panel.offered(), timeout=30_000)
+    assert trained["seed2"].run_id in panel.offered()
+    assert dry.run_id not in panel.offered()
+    assert panel.empty.isHidden() and panel.button.isEnabledTo(panel)
+    window.run_view.clear()
 
 
 # ---------------------------------------------------------------- run controls

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tarfile
 from pathlib import Path
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QByteArray
 from PySide6.QtWidgets import QCheckBox, QLineEdit, QMainWindow, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import BundleProgress, EventRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms import MAPPED_FLAGS, CleanRLForm, WorkerForm, form_for
+from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.kinds import form_for
+from gym_gui.ui.forms.worker import WorkerForm
 from gym_gui.ui.runs_table import LogDrawer, RunsTable, tail_lines
 from gym_gui.ui.settings import SecretNotStored, Settings
+from tests.support import files_containing, run_record
 
 DESCRIBE_TIMEOUT = 180_000  # ms: the first description imports the script (and torch) in the bundle
 API_KEY = "wandb-test-key-5f1e0c9a7b3d"
@@ -41,14 +45,16 @@ def _cleanrl_form(qtbot: QtBot, link: DaemonLink, settings: Settings | None = No
     return form
 
 
+def _preview(qtbot: QtBot, form: CleanRLForm, *wanted: str) -> str:
+    """The command preview once the daemon's answer holds every ``wanted`` text."""
+    qtbot.waitUntil(lambda: all(text in form.preview.text() for text in wanted), timeout=DESCRIBE_TIMEOUT)
+    return form.preview.text()
+
+
 def _line(form: CleanRLForm, name: str) -> QLineEdit:
     editor = form.param_editor(name)
     assert isinstance(editor, QLineEdit), name
     return editor
-
-
-def _files_containing(root: Path, needle: bytes) -> list[Path]:
-    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
 
 
 # ------------------------------------------------------------------ CleanRL form
@@ -58,12 +64,13 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient
 ) -> None:
     form = _cleanrl_form(qtbot, link)
-    described = client.describe_worker("cleanrl", algorithm="ppo").details["arguments"]
-    script_names = [param["name"] for param in described["params"]]
+    details = client.describe_worker("cleanrl", algorithm="ppo").details
+    script_names = [param["name"] for param in details["arguments"]["params"]]
+    mapped = set(details["mapped"])  # the flags the daemon sets from the common fields
 
     assert form.algorithm() == "ppo"
-    assert form.param_names() == [name for name in script_names if name not in MAPPED_FLAGS]
-    assert not MAPPED_FLAGS & set(form.param_names())
+    assert form.param_names() == [name for name in script_names if name not in mapped]
+    assert "env-id" in mapped and not mapped & set(form.param_names())
     assert "torch-deterministic" not in form.param_names()  # set from the common "deterministic" box
     assert form.deterministic_check.isChecked()
     assert _line(form, "learning-rate").text() == "0.00025"
@@ -76,7 +83,7 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert form.timesteps_edit.text() == "500000"
 
     # Scripts that cannot run in the bundle are listed, disabled, with their reason.
-    model = form._algorithm_model
+    model = form.picker.model
     disabled = [model.item(row) for row in range(model.rowCount()) if not model.item(row).isEnabled()]
     assert disabled and all("cannot run here" in item.toolTip() for item in disabled)
 
@@ -95,11 +102,20 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     rate.setText("3e-4")
     assert rate.property("invalid") is False
     assert form.submit_button.isEnabled()
-    preview = form.preview.toPlainText()
-    assert "--learning-rate 0.0003" in preview
+    # The daemon resolves the command the run would execute.
+    preview = _preview(qtbot, form, "--learning-rate 0.0003")
     assert "--env-id CartPole-v1" in preview and "--total-timesteps 500000" in preview
-    assert "ppo.py" in preview
+    assert "<cleanrl bundle>/bin/python -m gym_gui_cleanrl_worker train --script <cleanrl bundle>/" in preview
+    assert "/cleanrl/ppo.py" in preview
     assert form.config().params == {"learning-rate": 0.0003}
+    # What only the daemon knows to refuse (an env family the bundle lacks) comes back from its validate.
+    form.set_env("ALE/Pong-v5")
+    assert form.submit_button.isEnabled()
+    qtbot.waitUntil(lambda: "needs ale_py" in form.preview.error(), timeout=DESCRIBE_TIMEOUT)
+    assert form.preview.plan is None and form.preview.text() == ""
+    form.set_env("CartPole-v1")
+    _preview(qtbot, form, "--learning-rate 0.0003")
+    assert form.preview.error() == ""
 
     # An empty value means "the script's default"; an int field refuses a fraction.
     rate.setText("")
@@ -132,12 +148,22 @@ def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     assert form.ready and form.algorithm() == "ppo" and form.param_names() == []
     assert form.submit_button.isEnabled()
     assert form.config().algorithm == "ppo"
-    # The daemon's install progress, as the run waiting for the bundle receives it.
-    form._install_event(
-        pb.WorkerEvent(level="INFO", message="installing worker bundle cleanrl: 2/5 pip install torch")
+
+    # The daemon's install progress, as the run waiting for the bundle receives it: the fields of
+    # the event's data, whatever its message says.
+    def event(progress: BundleProgress) -> EventRecord:
+        return EventRecord(0.0, "bundle", "INFO", "(for people)", json.dumps(progress.data()))
+
+    form.picker._install_event(
+        event(BundleProgress("cleanrl", 0, 5, "waiting", "waiting for another install"))
     )
+    assert form.install_progress.maximum() == 0  # busy: no step yet
+    assert form.install_progress.format() == "waiting for another install"
+    form.picker._install_event(event(BundleProgress("cleanrl", 2, 5, "installing", "pip install torch")))
     assert (form.install_progress.value(), form.install_progress.maximum()) == (2, 5)
-    assert "pip install torch" in form.install_progress.format()
+    assert form.install_progress.format() == "2/5 pip install torch"
+    form.picker._install_event(EventRecord(0.0, "worker", "INFO", "3/5 not a bundle event", "{}"))
+    assert form.install_progress.value() == 2
 
 
 def test_cleanrl_form_submits_a_ppo_run_that_completes(
@@ -187,9 +213,11 @@ def test_wandb_key_is_never_stored_and_values_come_back(
     assert form.secret_env() == {"WANDB_API_KEY": API_KEY}
     config = form.config()
     assert API_KEY not in config.model_dump_json()
-    assert API_KEY not in form.preview.toPlainText()
-    assert "WANDB_API_KEY=***" in form.preview.toPlainText()
-    assert "--wandb-project-name cockpit-tests" in form.preview.toPlainText()
+    preview = _preview(qtbot, form, "WANDB_API_KEY=***", "--gamma 0.95", "--total-timesteps 4096")
+    assert "--wandb-project-name cockpit-tests" in preview and "WANDB_MODE=online" in preview
+    assert API_KEY not in preview
+    plan = form.preview.plan
+    assert plan is not None
 
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         form.submit()
@@ -205,10 +233,10 @@ def test_wandb_key_is_never_stored_and_values_come_back(
     settings.sync()
     assert settings.path.is_file()
     assert API_KEY.encode() not in settings.path.read_bytes()
-    assert _files_containing(home.run_dir(run_id), API_KEY.encode()) == []
-    # The preview was exactly the command the daemon resolved.
+    assert files_containing(home.run_dir(run_id), API_KEY.encode()) == []
+    # The preview was exactly the command the dry run resolved.
     manifest = json.loads((home.run_dir(run_id) / "manifest.json").read_text())
-    assert form.command_argv() == manifest["script_command"]
+    assert plan.argv == manifest["command"] and plan.script_argv == manifest["script_command"]
 
     # A new form (the next start of the window) gets everything back except the key.
     again = _cleanrl_form(qtbot, link, Settings(home.root))
@@ -320,7 +348,7 @@ def test_log_drawer_shows_the_tails(qtbot: QtBot, tmp_path: Path) -> None:
     (logs / "worker.stderr.log").write_text("warning: something\n")
     drawer = LogDrawer()
     qtbot.addWidget(drawer)
-    run = pb.RunInfo(run_id="r1", state="RUNNING", run_dir=str(tmp_path / "run"))
+    run = run_record("r1", RunState.RUNNING, run_dir=str(tmp_path / "run"))
     drawer.show_run(run)
 
     qtbot.waitUntil(lambda: drawer.text("stdout").endswith("line 4999"), timeout=5_000)
@@ -332,7 +360,7 @@ def test_log_drawer_shows_the_tails(qtbot: QtBot, tmp_path: Path) -> None:
         handle.write("line 5000\n")
     qtbot.waitUntil(lambda: drawer.text("stdout").endswith("line 5000"), timeout=5_000)
 
-    drawer.run_changed(pb.RunInfo(run_id="r1", state="COMPLETED", run_dir=str(tmp_path / "run")))
+    drawer.run_changed(dataclasses.replace(run, state=RunState.COMPLETED))
     assert not drawer._timer.isActive()
 
 

@@ -37,7 +37,7 @@ def key(name: str) -> Qt.Key:
 
 
 def wait_for_state(qtbot: QtBot, client: DaemonClient, run_id: str, state: str) -> None:
-    qtbot.waitUntil(lambda: client.get_run(run_id).info.state == state, timeout=20_000)
+    qtbot.waitUntil(lambda: client.get_run(run_id).record.state == state, timeout=20_000)
 
 
 def wait_for_step(qtbot: QtBot, widget: HumanPlayWidget, step: int) -> None:
@@ -76,7 +76,7 @@ def test_frozenlake_episode_played_by_keys_is_stored(
     outcome = widget.outcome
     assert outcome is not None and outcome.done
     wait_for_state(qtbot, client, run_id, "COMPLETED")
-    assert client.get_run(run_id).info.worker == "human"
+    assert client.get_run(run_id).record.worker == "human"
 
     keymap = {binding.key: binding.action for binding in ENV_CATALOG["FrozenLake-v1"].keys}
     reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)

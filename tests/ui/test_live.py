@@ -6,10 +6,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import RunRecord, StepBatch
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.live import MAX_PLAYBACK_DELAY, FramePacer, LiveTab, StepTableModel
@@ -17,7 +17,7 @@ from gym_gui.ui.tabs.live import MAX_PLAYBACK_DELAY, FramePacer, LiveTab, StepTa
 BANNER = "This worker streams metrics, not steps: see the Charts tab."
 
 
-def _random_run(client: DaemonClient, **telemetry: object) -> pb.RunInfo:
+def _random_run(client: DaemonClient, **telemetry: object) -> RunRecord:
     """A random-worker FrozenLake run of far more episodes than a test watches (cancelled by the fixture)."""
     config = parse_run_config(
         {
@@ -25,12 +25,11 @@ def _random_run(client: DaemonClient, **telemetry: object) -> pb.RunInfo:
             "env_id": "FrozenLake-v1",
             "seed": 0,
             "budget": {"episodes": 10_000_000},
-            "tracking": {"tensorboard": False},
             "telemetry": telemetry,
         }
     )
     record, _token = client.submit(config)
-    return client.get_run(record.run_id).info
+    return client.get_run(record.run_id).record
 
 
 @pytest.fixture
@@ -125,7 +124,7 @@ def test_analytics_banner_subscribes_to_no_steps(qtbot: QtBot, client: DaemonCli
     assert not tab.body.isVisible()
 
     # The run's state still shows, from the run table's updates.
-    info = client.get_run(run.run_id).info
+    info = client.get_run(run.run_id).record
     tab.run_changed(info)
     assert info.state in tab.status.text()
 
@@ -137,9 +136,8 @@ def test_analytics_banner_subscribes_to_no_steps(qtbot: QtBot, client: DaemonCli
 
 def test_frame_pacer_plays_a_batch_at_the_pace_of_its_steps() -> None:
     # 30 steps 10 ms apart, each with a payload, arriving 50 ms after the last one happened.
-    batch = pb.StepBatch(
-        wall_time=[1000.0 + i * 0.01 for i in range(30)],
-        render=[b"{%d}" % i for i in range(30)],
+    batch = StepBatch(
+        [(0, i, 0.0, False, False, "0", "0", "{}", b"{%d}" % i, 1000.0 + i * 0.01) for i in range(30)]
     )
     pacer = FramePacer()
     kept = pacer.add(batch, arrived_wall=1000.29 + 0.05, arrived_mono=50.0)
@@ -161,7 +159,7 @@ def test_frame_pacer_plays_a_batch_at_the_pace_of_its_steps() -> None:
     assert pacer.pop_due(60.0) == b"{29}"
 
     # Batches without payloads queue nothing.
-    assert pacer.add(pb.StepBatch(wall_time=[1.0], render=[b""]), 2.0, 70.0) == 0
+    assert pacer.add(StepBatch([(0, 0, 0.0, False, False, "0", "0", "{}", None, 1.0)]), 2.0, 70.0) == 0
     assert pacer.next_due() is None
 
 
@@ -172,13 +170,12 @@ def test_a_finished_run_shows_its_stored_returns(qtbot: QtBot, client: DaemonCli
             "env_id": "FrozenLake-v1",
             "seed": 0,
             "budget": {"episodes": 40},
-            "tracking": {"tensorboard": False},
         }
     )
     record, _token = client.submit(config)
     assert client.wait_for_end(record.run_id, 60).state.value == "COMPLETED"
 
-    tab.attach(client.get_run(record.run_id).info)
+    tab.attach(client.get_run(record.run_id).record)
     # Nothing streams any more: the chart is back-filled from the run's storage.
     qtbot.waitUntil(lambda: tab.chart_points == 40, timeout=30_000)
     assert "COMPLETED" in tab.status.text()

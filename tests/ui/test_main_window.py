@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -21,23 +20,19 @@ from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
-from tests.support import pid_alive, wait_until
+from tests.support import pid_alive, run_record, wait_until
 from tests.workers.test_registry import BROKEN_SET, make_plugin_distribution
 
 
-@pytest.fixture
-def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
-    window = MainWindow(link, Settings(home.root))
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.run_view.clear()
+def run_info(worker: str, lane: str, state: RunState = RunState.COMPLETED) -> RunRecord:
+    return run_record(f"CartPole-v1__{worker}__0__1", state, worker=worker, lane=lane)
 
 
-def run_info(worker: str, lane: str, state: str = "COMPLETED") -> pb.RunInfo:
-    return pb.RunInfo(
-        run_id=f"CartPole-v1__{worker}__0__1", worker=worker, env_id="CartPole-v1", lane=lane, state=state
-    )
+def test_use_trained_says_so_when_no_run_has_a_model(window: MainWindow) -> None:
+    panel = window.control.trained
+    assert panel.offered() == []
+    assert not panel.empty.isHidden() and "No finished training run with a saved model" in panel.empty.text()
+    assert not panel.button.isEnabledTo(panel)
 
 
 def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWindow) -> None:
@@ -135,12 +130,12 @@ def test_closing_the_window_leaves_runs_training_and_a_new_window_reattaches(
         parse_run_config({"worker": "random", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000_000}})
     )
     qtbot.waitUntil(lambda: first.runs.info(record.run_id) is not None, timeout=20_000)
-    wait_until(lambda: client.get_run(record.run_id).info.state == "RUNNING", 30, "the run to start")
+    wait_until(lambda: client.get_run(record.run_id).record.state == "RUNNING", 30, "the run to start")
     first.close()
     steps = client.get_run(record.run_id).progress.steps
     # The run outlives the window: it keeps producing steps.
     wait_until(lambda: client.get_run(record.run_id).progress.steps > steps + 1000, 30, "more steps")
-    assert client.get_run(record.run_id).info.state == "RUNNING"
+    assert client.get_run(record.run_id).record.state == "RUNNING"
 
     link2 = DaemonLink(home.root, autostart=False)
     link2.connect_daemon()
@@ -184,3 +179,19 @@ def test_the_window_says_when_the_daemon_dies_and_starts_one_on_request(
     restarted.shutdown()
     wait_until(lambda: not pid_alive(restarted.info.pid), 20, "the restarted daemon to stop")
     window.close()
+
+
+def test_the_window_is_told_when_its_settings_differ_from_the_running_daemons(
+    qtbot: QtBot, client: DaemonClient, home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GYM_GUI_BUNDLES", str(tmp_path / "elsewhere"))
+    link = DaemonLink(home.root, autostart=False)
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    try:
+        with qtbot.waitSignal(link.error, timeout=20_000) as told:
+            link.connect_daemon()
+        assert "GYM_GUI_BUNDLES" in told.args[0] and "elsewhere" in told.args[0]
+        assert "GYM_GUI_BUNDLES" in window.statusBar().currentMessage()
+    finally:
+        link.close()

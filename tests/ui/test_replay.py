@@ -6,12 +6,12 @@ import sqlite3
 import time
 
 import numpy as np
-from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.render import decode_payload
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -22,7 +22,7 @@ from gym_gui.ui.tabs.replay import WINDOW, ReplayTab
 from tests.ui.test_human_play import play_frozenlake_episode, wait_for_state
 
 
-def make_tab(qtbot: QtBot, link: DaemonLink, run: pb.RunInfo) -> ReplayTab:
+def make_tab(qtbot: QtBot, link: DaemonLink, run: RunRecord) -> ReplayTab:
     tab = ReplayTab(link)
     qtbot.addWidget(tab)
     tab.resize(900, 600)
@@ -42,7 +42,7 @@ def test_human_episode_replays_step_by_step(
     widget, pressed = play_frozenlake_episode(qtbot, link)
     run_id = widget.run_id
     wait_for_state(qtbot, client, run_id, "COMPLETED")
-    tab = make_tab(qtbot, link, client.get_run(run_id).info)
+    tab = make_tab(qtbot, link, client.get_run(run_id).record)
     assert tab.title == "Replay"
 
     reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
@@ -118,7 +118,7 @@ def test_seeking_a_200k_step_episode_is_immediate(
     assert final.state is RunState.COMPLETED, final.reason
     path = RunDir(home.run_dir(record.run_id)).telemetry_path
 
-    tab = make_tab(qtbot, link, client.get_run(record.run_id).info)
+    tab = make_tab(qtbot, link, client.get_run(record.run_id).record)
     assert tab.episode == 0
     assert tab.last_step == 199_999
     assert tab.rows_loaded <= WINDOW

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
@@ -13,12 +10,10 @@ from pytestqt.qtbot import QtBot
 from gym_gui.core.config import parse_run_config
 from gym_gui.play.human import HumanSession
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import RunsTable
-from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.live import LiveTab
 from tests.support import pid_alive, wait_until, wait_until_stable
 
@@ -50,15 +45,6 @@ def _menu_entries(table: RunsTable) -> dict[str, bool]:
         return {action.text(): action.isEnabled() for action in menu.actions()}
     finally:
         menu.deleteLater()
-
-
-@pytest.fixture
-def window(qtbot: QtBot, home: Home, link: DaemonLink) -> Iterator[MainWindow]:
-    window = MainWindow(link, Settings(home.root))
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.run_view.clear()
 
 
 def test_the_window_pauses_and_resumes_a_random_run_from_the_table_and_the_live_tab(
@@ -124,7 +110,7 @@ def test_the_live_tab_render_rate_starts_the_frames_of_a_pixel_env(
     tab.show()
     assert not tab.controls.render_spin.isEnabled() and not tab.controls.pause_button.isEnabled()
     run_id = _long_random_run(client, render_fps=0)
-    tab.attach(client.get_run(run_id).info)
+    tab.attach(client.get_run(run_id).record)
     spin = tab.controls.render_spin
     assert not spin.isHidden()  # a telemetry-lane run streams frames
     qtbot.waitUntil(lambda: spin.isEnabled(), timeout=30_000)

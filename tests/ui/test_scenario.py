@@ -36,7 +36,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
-from gym_gui.ui.forms import CleanRLForm
+from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import ID, RUN_ID_ROLE
 from gym_gui.ui.tabs.base import RunTab
@@ -47,7 +47,6 @@ from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from tests.ui.test_forms_and_runs import DESCRIBE_TIMEOUT
 from tests.ui.test_human_play import key
-from tests.ui.test_main_window import window  # noqa: F401  (the real window on the test's daemon)
 
 LEFT = Qt.MouseButton.LeftButton
 NO_MODIFIER = Qt.KeyboardModifier.NoModifier
@@ -138,7 +137,7 @@ def grid_is(tab: ReplayTab, expected: object) -> bool:
 
 def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot: QtBot,
-    window: MainWindow,  # noqa: F811
+    window: MainWindow,
     client: DaemonClient,
     home: Home,
 ) -> None:
@@ -223,7 +222,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     assert form.algorithm() == "ppo" and form.env_combo.currentText() == "CartPole-v1"
     type_into(qtbot, form.timesteps_edit, str(TIMESTEPS))
-    assert f"--total-timesteps {TIMESTEPS}" in form.preview.toPlainText()
+    qtbot.waitUntil(lambda: f"--total-timesteps {TIMESTEPS}" in form.preview.text(), timeout=DESCRIBE_TIMEOUT)
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         press(qtbot, "Return", Qt.KeyboardModifier.ControlModifier)  # Run ▸ Start run
     train_run = str(submitted.args[0])
@@ -323,7 +322,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     qtbot.waitUntil(lambda: "CANCELLED" in watching.status.text(), timeout=5_000)
     detail = client.get_run(evaluation)
     config = json.loads(detail.config_json)
-    assert config["mode"] == "evaluate" and detail.info.lane == "telemetry"
+    assert config["mode"] == "evaluate" and detail.record.lane == "telemetry"
     assert config["evaluation"] == {"run_id": train_run, "checkpoint": FINAL_MODEL, "real_time": True}
     assert config["budget"]["episodes"] == EPISODES
     assert detail.progress.steps > 0 and detail.progress.episodes < EPISODES

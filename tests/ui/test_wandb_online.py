@@ -9,25 +9,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gym_gui_sdk import trainer_pb2 as pb
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms import CleanRLForm
+from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.tabs.wandb import WandbTab
 from tests.conftest import SHARED_BUNDLES
-from tests.support import gym_gui, module_daemon
+from tests.support import files_containing, gym_gui, module_daemon
 from tests.wandb_server import ENTITY, FakeWandb
 
 # A self-hosted server's key: a prefix, a dash and 40+ characters (what wandb accepts).
 KEY = "local-ggonline0123456789abcdef0123456789abcdef"
 OTHER_KEY = "local-ggother00123456789abcdef0123456789abcdef"
+# The key itself and the form it travels in (HTTP basic auth): neither may be written anywhere.
+KEY_FORMS = (KEY.encode(), base64.b64encode(f"api:{KEY}".encode()))
 PROJECT = "gg-online"
 RETURN = "charts/episodic_return"
 
@@ -67,7 +69,7 @@ def client(online_daemon: tuple[DaemonClient, Home]) -> DaemonClient:
 
 
 @pytest.fixture(scope="module")
-def online_run(online_daemon: tuple[DaemonClient, Home], wandb_server: FakeWandb) -> pb.RunInfo:
+def online_run(online_daemon: tuple[DaemonClient, Home], wandb_server: FakeWandb) -> RunRecord:
     """A short PPO run submitted as a user does: `gym-gui train --wandb online` in a shell that has
     WANDB_API_KEY and WANDB_BASE_URL (the server)."""
     client, home = online_daemon
@@ -85,17 +87,17 @@ def online_run(online_daemon: tuple[DaemonClient, Home], wandb_server: FakeWandb
     assert found, result.stdout
     final = client.wait_for_end(found.group(1), timeout=300)
     assert final.state is RunState.COMPLETED, final.reason
-    return client.get_run(final.run_id).info
+    return final
 
 
-def _wandb_run_id(home: Home, run: pb.RunInfo) -> str:
+def _wandb_run_id(home: Home, run: RunRecord) -> str:
     entry = RunDir(home.run_dir(run.run_id)).read_manifest().wandb
     assert entry is not None and entry.wandb_run_id
     return entry.wandb_run_id
 
 
 def test_an_online_run_records_its_url_and_streams_its_metrics_to_the_server(
-    online_run: pb.RunInfo, wandb_server: FakeWandb, home: Home
+    online_run: RunRecord, wandb_server: FakeWandb, home: Home
 ) -> None:
     files = RunDir(home.run_dir(online_run.run_id))
     assert files.read_config().tracking.wandb_base_url == wandb_server.url
@@ -125,7 +127,7 @@ def test_an_online_run_records_its_url_and_streams_its_metrics_to_the_server(
 
 
 def test_the_wandb_tab_shows_the_online_runs_url(
-    qtbot: QtBot, link: DaemonLink, online_run: pb.RunInfo, wandb_server: FakeWandb, home: Home
+    qtbot: QtBot, link: DaemonLink, online_run: RunRecord, wandb_server: FakeWandb, home: Home
 ) -> None:
     url = wandb_server.run_url(PROJECT, _wandb_run_id(home, online_run))
     tab = WandbTab(link)
@@ -141,26 +143,16 @@ def test_the_wandb_tab_shows_the_online_runs_url(
     assert config is not None and config["env_id"] == "CartPole-v1", tab.notes.text()
 
 
-def _files_holding(root: Path, needles: list[bytes]) -> list[Path]:
-    return [
-        path
-        for path in root.rglob("*")
-        if path.is_file() and not path.is_symlink() and any(n in path.read_bytes() for n in needles)
-    ]
-
-
-def test_the_key_is_never_written_to_disk(online_run: pb.RunInfo, user_home: Path, home: Home) -> None:
-    # The key itself and the form it travels in (HTTP basic auth).
-    needles = [KEY.encode(), base64.b64encode(f"api:{KEY}".encode())]
+def test_the_key_is_never_written_to_disk(online_run: RunRecord, user_home: Path, home: Home) -> None:
     run_dir = home.run_dir(online_run.run_id)
     settings = RunDir(run_dir).wandb_state_dir
     # wandb's own config, cache and data directories are the run's, not the user's.
     assert (settings / "cache").is_dir()
     assert not [p for p in user_home.rglob("*") if "wandb" in p.name.lower()]
-    assert _files_holding(run_dir, needles) == []
-    assert _files_holding(settings, needles) == []
-    assert _files_holding(home.root, needles) == []
-    assert _files_holding(user_home, needles) == []
+    assert files_containing(run_dir, *KEY_FORMS) == []
+    assert files_containing(settings, *KEY_FORMS) == []
+    assert files_containing(home.root, *KEY_FORMS) == []
+    assert files_containing(user_home, *KEY_FORMS) == []
 
 
 @pytest.mark.parametrize(
@@ -260,9 +252,11 @@ def test_an_offline_run_syncs_to_its_server_with_the_key_of_a_wandb_login(
     tab = WandbTab(link)
     qtbot.addWidget(tab)
     tab.show()
-    tab.attach(client.get_run(record.run_id).info)
+    tab.attach(final)
     qtbot.waitUntil(lambda: tab.info is not None, timeout=60_000)
-    assert tab.sync_blocked_reason() is not None  # no key anywhere yet
+    assert f"Sync uploads it to the W&B server at {wandb_server.url}." in tab.message.text()
+    blocked = tab.sync_blocked_reason()  # no key anywhere yet
+    assert blocked is not None and f"machine {wandb_server.url.split('://', 1)[1]} in" in blocked
     # `wandb login --host <server>` keeps the key under the server's host:port.
     netrc = tmp_path / "netrc"
     netrc.write_text(f"machine {wandb_server.url.split('://', 1)[1]}\n  login user\n  password {KEY}\n")
@@ -270,7 +264,8 @@ def test_an_offline_run_syncs_to_its_server_with_the_key_of_a_wandb_login(
     assert tab.sync_blocked_reason() is None
     tab.sync()
     qtbot.waitUntil(lambda: "Syncing" not in tab.sync_status.text(), timeout=120_000)
-    assert tab.sync_status.text() == "Synced 1 W&B run(s) to W&B."
+    synced = f"Synced 1 W&B run(s) of {record.run_id} to the W&B server at {wandb_server.url}."
+    assert tab.sync_status.text() == synced
 
     streamed = wandb_server.streams[(ENTITY, PROJECT, entry.wandb_run_id)]
     assert any(RETURN in row for row in streamed.history)
@@ -278,9 +273,9 @@ def test_an_offline_run_syncs_to_its_server_with_the_key_of_a_wandb_login(
     # The same from a shell: `gym-gui wandb sync RUN` finds the key for the run's server.
     result = gym_gui("wandb", "sync", record.run_id, home=home.root)
     assert result.returncode == 0, result.stderr
-    assert f"synced 1 W&B run(s) of {record.run_id}" in result.stdout
+    assert f"1/1 wandb sync {entry.path.rsplit('/', 1)[-1]}…" in result.stdout
+    assert synced in result.stdout
     # wandb sync's own logs stay with the run, not where the sync was started from.
     assert list(elsewhere.iterdir()) == []
     assert list((home.run_dir(record.run_id) / "wandb" / "logs").glob("debug-sync.*"))
-    needles = [KEY.encode(), base64.b64encode(f"api:{KEY}".encode())]
-    assert _files_holding(home.root, needles) == [] and _files_holding(user_home, needles) == []
+    assert files_containing(home.root, *KEY_FORMS) == [] and files_containing(user_home, *KEY_FORMS) == []

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gym_gui.core.records import BundleProgress
 from gym_gui.storage.home import Home
 from gym_gui.workers import bundles as bundles_module
 from gym_gui.workers.bundles import BundleDirectory, BundleError, BundleSpec
@@ -27,6 +28,7 @@ CLEANRL_IMPORTS = [
     "tensorboard",
     "gym_gui_sdk",
     "gym_gui_cleanrl_worker",
+    "mujoco",
 ]
 
 
@@ -136,8 +138,8 @@ def test_an_interrupted_install_leaves_the_bundle_not_installed(tmp_path: Path) 
     class Interrupted(Exception):
         pass
 
-    def interrupt_after_the_venv(step: int, total: int, message: str) -> None:
-        if step == 2:
+    def interrupt_after_the_venv(update: BundleProgress) -> None:
+        if update.step == 2:
             raise Interrupted
 
     with pytest.raises(Interrupted):
@@ -177,10 +179,17 @@ def test_check_names_every_missing_import_in_one_line(tmp_path: Path) -> None:
     result = manager.check("cleanrl")
 
     assert not result.ok
-    assert result.missing == ["gymnasium", "cleanrl", "tensorboard", "gym_gui_sdk", "gym_gui_cleanrl_worker"]
+    assert result.missing == [
+        "gymnasium",
+        "cleanrl",
+        "tensorboard",
+        "gym_gui_sdk",
+        "gym_gui_cleanrl_worker",
+        "mujoco",
+    ]
     assert "\n" not in result.message
     assert result.message.startswith(
-        "bundle cleanrl: missing gymnasium, cleanrl, tensorboard, gym_gui_sdk, gym_gui_cleanrl_worker"
+        "bundle cleanrl: missing gymnasium, cleanrl, tensorboard, gym_gui_sdk, gym_gui_cleanrl_worker, mujoco"
     )
     assert "No module named 'gymnasium'" in result.message
     assert result.message.endswith(f"run `{HINT}`")
@@ -197,19 +206,19 @@ def tiny_installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("tiny")
     manager = BundleDirectory(tmp / "bundles", specs={"tiny": tiny_spec(tmp)})
     a_holds_lock, release_a, b_waits = threading.Event(), threading.Event(), threading.Event()
-    a_calls: list[tuple[int, int, str]] = []
-    b_calls: list[tuple[int, int, str]] = []
+    a_calls: list[BundleProgress] = []
+    b_calls: list[BundleProgress] = []
     results: dict[str, Any] = {}
 
-    def a_progress(step: int, total: int, message: str) -> None:
-        a_calls.append((step, total, message))
-        if step == 1:
+    def a_progress(update: BundleProgress) -> None:
+        a_calls.append(update)
+        if update.step == 1:
             a_holds_lock.set()
             assert release_a.wait(120), "the test never released install A"
 
-    def b_progress(step: int, total: int, message: str) -> None:
-        b_calls.append((step, total, message))
-        if step == 0:
+    def b_progress(update: BundleProgress) -> None:
+        b_calls.append(update)
+        if update.phase == "waiting":
             b_waits.set()
 
     def run(key: str, progress: Any) -> None:
@@ -229,9 +238,9 @@ def tiny_installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     a.join(300)
     b.join(300)
     marker_after_a = manager.marker_path("tiny").read_text()
-    c_calls: list[tuple[int, int, str]] = []
+    c_calls: list[BundleProgress] = []
     started = time.monotonic()
-    results["c"] = manager.install("tiny", progress=lambda *call: c_calls.append(call))
+    results["c"] = manager.install("tiny", progress=c_calls.append)
     return {
         "manager": manager,
         "results": results,
@@ -251,16 +260,20 @@ def test_install_reports_numbered_increasing_steps_and_writes_the_marker_last(
     first = tiny_installs["results"]["a"]
     assert not isinstance(first, BaseException), first
     assert first.installed, first.reason
-    calls = tiny_installs["a_calls"]
-    assert [step for step, _, _ in calls] == [1, 2, 3, 4, 5]
-    assert {total for _, total, _ in calls} == {5}
-    assert [message.split(" (")[0] for _, _, message in calls] == [
+    calls: list[BundleProgress] = tiny_installs["a_calls"]
+    # Each step as it begins, then the end: fields a viewer reads without parsing any text.
+    assert [(u.step, u.phase) for u in calls] == [*((n, "installing") for n in range(1, 6)), (5, "installed")]
+    assert {(u.bundle, u.total) for u in calls} == {("tiny", 5)}
+    assert [u.message.split(" (")[0] for u in calls[:-1]] == [
         "creating the virtual environment",
         "upgrading pip",
         "installing pinned requirements",
         "installing sdk from the source tree",
         "checking imports",
     ]
+    assert calls[2].text().startswith("3/5 installing pinned requirements")
+    # What the daemon puts in a bundle event's data reads back as the same progress.
+    assert [BundleProgress.from_data(json.dumps(u.data())) for u in calls] == calls
     marker = json.loads(manager.marker_path("tiny").read_text())
     assert marker["spec_hash"] == manager.spec_hash("tiny")
     assert manager.check("tiny").ok
@@ -282,8 +295,8 @@ def test_a_concurrent_install_waits_on_the_lock_then_finds_it_installed(
     assert not isinstance(second, BaseException), second
     assert second.installed
     # B announced only that it waited: it did not rebuild what A had just built.
-    assert [step for step, _, _ in tiny_installs["b_calls"]] == [0]
-    assert "waiting for another install of tiny" in tiny_installs["b_calls"][0][2]
+    assert [(u.step, u.phase) for u in tiny_installs["b_calls"]] == [(0, "waiting")]
+    assert tiny_installs["b_calls"][0].text() == "waiting for another install of tiny"
 
 
 def test_installing_an_installed_bundle_is_a_fast_no_op(tiny_installs: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui import presenters
 from gym_gui.ui.control_panel import AGENT
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms import WorkerForm
+from gym_gui.ui.forms.worker import WorkerForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.charts import ChartsTab

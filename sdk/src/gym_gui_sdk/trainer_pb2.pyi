@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RunInfo(_message.Message):
-    __slots__ = ("run_id", "worker", "env_id", "state", "created_at", "started_at", "ended_at", "has_exit_code", "exit_code", "reason", "archived", "lane", "run_dir")
+    __slots__ = ("run_id", "worker", "env_id", "state", "created_at", "started_at", "ended_at", "has_exit_code", "exit_code", "reason", "archived", "lane", "run_dir", "warning")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ENV_ID_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,7 @@ class RunInfo(_message.Message):
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     LANE_FIELD_NUMBER: _ClassVar[int]
     RUN_DIR_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     worker: str
     env_id: str
@@ -35,7 +36,8 @@ class RunInfo(_message.Message):
     archived: bool
     lane: str
     run_dir: str
-    def __init__(self, run_id: _Optional[str] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., has_exit_code: bool = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., archived: bool = ..., lane: _Optional[str] = ..., run_dir: _Optional[str] = ...) -> None: ...
+    warning: str
+    def __init__(self, run_id: _Optional[str] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., has_exit_code: bool = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., archived: bool = ..., lane: _Optional[str] = ..., run_dir: _Optional[str] = ..., warning: _Optional[str] = ...) -> None: ...
 
 class StateChange(_message.Message):
     __slots__ = ("run_id", "from_state", "to_state", "time", "reason")
@@ -93,12 +95,54 @@ class SubmitRunRequest(_message.Message):
     def __init__(self, config_json: _Optional[str] = ..., secret_env: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class SubmitRunResponse(_message.Message):
-    __slots__ = ("info", "run_token")
+    __slots__ = ("info", "run_token", "plan")
     INFO_FIELD_NUMBER: _ClassVar[int]
     RUN_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     info: RunInfo
     run_token: str
-    def __init__(self, info: _Optional[_Union[RunInfo, _Mapping]] = ..., run_token: _Optional[str] = ...) -> None: ...
+    plan: LaunchPreview
+    def __init__(self, info: _Optional[_Union[RunInfo, _Mapping]] = ..., run_token: _Optional[str] = ..., plan: _Optional[_Union[LaunchPreview, _Mapping]] = ...) -> None: ...
+
+class PreviewRunRequest(_message.Message):
+    __slots__ = ("config_json", "secret_env")
+    class SecretEnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    SECRET_ENV_FIELD_NUMBER: _ClassVar[int]
+    config_json: str
+    secret_env: _containers.ScalarMap[str, str]
+    def __init__(self, config_json: _Optional[str] = ..., secret_env: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class LaunchPreview(_message.Message):
+    __slots__ = ("argv", "cwd", "env", "display", "script_argv", "warnings", "run_id")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_ARGV_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    cwd: str
+    env: _containers.ScalarMap[str, str]
+    display: str
+    script_argv: _containers.RepeatedScalarFieldContainer[str]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    run_id: str
+    def __init__(self, argv: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., display: _Optional[str] = ..., script_argv: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., run_id: _Optional[str] = ...) -> None: ...
 
 class RunRef(_message.Message):
     __slots__ = ("run_id",)

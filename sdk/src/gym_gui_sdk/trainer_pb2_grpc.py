@@ -41,6 +41,11 @@ class TrainerServiceStub(object):
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.SubmitRunRequest.SerializeToString,
                 response_deserializer=gym__gui__sdk_dot_trainer__pb2.SubmitRunResponse.FromString,
                 _registered_method=True)
+        self.PreviewRun = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/PreviewRun',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.PreviewRunRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.LaunchPreview.FromString,
+                _registered_method=True)
         self.CancelRun = channel.unary_unary(
                 '/gym_gui.v1.TrainerService/CancelRun',
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.RunRef.SerializeToString,
@@ -104,6 +109,12 @@ class TrainerServiceServicer(object):
     """
 
     def SubmitRun(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PreviewRun(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -182,6 +193,11 @@ def add_TrainerServiceServicer_to_server(servicer, server):
                     servicer.SubmitRun,
                     request_deserializer=gym__gui__sdk_dot_trainer__pb2.SubmitRunRequest.FromString,
                     response_serializer=gym__gui__sdk_dot_trainer__pb2.SubmitRunResponse.SerializeToString,
+            ),
+            'PreviewRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreviewRun,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.PreviewRunRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.LaunchPreview.SerializeToString,
             ),
             'CancelRun': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelRun,
@@ -268,6 +284,33 @@ class TrainerService(object):
             '/gym_gui.v1.TrainerService/SubmitRun',
             gym__gui__sdk_dot_trainer__pb2.SubmitRunRequest.SerializeToString,
             gym__gui__sdk_dot_trainer__pb2.SubmitRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PreviewRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/PreviewRun',
+            gym__gui__sdk_dot_trainer__pb2.PreviewRunRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.LaunchPreview.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,6 +31,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+# Settings RunConfig once had that nothing ever read, by section. Every run stored before they
+# were retired has them in its config.json (defaults are written out), so they are accepted and
+# dropped wherever a config is validated; any other unknown key is still an error.
+RETIRED: dict[str, frozenset[str]] = {
+    "tracking": frozenset({"tensorboard"}),  # CleanRL always writes TensorBoard event files
+    "resources": frozenset({"cpus"}),  # no launcher or scheduler ever looked at it
+}
+
+
+def _drop_retired(section: str, data: Any) -> Any:
+    retired = RETIRED[section]
+    if isinstance(data, dict) and retired & data.keys():
+        return {key: value for key, value in data.items() if key not in retired}
+    return data
+
+
 class Budget(_Strict):
     """How long the run goes on: a number of environment steps, of episodes, or both (first reached)."""
 
@@ -47,7 +63,6 @@ class Budget(_Strict):
 class Tracking(_Strict):
     """Where metrics go besides gym_gui's own storage."""
 
-    tensorboard: bool = Field(default=True, description="Write TensorBoard event files.")
     wandb_mode: Literal["disabled", "offline", "online"] = Field(
         default="disabled", description="Weights & Biases: disabled, offline (sync later) or online."
     )
@@ -78,16 +93,25 @@ class Tracking(_Strict):
             raise ValueError("must be the server's address, without a query or fragment")
         return address
 
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        return _drop_retired("tracking", data)
+
 
 class Resources(_Strict):
     """What the run would like from the machine."""
 
-    cpus: int = Field(default=1, ge=1, description="CPU cores the run expects to use.")
     gpu: bool = Field(default=False, description="Use a GPU when one is available.")
     gpu_mandatory: bool = Field(default=False, description="Fail before launch when no GPU is available.")
     torch_deterministic: bool = Field(
         default=True, description="Deterministic cuDNN kernels (CleanRL's --torch-deterministic)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        return _drop_retired("resources", data)
 
     @model_validator(mode="after")
     def _mandatory_means_wanted(self) -> Resources:

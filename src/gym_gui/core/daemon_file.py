@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class DaemonFile(BaseModel):
@@ -21,6 +21,28 @@ class DaemonFile(BaseModel):
     started_at: float
     home: str
     log_path: str
+    # The environment settings the daemon read once, when it started (its workers inherit them):
+    # name → value, None when unset. A client whose own differ is told (setting_differences).
+    settings: dict[str, str | None] = Field(default_factory=dict)
+
+
+def setting_differences(daemon: dict[str, str | None], ours: dict[str, str | None]) -> list[str]:
+    """One sentence per setting the running daemon has other than this process would give it.
+
+    A setting the daemon did not publish (an older daemon) is not compared.
+    """
+    notes = []
+    for name, value in ours.items():
+        if name in daemon and daemon[name] != value:
+            notes.append(
+                f"the running daemon has {name}={_shown(daemon[name])} but here it is {_shown(value)}; "
+                "the daemon reads it when it starts: `gym-gui daemon stop` (runs keep going), then try again"
+            )
+    return notes
+
+
+def _shown(value: str | None) -> str:
+    return "(unset)" if value is None else repr(value)
 
 
 def read_daemon_file(path: Path) -> DaemonFile | None:

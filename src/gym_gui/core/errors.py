@@ -33,3 +33,11 @@ class RunBusy(GymGuiError):
 
 class StorageError(GymGuiError):
     """Stored data could not be read or written as asked; nothing stored was changed."""
+
+
+class DiskFull(StorageError):
+    """The filesystem holding gym_gui's data is full, or too full to start a run.
+
+    The message starts with "disk full:" and names the filesystem, the path written and the
+    bytes still free.
+    """

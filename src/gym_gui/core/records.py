@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gym_gui.core.states import RunState
@@ -40,6 +41,10 @@ class RunRecord:
     reason: str = ""
     archived: bool = False
     pid: int | None = None  # the worker process, while one may exist
+    # Where the run's files are, as the daemon tells its clients (empty in the registry's own rows).
+    run_dir: str = ""
+    # What the daemon warns of for this live run now (disk low …), as it tells its clients.
+    warning: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,3 +128,168 @@ class WorkerDescription:
     bundle: str
     bundle_installed: bool
     details: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ what a client of the daemon sees
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How far a run has got, from what storage holds."""
+
+    episodes: int = 0
+    steps: int = 0
+    metrics: int = 0
+    last_wall_time: float = 0.0
+    global_step: int = 0  # the largest metric step: how far an analytics-lane run has trained
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """Everything the daemon tells about one run: its row, its state history, its config, its progress."""
+
+    record: RunRecord
+    history: list[StateTransition]
+    config_json: str  # the validated RunConfig, secrets redacted
+    progress: RunProgress
+
+
+@dataclass(frozen=True)
+class DaemonHealth:
+    version: str
+    pid: int
+    address: str
+    started_at: float
+    runs_by_state: dict[str, int]
+    home: str
+    log_path: str
+    max_concurrent: int
+
+
+@dataclass(frozen=True)
+class RunUpdated:
+    """A run's row as it is now: first one per matching run (``snapshot``), then after every change."""
+
+    record: RunRecord
+    snapshot: bool = False
+
+
+@dataclass(frozen=True)
+class RunRemoved:
+    """A run was deleted."""
+
+    run_id: str
+
+
+# What watching the runs yields, in the order it happened.
+RunEvent = RunUpdated | StateTransition | RunRemoved
+
+
+@dataclass(frozen=True)
+class StepBatch:
+    """Steps as a viewer receives them: the latest batch when the view fell behind (lossy)."""
+
+    rows: list[StepRow]
+
+
+@dataclass(frozen=True)
+class MetricBatch:
+    points: list[MetricPoint]
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A phase the worker reported: STARTED, PAUSED, RESUMED, COMPLETED, FAILED or CANCELLED."""
+
+    phase: str
+    message: str = ""
+    render_kind: str = ""  # with STARTED: grid, pixels or none
+    spaces: str = ""  # with STARTED: JSON description of the observation and action spaces
+
+
+@dataclass(frozen=True)
+class Starved:
+    """The daemon began coalescing step batches for a viewer without credit."""
+
+    coalesced: int
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Credit came back; ``coalesced`` step batches were replaced meanwhile."""
+
+    coalesced: int
+
+
+# What a viewer's subscription yields. A worker's message (or a bundle install's progress) is an
+# EventRecord of kind "worker".
+TelemetryEvent = (
+    StepBatch | EpisodeRecord | MetricBatch | StateTransition | Lifecycle | EventRecord | Starved | Resumed
+)
+
+
+@dataclass(frozen=True)
+class LaunchPreview:
+    """What the daemon executes for a run, resolved by the worker kind's launcher and shown safely.
+
+    ``argv`` is exact; ``env`` is the worker's whole environment with secrets and tokens shown as
+    ``***``; ``display`` is the command as a user would type it (bundle interpreters named by their
+    bundle, see docs/architecture.md); ``script_argv`` is the program the worker runs in turn
+    (CleanRL: the script with its flags), empty when it runs none.
+    """
+
+    run_id: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    display: str
+    script_argv: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BundleProgress:
+    """How a worker bundle's install goes: what ``BundleDirectory.install`` reports to its caller and
+    the daemon sends to the runs waiting for the bundle, as the fields of a ``bundle`` event's data.
+
+    ``phase`` is one of :data:`BUNDLE_PHASES`: ``waiting`` (step 0: another process holds the
+    install lock), ``installing`` (step ``step`` of ``total`` begins), ``installed`` (all ``total``
+    steps done), ``failed`` (``message`` says why).
+    """
+
+    bundle: str
+    step: int
+    total: int
+    phase: str
+    message: str
+
+    def text(self) -> str:
+        """One line for people: ``3/6 installing pinned requirements``, or the message alone."""
+        return f"{self.step}/{self.total} {self.message}" if self.phase == "installing" else self.message
+
+    def data(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data: str | dict[str, Any]) -> BundleProgress | None:
+        """The progress an event's data carries, or None when it carries none (any other event)."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data or "{}")
+            except ValueError:
+                return None
+        if not isinstance(data, dict) or data.get("phase") not in BUNDLE_PHASES:
+            return None
+        try:
+            return cls(
+                bundle=str(data["bundle"]),
+                step=int(data["step"]),
+                total=int(data["total"]),
+                phase=str(data["phase"]),
+                message=str(data["message"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+BUNDLE_PHASES = ("waiting", "installing", "installed", "failed")

@@ -1,4 +1,5 @@
-"""Run states and the one table of transitions between them."""
+"""Run states, the one table of transitions between them, and the rules read from it: whether a run
+has ended, and whether a worker process may exist for it."""
 
 from __future__ import annotations
 
@@ -19,15 +20,18 @@ class RunState(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return self in TERMINAL_STATES
+        """Whether a run in this state has ended: no state follows it in ``TRANSITIONS``.
+
+        The one "has this run ended" rule: the registry stamps ``ended_at`` by it, the daemon ends
+        a viewer's stream by it, and the CLI and the window stop following a run by it.
+        """
+        return not TRANSITIONS[self]
 
     @property
     def active(self) -> bool:
-        """Whether a worker process may exist for a run in this state."""
-        return self in (RunState.STARTING, RunState.RUNNING, RunState.PAUSED)
+        """Whether a worker process may exist for a run in this state: it has left the queue and not ended."""
+        return self is not RunState.QUEUED and not self.terminal
 
-
-TERMINAL_STATES = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST})
 
 TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.STARTING, RunState.CANCELLED, RunState.FAILED}),

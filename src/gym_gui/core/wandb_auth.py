@@ -82,17 +82,14 @@ def key_sources(base_url: str | None = None, environ: Mapping[str, str] | None =
 def wandb_environment(
     base_url: str | None, environ: Mapping[str, str] | None = None
 ) -> dict[str, str] | None:
-    """The environment a bundle's ``wandb`` command (``wandb sync``) runs with against the server at
-    ``base_url`` (None: the one ``WANDB_BASE_URL`` names, else W&B's cloud): this one, without
-    ``PYTHONPATH``/``PYTHONHOME`` (the bundle has its own packages), with the server and its key set.
-    None when no key is found."""
+    """``environ`` (default: this process's environment) with the W&B server at ``base_url`` (None:
+    the one ``WANDB_BASE_URL`` names, else W&B's cloud) and its key set: what a ``wandb`` command
+    (``wandb sync``) runs with. None when no key is found."""
     env = dict(os.environ if environ is None else environ)
     server = base_url or env.get(BASE_URL_VAR) or None
     key = api_key(server, env)
     if key is None:
         return None
-    for name in ("PYTHONPATH", "PYTHONHOME"):
-        env.pop(name, None)
     env[API_KEY_VAR] = key
     if server:
         env[BASE_URL_VAR] = server

@@ -27,9 +27,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-concurrent", type=int, default=defaults.max_concurrent)
     parser.add_argument("--heartbeat-timeout", type=float, default=defaults.heartbeat_timeout)
     parser.add_argument("--cancel-grace", type=float, default=defaults.cancel_grace)
+    parser.add_argument(
+        "--min-free-mb",
+        type=float,
+        default=defaults.min_free_bytes / 1e6,
+        help="refuse to start a run with less free space on the home's disk (MB; 0: never refuse)",
+    )
+    parser.add_argument(
+        "--warn-free-mb",
+        type=float,
+        default=defaults.warn_free_bytes / 1e6,
+        help="warn on live runs while the home's disk has less free space (MB; 0: never warn)",
+    )
     args = parser.parse_args(argv)
     if args.max_concurrent < 1:
         parser.error("--max-concurrent must be at least 1")
+    if args.min_free_mb < 0 or args.warn_free_mb < 0:
+        parser.error("--min-free-mb and --warn-free-mb must not be negative")
 
     home = Home(args.home)
     home.ensure()
@@ -40,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         max_concurrent=args.max_concurrent,
         heartbeat_timeout=args.heartbeat_timeout,
         cancel_grace=args.cancel_grace,
+        min_free_bytes=int(args.min_free_mb * 1e6),
+        warn_free_bytes=int(args.warn_free_mb * 1e6),
     )
     server = DaemonServer(home, host=args.host, port=args.port, settings=settings)
     try:

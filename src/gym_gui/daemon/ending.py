@@ -161,7 +161,11 @@ class Ending:
             signal_group(run.orphan_pid, 9)
 
     def finish(self, run: LiveRun, state: RunState, reason: str) -> None:
-        """End a run in ``state`` (FAILED instead of COMPLETED when its telemetry could not be stored)."""
+        """End a run in ``state`` (FAILED instead of COMPLETED when its telemetry could not be stored).
+
+        When the registry cannot record the end, the run stays live with its end held (see the
+        ``except`` below): the supervision loop finishes it again on its next tick.
+        """
         run.finalized = True
         writer = run.writer
         if writer is not None:
@@ -174,8 +178,20 @@ class Ending:
             try:
                 run.manifest.update(ended_at=time.time(), final_state=state.value)
             except StorageError as exc:
-                log.error("run %s: its end is not in its manifest: %s", run.run_id, exc)
-        self.runs.transition(run, state, reason, exit_code=run.exit_code)
+                if not run.held_end:  # said once, not on every try of a held end
+                    log.error("run %s: its end is not in its manifest: %s", run.run_id, exc)
+        try:
+            self.runs.transition(run, state, reason, exit_code=run.exit_code)
+        except StorageError as exc:
+            # The registry cannot take it (its disk is full and the space reserve spent): the end
+            # is held in memory, shown as the run's warning, and tried again every tick.
+            run.finalized = False
+            held = f"{exc}; its end ({state.value}: {reason}) is held until there is space to record it"
+            if run.held_end != held:
+                run.held_end = held
+                log.error("run %s: %s", run.run_id, held)
+                self.runs.publish_row(run.run_id)
+            return
         if writer is not None:
             writer.close()
             run.writer = None

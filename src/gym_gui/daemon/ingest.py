@@ -15,7 +15,7 @@ import grpc
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import STEPS, RunBus
-from gym_gui.core.errors import GymGuiError
+from gym_gui.core.errors import DiskFull, GymGuiError
 from gym_gui.core.records import ArtifactRecord, EventRecord
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
@@ -79,7 +79,7 @@ class StreamIngest:
         except ProtocolViolation as exc:
             self.violation = str(exc)
         except GymGuiError as exc:
-            self.violation = f"storage rejected the worker's data: {exc}"
+            self.violation = _storage_failure(exc)
         except grpc.RpcError:
             log.info("run %s: worker stream broke", run.run_id)
         except Exception as exc:  # a malformed message must fail the run, never the daemon
@@ -90,7 +90,7 @@ class StreamIngest:
                 with contextlib.suppress(GymGuiError):
                     run.writer.flush(timeout=60)
                 if run.writer.error is not None and not self.violation:
-                    self.violation = f"storage rejected the worker's data: {run.writer.error}"
+                    self.violation = _storage_failure(run.writer.error)
             if self.violation:
                 self.supervisor.stream_failed(run, self.violation)
                 log.warning("run %s: %s", run.run_id, self.violation)
@@ -111,7 +111,7 @@ class StreamIngest:
             )
         self.last_seq = message.seq
         if writer.error is not None:
-            raise ProtocolViolation(f"storage rejected the worker's data: {writer.error}")
+            raise writer.error
         kind = message.WhichOneof("body")
         if kind is None:
             raise ProtocolViolation(f"message {message.seq} has no body")
@@ -218,6 +218,13 @@ class StreamIngest:
             ),
         )
         self.supervisor.record_artifact(run, artifact.kind, artifact.path, artifact.step, meta)
+
+
+def _storage_failure(error: GymGuiError) -> str:
+    """The reason a run fails with when storage refused its data: a full disk says just that."""
+    if isinstance(error, DiskFull):
+        return str(error)
+    return f"storage rejected the worker's data: {error}"
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:

@@ -10,15 +10,16 @@ from collections.abc import Callable
 
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN
 
-from gym_gui.core.config import redact
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
+from gym_gui.core.records import BundleProgress, LaunchPreview
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, LaunchSpec
 from gym_gui.daemon.live import LiveRun, LiveRuns
+from gym_gui.daemon.preview import launch_preview
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.workers import BundleDirectory, LaunchContext, WorkerCatalog, WorkerLauncher
+from gym_gui.workers import BundleDirectory, LaunchContext, LaunchPlan, WorkerCatalog, WorkerLauncher
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,25 @@ class Launching:
         self.runs.transition(run, RunState.STARTING, reason)
         threading.Thread(target=self._prepare, args=(run,), name=f"launch-{run.run_id}", daemon=True).start()
 
-    def _prepare(self, run: LiveRun) -> None:
+    def dry_run(self, run: LiveRun) -> LaunchPreview | None:
+        """STARTING, then resolve the command here and record it without starting anything; returns
+        the plan (None when it could not be resolved: the run failed, saying why)."""
+        run.launching = True
+        self.runs.open_writer(run)
+        self.runs.transition(run, RunState.STARTING, "dry-run: resolving the command")
+        return self._prepare(run)
+
+    def preview(self, run: LiveRun) -> LaunchPreview:
+        """The plan ``run`` (never stored) would get, as a dry run would show it.
+
+        Raises:
+            GymGuiError: the launcher's refusal, naming the field.
+        """
+        plan = self.launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
+        return self._preview(run, plan, *self._launch_env(run, plan))
+
+    def _prepare(self, run: LiveRun) -> LaunchPreview | None:
+        """Resolve a run's command and start it; a dry run instead records the plan and returns it."""
         lock = self.runs.lock
         finish = self.ending.finish
         try:
@@ -93,40 +112,57 @@ class Launching:
         except GymGuiError as exc:
             with lock:
                 finish(run, RunState.FAILED, f"not launched: {exc}")
-            return
+            return None
         except Exception as exc:  # a launcher bug must fail the run, never the daemon
             log.exception("run %s: resolving its command failed", run.run_id)
             with lock:
                 finish(run, RunState.FAILED, f"not launched: {type(exc).__name__}: {exc}")
-            return
+            return None
         with lock:
             if run.finalized:
-                return
-            worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
-            env = {**self._worker_env(run), **plan.env, **worker_secrets}
+                return None
+            env, worker_secrets = self._launch_env(run, plan)
             if run.manifest is not None:
                 try:
                     run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
                 except StorageError as exc:
                     finish(run, RunState.FAILED, f"not launched: {exc}")
-                    return
+                    return None
             for warning in plan.warnings:
                 self.runs.event(run, "WARNING", warning)
             if run.config.dry_run:
-                shown = {k: ("***" if k in worker_secrets else v) for k, v in env.items()}
+                preview = self._preview(run, plan, env, worker_secrets)
                 self.runs.event(
                     run,
                     "INFO",
                     "dry run: nothing launched",
                     kind="dry-run",
-                    data={"argv": plan.argv, "cwd": str(run.run_dir), "env": redact(shown), **plan.manifest},
+                    data={
+                        "argv": preview.argv,
+                        "cwd": preview.cwd,
+                        "env": preview.env,
+                        "display": preview.display,
+                        **plan.manifest,
+                    },
                 )
                 finish(run, RunState.COMPLETED, "dry-run")
-                return
+                return preview
             if run.cancel_requested_at is not None:
                 finish(run, RunState.CANCELLED, "cancelled by user before it started")
-                return
+                return None
             self._start_process(run, plan.argv, env)
+            return None
+
+    def _launch_env(self, run: LiveRun, plan: LaunchPlan) -> tuple[dict[str, str], dict[str, str]]:
+        """The worker's whole environment, and the run's secrets that reach it."""
+        worker_secrets = run.secret_env if plan.secrets is None else plan.secrets
+        return {**self._worker_env(run), **plan.env, **worker_secrets}, dict(worker_secrets)
+
+    def _preview(
+        self, run: LiveRun, plan: LaunchPlan, env: dict[str, str], worker_secrets: dict[str, str]
+    ) -> LaunchPreview:
+        bundle_dirs = {name: self.bundles.path(name) for name in self.catalog.bundles()}
+        return launch_preview(run.run_id, plan, run.run_dir, env, worker_secrets, bundle_dirs)
 
     def _worker_env(self, run: LiveRun) -> dict[str, str]:
         env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
@@ -197,17 +233,19 @@ class Launching:
                 and self._bundle_of(run) == name
             ]
 
-        def progress(step: int, total: int, message: str) -> None:
+        def progress(update: BundleProgress) -> None:
+            level = "ERROR" if update.phase == "failed" else "INFO"
             for run in waiting():
-                self.runs.event(
-                    run, "INFO", f"installing worker bundle {name}: {step}/{total} {message}", kind="bundle"
-                )
+                # Viewers read the fields (step, total, phase, message) from the event's data.
+                message = f"worker bundle {name}: {update.text()}"
+                self.runs.event(run, level, message, kind="bundle", data=update.data())
 
         def install() -> None:
             try:
                 self.bundles.install(name, progress=progress)
             except GymGuiError as exc:
                 log.error("bundle %s: %s", name, exc)
+                progress(BundleProgress(name, 0, 0, "failed", str(exc)))
                 with self.runs.lock:
                     for run in waiting():
                         if self.runs.registry.get(run.run_id).state is RunState.QUEUED:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
 from gym_gui.core.config import RunConfig
+from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EventRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import WorkerSpec
@@ -32,6 +34,11 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+# Free space on the home's filesystem below which no run starts, and below which live runs warn.
+MIN_FREE_BYTES = 100_000_000
+WARN_FREE_BYTES = 500_000_000
+
+
 @dataclass
 class SupervisorSettings:
     max_concurrent: int = os.cpu_count() or 1
@@ -39,6 +46,8 @@ class SupervisorSettings:
     register_timeout: float = 120.0
     cancel_grace: float = 5.0
     tick_seconds: float = 0.1
+    min_free_bytes: int = MIN_FREE_BYTES
+    warn_free_bytes: int = WARN_FREE_BYTES
 
 
 @dataclass(eq=False)
@@ -46,7 +55,7 @@ class LiveRun:
     """What the daemon holds in memory about a run that has (or may get) a worker.
 
     Only the supervisor writes it: ``Supervisor`` (``supervisor.py``) and its parts — this
-    module, ``scheduler.py``, ``launching.py``, ``ending.py`` and ``recovery.py``. The gRPC
+    module, ``scheduler.py``, ``launching.py``, ``ending.py``, ``disk.py`` and ``recovery.py``. The gRPC
     services and the ingest of a worker's stream only read it; what they learn (a worker
     registered, a stream opened or ended, a message arrived, a lifecycle phase, an artifact, a
     violation) they report through ``Supervisor``'s methods, which change the run. A test
@@ -84,6 +93,8 @@ class LiveRun:
     controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
     manifest: ManifestWriter | None = None
     finalized: bool = False
+    warning: str = ""  # what its viewers are warned of now (disk low), shown with its row
+    held_end: str = ""  # its end, decided but not yet recorded (the registry's disk is full)
 
     def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
         self.controls.put(pb.ControlMessage(command=command, render_fps=render_fps, reason=reason))
@@ -126,11 +137,13 @@ class LiveRuns:
     def transition(self, run: LiveRun, state: RunState, reason: str, exit_code: int | None = None) -> None:
         transition = self.transition_id(run.run_id, state, reason, exit_code)
         if run.writer is not None and run.writer.error is None:
-            run.writer.put_event(
-                EventRecord(
-                    time=transition.time, kind="state", level="INFO", message=f"{state.value}: {reason}"
+            # Recorded in the registry is recorded: a writer failing meanwhile only loses the echo.
+            with contextlib.suppress(StorageError):
+                run.writer.put_event(
+                    EventRecord(
+                        time=transition.time, kind="state", level="INFO", message=f"{state.value}: {reason}"
+                    )
                 )
-            )
 
     def transition_id(
         self, run_id: str, state: RunState, reason: str, exit_code: int | None = None

@@ -25,7 +25,7 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
     """
     registry = runs.registry
     home = runs.home
-    for record in registry.in_states(RunState.STARTING, RunState.RUNNING, RunState.PAUSED):
+    for record in registry.in_states(*(state for state in RunState if state.active)):
         try:
             spec = catalog.spec(record.worker)
         except GymGuiError as exc:

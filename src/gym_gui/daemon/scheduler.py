@@ -8,6 +8,7 @@ import time
 
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
+from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.launching import Launching
 from gym_gui.daemon.live import LiveRuns, SupervisorSettings
@@ -18,17 +19,24 @@ log = logging.getLogger(__name__)
 class Scheduler:
     """Ticks every ``tick_seconds`` on a thread of its own (and whenever a caller asks for a tick).
 
-    A tick looks at every live run once (``Ending.check``), then starts QUEUED runs in creation
-    order while fewer than ``max_concurrent`` daemon-launched workers are active. A run whose
-    bundle is missing waits, queued, while it installs.
+    A tick looks at the disk (``DiskWatch.check``) and at every live run once (``Ending.check``),
+    then starts QUEUED runs in creation order while fewer than ``max_concurrent`` daemon-launched
+    workers are active. A run whose bundle is missing waits, queued, while it installs; one that
+    would start while the disk is nearly full fails, not launched.
     """
 
     def __init__(
-        self, runs: LiveRuns, launching: Launching, ending: Ending, settings: SupervisorSettings
+        self,
+        runs: LiveRuns,
+        launching: Launching,
+        ending: Ending,
+        disk: DiskWatch,
+        settings: SupervisorSettings,
     ) -> None:
         self.runs = runs
         self.launching = launching
         self.ending = ending
+        self.disk = disk
         self.settings = settings
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,6 +60,7 @@ class Scheduler:
     def tick(self) -> None:
         """One pass: finalize ended runs, enforce heartbeats and cancel grace, start queued runs."""
         with self.runs.lock:
+            self.disk.check()
             now = time.monotonic()
             for run in self.runs.all():
                 if run.finalized:
@@ -74,6 +83,10 @@ class Scheduler:
             if run is None or run.launching or run.spec.launch is not Launch.DAEMON:
                 continue
             if not self.launching.bundle_ready(run, then=self.tick):
+                continue
+            refusal = self.disk.refusal()
+            if refusal:
+                self.ending.finish(run, RunState.FAILED, f"not launched: {refusal}")
                 continue
             self.launching.begin(run, "launching worker")
             active += 1

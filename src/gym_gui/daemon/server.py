@@ -25,6 +25,7 @@ from gym_gui.daemon.service import TrainerService, WorkerService
 from gym_gui.daemon.supervisor import Supervisor, SupervisorSettings
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.space import SpaceReserve
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,10 @@ class DaemonServer:
         """
         self.home.ensure()
         self._take_lock()
-        registry = RunRegistry(self.home.registry_path)
+        # Taken before anything else is written, so a full disk later still leaves room to record run ends.
+        reserve = SpaceReserve(self.home.reserve_path)
+        reserve.ensure()
+        registry = RunRegistry(self.home.registry_path, reserve=reserve)
         bus = RunBus()
         server = grpc.server(
             ThreadPoolExecutor(max_workers=256, thread_name_prefix="grpc"),
@@ -103,6 +107,7 @@ class DaemonServer:
                 started_at=time.time(),
                 home=str(self.home.root),
                 log_path=str(self.home.daemon_log),
+                settings=self.home.daemon_settings(),
             ),
         )
         log.info("daemon %s listening on %s (home %s)", __version__, self.address, self.home.root)

@@ -80,7 +80,8 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         self._on_shutdown = on_shutdown
 
     def _info(self, record: RunRecord) -> pb.RunInfo:
-        return convert.run_info(record, str(self.home.run_dir(record.run_id)))
+        run_dir = str(self.home.run_dir(record.run_id))
+        return convert.run_info(record, run_dir, self.supervisor.warning(record.run_id))
 
     def _record(self, run_id: str) -> RunRecord:
         return self.registry.get(validate_run_id(run_id))
@@ -88,8 +89,16 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     @_user_errors
     def SubmitRun(self, request: pb.SubmitRunRequest, context: grpc.ServicerContext) -> pb.SubmitRunResponse:
         config = parse_run_config(request.config_json)
-        record, token = self.supervisor.submit(config, dict(request.secret_env))
-        return pb.SubmitRunResponse(info=self._info(record), run_token=token)
+        record, token, plan = self.supervisor.submit(config, dict(request.secret_env))
+        reply = pb.SubmitRunResponse(info=self._info(record), run_token=token)
+        if plan is not None:
+            reply.plan.CopyFrom(convert.launch_preview_message(plan))
+        return reply
+
+    @_user_errors
+    def PreviewRun(self, request: pb.PreviewRunRequest, context: grpc.ServicerContext) -> pb.LaunchPreview:
+        config = parse_run_config(request.config_json)
+        return convert.launch_preview_message(self.supervisor.preview(config, dict(request.secret_env)))
 
     @_user_errors
     def CancelRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunInfo:

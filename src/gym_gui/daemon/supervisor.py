@@ -9,6 +9,7 @@ with one job:
 - ``scheduler.Scheduler``: the supervision loop, and which queued runs start within the limit;
 - ``launching.Launching``: a run's plan, bundle, environment and manifest, to a worker process;
 - ``ending.Ending``: watching workers for their end, the verdict, and finishing a run;
+- ``disk.DiskWatch``: free space: no run starts on a nearly full disk, live runs warn when it is low;
 - ``recovery.reconcile``: what an earlier daemon left, settled after a restart.
 """
 
@@ -26,12 +27,13 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
-from gym_gui.core.errors import ConfigError, RunBusy
+from gym_gui.core.errors import ConfigError, DiskFull, RunBusy
 from gym_gui.core.ids import make_run_id
-from gym_gui.core.records import RunRecord
+from gym_gui.core.records import LaunchPreview, RunRecord
 from gym_gui.core.states import RunState
-from gym_gui.core.workers import Launch
+from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon import recovery
+from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, signal_group
 from gym_gui.daemon.launching import Launching
@@ -77,7 +79,8 @@ class Supervisor:
         self.runs = LiveRuns(home, registry, bus)
         self.ending = Ending(self.runs, self.settings)
         self.launching = Launching(self.runs, self.ending, executor, address, self.catalog, self.bundles)
-        self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.settings)
+        self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
+        self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
 
     @property
     def launchers(self) -> dict[str, WorkerLauncher]:
@@ -108,28 +111,23 @@ class Supervisor:
 
     # ------------------------------------------------------------ submitting
 
-    def submit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> tuple[RunRecord, str]:
-        """Validate and register a run; returns its record and, for client-driven runs, its token.
+    def submit(
+        self, config: RunConfig, secret_env: dict[str, str] | None = None
+    ) -> tuple[RunRecord, str, LaunchPreview | None]:
+        """Validate and register a run; returns its record, for client-driven runs its token, and
+        for a dry run the plan it resolved (None when it could not: the run failed, saying why).
 
         Raises:
             ConfigError / UnknownEnv: before anything is stored or started.
+            DiskFull: the disk holds less than ``min_free_bytes``; nothing is stored.
         """
-        plugin = self.catalog.plugin(config.worker)
-        spec = plugin.spec
-        if not spec.available:
-            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
-        if config.mode == "evaluate" and not spec.capabilities.evaluation:
-            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
-        if plugin.bundle is None:
-            # A worker with its own bundle decides which env ids it can make (its launcher checks);
-            # the others run in gym_gui's environment, whose gymnasium answers.
-            check_env(config.env_id)
-        if spec.launch is Launch.DAEMON:
-            self.launching.launcher(config.worker).validate(config)
-        label = (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")
+        spec = self._admit(config)
+        refusal = "" if config.dry_run else self.disk.refusal()
+        if refusal:
+            raise DiskFull(f"{refusal}; free some space and submit the run again")
         now = time.time()
         with self.runs.lock:
-            run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
+            run_id = make_run_id(config.env_id, _label(config), config.seed, int(now), exists=self._taken)
             run_dir = self.home.run_dir(run_id)
             files = RunDir(run_dir)
             files.create()
@@ -152,6 +150,7 @@ class Supervisor:
                 token_hash=token_digest(token),
                 render_fps=config.telemetry.render_fps,
                 secret_env=dict(secret_env or {}),
+                launching=config.dry_run,  # resolved below, never by the loop
             )
             run.manifest = files.create_manifest(app_environment(spec.bundle))
             self.registry.create(record)
@@ -159,14 +158,49 @@ class Supervisor:
             self.runs.add(run)
         self.runs.publish_row(run_id)
         if config.dry_run:
-            self.launching.begin(run, "dry-run: resolving the command")
-            return self.registry.get(run_id), ""
+            # Resolved here rather than on a launch thread: the reply carries the plan.
+            plan = self.launching.dry_run(run)
+            return self.registry.get(run_id), "", plan
         if spec.launch is Launch.CLIENT:
             self.runs.open_writer(run)
             self.runs.transition(run, RunState.STARTING, "client drives the run")
-            return self.registry.get(run_id), token
+            return self.registry.get(run_id), token, None
         self.tick()
-        return self.registry.get(run_id), ""
+        return self.registry.get(run_id), "", None
+
+    def preview(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> LaunchPreview:
+        """What a run of ``config`` would execute, checked and planned as submit and launch do; nothing
+        is stored. Its run id is the one a submit now would get.
+
+        Raises:
+            ConfigError / UnknownEnv: what submit or the launch would refuse, naming the field.
+        """
+        spec = self._admit(config)
+        run_id = make_run_id(config.env_id, _label(config), config.seed, int(time.time()), exists=self._taken)
+        run = LiveRun(
+            run_id=run_id,
+            spec=spec,
+            config=config,
+            run_dir=self.home.run_dir(run_id),
+            secret_env=dict(secret_env or {}),
+        )
+        return self.launching.preview(run)
+
+    def _admit(self, config: RunConfig) -> WorkerSpec:
+        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's."""
+        plugin = self.catalog.plugin(config.worker)
+        spec = plugin.spec
+        if not spec.available:
+            raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
+        if config.mode == "evaluate" and not spec.capabilities.evaluation:
+            raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
+        if plugin.bundle is None:
+            # A worker with its own bundle decides which env ids it can make (its launcher checks);
+            # the others run in gym_gui's environment, whose gymnasium answers.
+            check_env(config.env_id)
+        if spec.launch is Launch.DAEMON:
+            self.launching.launcher(config.worker).validate(config)
+        return spec
 
     def _taken(self, run_id: str) -> bool:
         return run_id in self.runs or self.registry.exists(run_id) or self.home.run_dir(run_id).exists()
@@ -234,7 +268,7 @@ class Supervisor:
 
     def delete(self, run_id: str) -> None:
         record = self.registry.get(run_id)
-        if not record.state.terminal and record.state is not RunState.QUEUED:
+        if record.state.active:
             raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
         with self.runs.lock:
             self.runs.remove(run_id)
@@ -250,6 +284,11 @@ class Supervisor:
 
     def publish_row(self, run_id: str) -> None:
         self.runs.publish_row(run_id)
+
+    def warning(self, run_id: str) -> str:
+        """What a live run's viewers are warned of now (its end held, the disk low), or ""."""
+        run = self.runs.get(run_id)
+        return "" if run is None else run.held_end or run.warning
 
     # ------------------------------------------------------------ workers
 
@@ -359,3 +398,8 @@ class Supervisor:
         run.stream_open = False
         run.stream_done.set()
         self.tick()
+
+
+def _label(config: RunConfig) -> str:
+    """What a run id says the run does: the algorithm (or worker kind), ``-eval`` for an evaluation."""
+    return (config.algorithm or config.worker) + ("-eval" if config.mode == "evaluate" else "")

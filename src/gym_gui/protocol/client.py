@@ -19,20 +19,29 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.worker import channel_options
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.records import RunRecord, WorkerDescription
+from gym_gui.core.records import (
+    DaemonHealth,
+    LaunchPreview,
+    RunDetail,
+    RunEvent,
+    RunRecord,
+    RunUpdated,
+    TelemetryEvent,
+    WorkerDescription,
+)
 from gym_gui.core.states import RunState
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
 
 # Exit status of a daemon that found another one already serving its home (gym_gui.daemon.__main__).
 _EXIT_ALREADY_RUNNING = 3
-Command = pb.ControlMessage.Command
 
 
 class TelemetryStream:
-    """A viewer subscription: iterate for events, :meth:`grant` credits as they are consumed."""
+    """A viewer subscription: iterate for its events (core records), :meth:`grant` credits as they are consumed."""
 
     def __init__(
         self, stub: pb_grpc.TrainerServiceStub, metadata: list[tuple[str, str]], run_id: str, credits: int
@@ -51,9 +60,12 @@ class TelemetryStream:
     def grant(self, credits: int) -> None:
         self._requests.put(pb.SubscribeRequest(credits=credits))
 
-    def __iter__(self) -> Iterator[pb.TelemetryEvent]:
+    def __iter__(self) -> Iterator[TelemetryEvent]:
         try:
-            yield from self._call
+            for message in self._call:
+                event = convert.telemetry_event(message)
+                if event is not None:
+                    yield event
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 raise error_from_rpc(exc) from None
@@ -66,7 +78,8 @@ class TelemetryStream:
 class DaemonClient:
     """A connection to the daemon of one GYM_GUI_HOME.
 
-    Every method raises a :class:`GymGuiError` subclass carrying the daemon's message.
+    Wire messages stay here: every method takes and returns core records (conversions in
+    :mod:`gym_gui.protocol.convert`). Every method raises a :class:`GymGuiError` subclass carrying the daemon's message.
     """
 
     def __init__(self, info: DaemonFile) -> None:
@@ -159,8 +172,8 @@ class DaemonClient:
         except grpc.RpcError as exc:
             raise error_from_rpc(exc) from None
 
-    def health(self, timeout: float = 10.0) -> pb.Health:
-        return self._call("GetHealth", pb.HealthRequest(), timeout)
+    def health(self, timeout: float = 10.0) -> DaemonHealth:
+        return convert.daemon_health(self._call("GetHealth", pb.HealthRequest(), timeout))
 
     def submit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> tuple[RunRecord, str]:
         """Submit a run; returns its record and the run token (for client-driven runs only)."""
@@ -180,25 +193,52 @@ class DaemonClient:
         )
         return convert.run_record(reply.info), reply.run_token
 
-    def list_runs(self, include_archived: bool = False) -> list[pb.RunInfo]:
-        return list(self._call("ListRuns", pb.ListRunsRequest(include_archived=include_archived)).runs)
+    def dry_run(
+        self, config: RunConfig, secret_env: dict[str, str] | None = None
+    ) -> tuple[RunRecord, LaunchPreview | None]:
+        """Submit ``config`` as a dry run: the daemon records a run that launches nothing and replies
+        with the plan it resolved (None when it could not: the run failed and its reason says why)."""
+        request = pb.SubmitRunRequest(
+            config_json=config.model_copy(update={"dry_run": True}).model_dump_json(),
+            secret_env=secret_env or {},
+        )
+        reply = self._call("SubmitRun", request, 300)
+        plan = convert.launch_preview(reply.plan) if reply.HasField("plan") else None
+        return convert.run_record(reply.info), plan
 
-    def get_run(self, run_id: str) -> pb.RunDetail:
-        return self._call("GetRun", pb.RunRef(run_id=run_id))
+    def preview(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> LaunchPreview:
+        """What the daemon would execute for ``config`` (its worker kind's validate and plan); nothing
+        is stored. ``secret_env`` decides the plan as it would at submit and is shown only as ``***``.
 
-    def cancel(self, run_id: str) -> pb.RunInfo:
-        return self._call("CancelRun", pb.RunRef(run_id=run_id))
+        Raises:
+            ConfigError: what submit would refuse, naming the field.
+        """
+        request = pb.PreviewRunRequest(config_json=config.model_dump_json(), secret_env=secret_env or {})
+        return convert.launch_preview(self._call("PreviewRun", request, 300))
 
-    def archive(self, run_id: str, archived: bool = True) -> pb.RunInfo:
-        return self._call("ArchiveRun", pb.ArchiveRunRequest(run_id=run_id, archived=archived))
+    def list_runs(self, include_archived: bool = False) -> list[RunRecord]:
+        reply = self._call("ListRuns", pb.ListRunsRequest(include_archived=include_archived))
+        return [convert.run_record(info) for info in reply.runs]
+
+    def get_run(self, run_id: str) -> RunDetail:
+        return convert.run_detail(self._call("GetRun", pb.RunRef(run_id=run_id)))
+
+    def cancel(self, run_id: str) -> RunRecord:
+        return convert.run_record(self._call("CancelRun", pb.RunRef(run_id=run_id)))
+
+    def archive(self, run_id: str, archived: bool = True) -> RunRecord:
+        request = pb.ArchiveRunRequest(run_id=run_id, archived=archived)
+        return convert.run_record(self._call("ArchiveRun", request))
 
     def delete(self, run_id: str) -> None:
         self._call("DeleteRun", pb.RunRef(run_id=run_id))
 
-    def control(self, run_id: str, command: Command, render_fps: float = 0.0) -> pb.RunInfo:
-        return self._call(
-            "ControlRun", pb.ControlRunRequest(run_id=run_id, command=command, render_fps=render_fps)
+    def control(self, run_id: str, control: Control, render_fps: float = 0.0) -> RunRecord:
+        """Ask ``run_id``'s worker for ``control`` (``render_fps`` goes with RENDER_RATE)."""
+        request = pb.ControlRunRequest(
+            run_id=run_id, command=convert.control_command(control), render_fps=render_fps
         )
+        return convert.run_record(self._call("ControlRun", request))
 
     def describe_worker(self, worker: str, **query: str) -> WorkerDescription:
         """What the daemon knows of a worker kind: lane, availability, and its plugin's answer to
@@ -230,9 +270,9 @@ class DaemonClient:
             raise ConfigError(f"run {run_id} is not a training run; only those have models to play")
         return parse_run_config(
             {
-                "worker": detail.info.worker,
+                "worker": detail.record.worker,
                 "mode": "evaluate",
-                "env_id": detail.info.env_id,
+                "env_id": detail.record.env_id,
                 "algorithm": trained.get("algorithm"),
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
@@ -245,13 +285,16 @@ class DaemonClient:
     def shutdown(self) -> None:
         self._call("Shutdown", pb.ShutdownRequest())
 
-    def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[pb.RunEvent]:
+    def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[RunEvent]:
         """Snapshots of the matching runs, then every change, until the caller stops iterating."""
         call = self._stub.WatchRuns(
             pb.WatchRunsRequest(run_id=run_id, include_archived=include_archived), metadata=self._metadata
         )
         try:
-            yield from call
+            for message in call:
+                event = convert.run_event(message)
+                if event is not None:
+                    yield event
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 raise error_from_rpc(exc) from None
@@ -282,15 +325,8 @@ class DaemonClient:
         def watch() -> None:
             try:
                 for event in self.watch_runs(run_id=run_id, include_archived=True):
-                    info = (
-                        event.snapshot
-                        if event.HasField("snapshot")
-                        else event.updated
-                        if event.HasField("updated")
-                        else None
-                    )
-                    if info is not None and info.run_id == run_id:
-                        record = convert.run_record(info)
+                    if isinstance(event, RunUpdated) and event.record.run_id == run_id:
+                        record = event.record
                         if record.state in wanted or record.state.terminal:
                             result.append(record)
                             done.set()

@@ -3,27 +3,46 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 
 from gym_gui_sdk import trainer_pb2 as pb
 
+from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import (
+    DaemonHealth,
     EpisodeRecord,
+    EventRecord,
+    LaunchPreview,
+    Lifecycle,
+    MetricBatch,
     MetricPoint,
+    Resumed,
+    RunDetail,
+    RunEvent,
+    RunProgress,
     RunRecord,
+    RunRemoved,
+    RunUpdated,
+    Starved,
     StateTransition,
+    StepBatch,
     StepRow,
+    TelemetryEvent,
     WorkerDescription,
 )
 from gym_gui.core.states import RunState
+
+Command = pb.ControlMessage.Command
 
 
 class ProtocolViolation(GymGuiError):
     """A worker sent a message that breaks the protocol; its run fails with this reason."""
 
 
-def run_info(record: RunRecord, run_dir: str = "") -> pb.RunInfo:
+def run_info(record: RunRecord, run_dir: str = "", warning: str = "") -> pb.RunInfo:
+    """The wire form of a registry row; ``warning`` is the daemon's live warning about the run, if any."""
     return pb.RunInfo(
         run_id=record.run_id,
         worker=record.worker,
@@ -38,10 +57,12 @@ def run_info(record: RunRecord, run_dir: str = "") -> pb.RunInfo:
         archived=record.archived,
         lane=record.lane,
         run_dir=run_dir,
+        warning=warning,
     )
 
 
 def run_record(info: pb.RunInfo) -> RunRecord:
+    """A client's record of a run: the registry's row plus where its files are."""
     return RunRecord(
         run_id=info.run_id,
         worker=info.worker,
@@ -54,6 +75,32 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         exit_code=info.exit_code if info.has_exit_code else None,
         reason=info.reason,
         archived=info.archived,
+        run_dir=info.run_dir,
+        warning=info.warning,
+    )
+
+
+def launch_preview_message(preview: LaunchPreview) -> pb.LaunchPreview:
+    return pb.LaunchPreview(
+        run_id=preview.run_id,
+        argv=preview.argv,
+        cwd=preview.cwd,
+        env=preview.env,
+        display=preview.display,
+        script_argv=preview.script_argv,
+        warnings=preview.warnings,
+    )
+
+
+def launch_preview(message: pb.LaunchPreview) -> LaunchPreview:
+    return LaunchPreview(
+        run_id=message.run_id,
+        argv=list(message.argv),
+        cwd=message.cwd,
+        env=dict(message.env),
+        display=message.display,
+        script_argv=list(message.script_argv),
+        warnings=list(message.warnings),
     )
 
 
@@ -65,6 +112,109 @@ def state_change(transition: StateTransition) -> pb.StateChange:
         time=transition.time,
         reason=transition.reason,
     )
+
+
+def state_transition(change: pb.StateChange) -> StateTransition:
+    return StateTransition(
+        run_id=change.run_id,
+        from_state=RunState(change.from_state) if change.from_state else None,
+        to_state=RunState(change.to_state),
+        time=change.time,
+        reason=change.reason,
+    )
+
+
+def run_detail(detail: pb.RunDetail) -> RunDetail:
+    progress = detail.progress
+    return RunDetail(
+        record=run_record(detail.info),
+        history=[state_transition(change) for change in detail.history],
+        config_json=detail.config_json,
+        progress=RunProgress(
+            episodes=progress.episodes,
+            steps=progress.steps,
+            metrics=progress.metrics,
+            last_wall_time=progress.last_wall_time,
+            global_step=progress.global_step,
+        ),
+    )
+
+
+def daemon_health(health: pb.Health) -> DaemonHealth:
+    return DaemonHealth(
+        version=health.version,
+        pid=health.pid,
+        address=health.address,
+        started_at=health.started_at,
+        runs_by_state=dict(health.runs_by_state),
+        home=health.home,
+        log_path=health.log_path,
+        max_concurrent=health.max_concurrent,
+    )
+
+
+def run_event(event: pb.RunEvent) -> RunEvent | None:
+    """The record of a WatchRuns event (None for a kind this client does not know)."""
+    kind = event.WhichOneof("kind")
+    if kind == "snapshot":
+        return RunUpdated(run_record(event.snapshot), snapshot=True)
+    if kind == "updated":
+        return RunUpdated(run_record(event.updated))
+    if kind == "change":
+        return state_transition(event.change)
+    if kind == "removed":
+        return RunRemoved(event.removed)
+    return None
+
+
+_COMMANDS = {
+    Control.PAUSE: Command.PAUSE,
+    Control.RESUME: Command.RESUME,
+    Control.CHECKPOINT: Command.CHECKPOINT_NOW,
+    Control.RENDER_RATE: Command.SET_RENDER_RATE,
+}
+
+
+def control_command(control: Control) -> pb.ControlMessage.Command:
+    return _COMMANDS[control]
+
+
+def telemetry_event(event: pb.TelemetryEvent) -> TelemetryEvent | None:
+    """The record of a Subscribe event (None for a kind this client does not know).
+
+    A worker's message becomes an :class:`EventRecord` of kind ``worker`` stamped with the time
+    it reached this client (the wire carries none).
+    """
+    body = event.WhichOneof("body")
+    if body == "steps":
+        return StepBatch(step_rows(event.steps))
+    if body == "episode":
+        return episode_record(event.episode)
+    if body == "metrics":
+        return MetricBatch(metric_points(event.metrics.metrics))
+    if body == "state":
+        return state_transition(event.state)
+    if body == "lifecycle":
+        lifecycle = event.lifecycle
+        return Lifecycle(
+            phase=pb.Lifecycle.Phase.Name(lifecycle.phase),
+            message=lifecycle.message,
+            render_kind=lifecycle.render_kind,
+            spaces=lifecycle.spaces,
+        )
+    if body == "event":
+        return EventRecord(
+            time=time.time(),
+            kind="worker",
+            level=event.event.level,
+            message=event.event.message,
+            data=event.event.data or "{}",
+        )
+    if body == "starved":
+        return Starved(event.starved.coalesced)
+    if body == "resumed":
+        return Resumed(event.resumed.coalesced)
+    return None
 
 
 def step_rows(batch: pb.StepBatch) -> list[StepRow]:

@@ -7,6 +7,7 @@ import grpc
 from gym_gui.core import errors
 
 _CODES: tuple[tuple[type[errors.GymGuiError], grpc.StatusCode], ...] = (
+    (errors.DiskFull, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.InvalidRunId, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.UnknownEnv, grpc.StatusCode.INVALID_ARGUMENT),
@@ -41,6 +42,9 @@ def error_from_rpc(exc: grpc.RpcError) -> errors.GymGuiError:
         return errors.ConfigError(details)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return errors.RunBusy(details)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and details.startswith("disk full:"):
+        # gRPC says RESOURCE_EXHAUSTED of its own too (a message over the size limit).
+        return errors.DiskFull(details)
     if code == grpc.StatusCode.UNAVAILABLE:
         return DaemonError(f"the gym_gui daemon is not reachable: {details}", code)
     if code == grpc.StatusCode.UNAUTHENTICATED:

@@ -26,6 +26,7 @@ class Home:
         <root>/runs/<run_id>/       one run directory each (its files: storage.run_dir.RunDir)
         <root>/registry.sqlite
         <root>/daemon.json  daemon.log  daemon.lock
+        <root>/space.reserve        the daemon's space reserve (storage.space.SpaceReserve)
         <root>/bundles/<name>/
     """
 
@@ -73,6 +74,11 @@ class Home:
         return self._root / "daemon.lock"
 
     @property
+    def reserve_path(self) -> Path:
+        """The daemon's space reserve: released when the disk fills, so the registry can record run ends."""
+        return self._root / "space.reserve"
+
+    @property
     def bundles_dir(self) -> Path:
         """Where the worker bundles (virtual environments) live: ``$GYM_GUI_BUNDLES``, else ``<root>/bundles``.
 
@@ -86,6 +92,14 @@ class Home:
         if shared:
             return Path(shared).expanduser().resolve()
         return self._root / "bundles"
+
+    def daemon_settings(self) -> dict[str, str | None]:
+        """The environment settings a daemon of this home started now would read once and keep
+        (its bundles directory, and the GPUs its workers see); None for an unset variable."""
+        return {
+            BUNDLES_ENV_VAR: str(self.bundles_dir),
+            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
 
     def ensure(self) -> Home:
         """Create the root (mode 0700), ``runs/`` and ``bundles/`` if missing; return ``self``.

@@ -7,19 +7,20 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from gym_gui.core.errors import RunNotFound, StorageError
+from gym_gui.core.errors import DiskFull, RunNotFound, StorageError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord, StateTransition
 from gym_gui.core.states import RunState, check_transition
+from gym_gui.storage.space import SpaceReserve, disk_full, is_disk_full
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+T = TypeVar("T")
 
 # A migration moves a database from version i to i + 1 (its index in the list). It runs inside
 # the caller's transaction, so it must not commit (no executescript, which commits first).
@@ -86,10 +87,22 @@ def apply_migrations(
         conn.execute(f"PRAGMA user_version = {int(target)}")
         conn.execute("COMMIT")
     except BaseException as exc:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         if isinstance(exc, StorageError | KeyboardInterrupt | SystemExit):
             raise
         raise StorageError(f"{what} {path}: schema migration failed, nothing was changed: {exc}") from exc
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it does on some errors, e.g. a full disk).
+
+    Never raises: the error that made the caller roll back is the one to report.
+    """
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            logger.warning("rollback failed: %s", exc)
 
 
 def configure(conn: sqlite3.Connection) -> None:
@@ -189,13 +202,18 @@ class RunRegistry:
     other. Several processes may open the same file (WAL mode, busy timeout).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, reserve: SpaceReserve | None = None) -> None:
         """Open (creating and migrating if needed) the registry at ``path``.
+
+        Args:
+            reserve: space on the registry's filesystem to give back when a write finds the disk
+                full (the daemon's); without one, such a write raises ``DiskFull``.
 
         Raises:
             StorageError: when the file cannot be opened or has a newer schema than this code.
         """
         self._path = Path(path)
+        self._reserve = reserve
         self._local = threading.local()
         self._path.parent.mkdir(parents=True, exist_ok=True)
         conn = self._open(migrate=True)
@@ -204,6 +222,11 @@ class RunRegistry:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def reserve(self) -> SpaceReserve | None:
+        """The space this registry gives back to record a write on a full disk, if it was given one."""
+        return self._reserve
 
     def _open(self, *, migrate: bool) -> sqlite3.Connection:
         try:
@@ -232,24 +255,44 @@ class RunRegistry:
             self._local.conn = conn
         return conn
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction that holds the write lock from its first statement."""
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` in one write transaction that holds the write lock from its first statement.
+
+        When the disk is full and the registry has a space reserve, the reserve is released and
+        the transaction tried once more: the registry records a run's end even on a full disk.
+
+        Raises:
+            DiskFull: the disk is full (and no reserve was left to release); nothing was written.
+        """
+        try:
+            return self._transaction(body)
+        except DiskFull:
+            if self._reserve is None or not self._reserve.release():
+                raise
+        return self._transaction(body)
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
+            if is_disk_full(exc):
+                raise self._full() from exc
             raise StorageError(f"run registry {self._path}: could not lock it for writing: {exc}") from exc
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
+            result = body(conn)
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise StorageError(f"run registry {self._path}: could not commit: {exc}") from exc
+        except BaseException as exc:
+            rollback(conn)
+            if is_disk_full(exc):
+                raise self._full() from exc
+            if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError):
+                raise StorageError(f"run registry {self._path}: could not write: {exc}") from exc
+            raise
+        return result
+
+    def _full(self) -> DiskFull:
+        return disk_full(self._path, "the run registry is as it was")
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
         try:
@@ -270,7 +313,8 @@ class RunRegistry:
         """
         validate_run_id(record.run_id)
         state = RunState(record.state)
-        with self._write() as conn:
+
+        def insert(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(
                     f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -297,6 +341,8 @@ class RunRegistry:
                 "INSERT INTO state_history (run_id, from_state, to_state, time, reason) VALUES (?, NULL, ?, ?, ?)",
                 (record.run_id, state.value, record.created_at, reason),
             )
+
+        self._write(insert)
 
     def get(self, run_id: str) -> RunRecord:
         """The current row of ``run_id``.
@@ -342,10 +388,12 @@ class RunRegistry:
         Raises:
             RunNotFound: naming the id.
             IllegalTransition: when the run model does not allow the change (nothing is written).
+            DiskFull: the disk is full and no space reserve was left to release (nothing is written).
         """
         target = RunState(to_state)
         now = time.time() if at is None else at
-        with self._write() as conn:
+
+        def change(conn: sqlite3.Connection) -> RunState:
             row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise self._not_found(run_id)
@@ -378,6 +426,9 @@ class RunRegistry:
                 "INSERT INTO state_history (run_id, from_state, to_state, time, reason) VALUES (?, ?, ?, ?, ?)",
                 (run_id, current.value, target.value, now, reason),
             )
+            return current
+
+        current = self._write(change)
         logger.debug("run %s: %s -> %s (%s)", run_id, current.value, target.value, reason)
         return StateTransition(run_id=run_id, from_state=current, to_state=target, time=now, reason=reason)
 
@@ -405,9 +456,11 @@ class RunRegistry:
         ]
 
     def _update(self, run_id: str, sql: str, params: Sequence[object]) -> None:
-        with self._write() as conn:
+        def update(conn: sqlite3.Connection) -> None:
             if conn.execute(sql, (*params, run_id)).rowcount == 0:
                 raise self._not_found(run_id)
+
+        self._write(update)
 
     def set_archived(self, run_id: str, archived: bool) -> RunRecord:
         """Set the archive flag (archived runs are left out of :meth:`list` by default).
@@ -455,10 +508,13 @@ class RunRegistry:
         Raises:
             RunNotFound: naming the id.
         """
-        with self._write() as conn:
+
+        def remove(conn: sqlite3.Connection) -> None:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise self._not_found(run_id)
             conn.execute("DELETE FROM state_history WHERE run_id = ?", (run_id,))
+
+        self._write(remove)
 
     def in_states(self, *states: RunState) -> builtins.list[RunRecord]:
         """Runs (archived included) whose state is one of ``states``, oldest first."""

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gym_gui.core.config import EvaluationOptions, RunConfig, format_validation_error, redact
 from gym_gui.core.errors import StorageError
 from gym_gui.core.states import RunState
+from gym_gui.storage.space import disk_full, is_disk_full
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,8 @@ class ManifestWriter:
         try:
             _write_json_atomically(self.path, manifest.model_dump(mode="json"))
         except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(self.path, "the manifest is as it was") from None
             raise StorageError(f"{self.path}: cannot write it: {exc.strerror}; it is as it was") from None
         self._manifest = manifest
 
@@ -257,6 +260,21 @@ class RunDir:
         if not relative or pure.is_absolute() or ".." in pure.parts:
             return None
         return self._path / pure
+
+    def saved_models(self) -> list[ArtifactEntry]:
+        """The models (final or checkpoint) the manifest registers whose file is in the run directory,
+        in the order they were saved; [] for a run without a readable manifest (a dry run, a run
+        that never started)."""
+        try:
+            manifest = self.read_manifest()
+        except StorageError:
+            return []
+        saved = []
+        for entry in manifest.checkpoints:
+            file = self.artifact_path(entry.path)
+            if file is not None and file.is_file():
+                saved.append(entry)
+        return saved
 
     # ------------------------------------------------------------ creating
 
@@ -436,8 +454,13 @@ class RunDir:
 def _write_json_atomically(path: Path, data: object) -> None:
     # Readers (the app, an export) see the old file or the new one, never a half-written one.
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        # A half-written copy (the disk filled) is no use to anyone and holds space.
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _backup_sqlite(source_path: Path, copy: Path) -> None:

@@ -12,7 +12,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from gym_gui.core.errors import StorageError
+from gym_gui.core.errors import DiskFull, StorageError
 from gym_gui.core.records import (
     STEP_COLUMNS,
     ArtifactRecord,
@@ -29,8 +29,10 @@ from gym_gui.storage.registry import (
     configure,
     enable_wal,
     refuse_newer,
+    rollback,
     sql_migration,
 )
+from gym_gui.storage.space import disk_full, is_disk_full
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +144,11 @@ def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connecti
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
+        if is_disk_full(exc):
+            raise disk_full(path, f"the {_WHAT} cannot be created") from exc
+        if isinstance(exc, OSError):
+            raise
         raise StorageError(f"{_WHAT} {path}: cannot open it: {exc}") from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -159,6 +165,8 @@ def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connecti
             apply_migrations(conn, MIGRATIONS, path, _WHAT)
     except BaseException as exc:
         conn.close()
+        if is_disk_full(exc):
+            raise disk_full(path, f"the {_WHAT} cannot be set up") from exc
         if isinstance(exc, sqlite3.Error):
             raise StorageError(f"{_WHAT} {path}: cannot open it: {exc}") from exc
         raise
@@ -261,7 +269,7 @@ class TelemetryWriter:
             self._thread.start()
         self._ready.wait()
         if self._error is not None:
-            raise StorageError(str(self._error)) from self._error
+            raise _again(self._error)
 
     def put_steps(self, rows: Sequence[StepRow]) -> None:
         """Queue step rows (tuples in :data:`~gym_gui.core.records.STEP_COLUMNS` order).
@@ -341,7 +349,7 @@ class TelemetryWriter:
 
     def _raise_if_unusable(self) -> None:
         if self._error is not None:
-            raise StorageError(str(self._error)) from self._error
+            raise _again(self._error)
         if self._closing or self._stopped:
             raise StorageError(f"telemetry writer for {self._path} is closed; nothing more can be stored")
 
@@ -365,7 +373,7 @@ class TelemetryWriter:
             self._cv.wait_for(lambda: self._done >= target or self._stopped, timeout)
             flushed = self._done >= target
         if self._error is not None:
-            raise StorageError(str(self._error)) from self._error
+            raise _again(self._error)
         return flushed
 
     def close(self, timeout: float | None = 30.0) -> bool:
@@ -478,7 +486,16 @@ class TelemetryWriter:
     def _write(self, conn: sqlite3.Connection, items: list[tuple[int, Any]]) -> None:
         try:
             counts = self._transaction(conn, items)
-        except Exception:
+        except Exception as exc:
+            if is_disk_full(exc):
+                # Nothing of this batch is stored; item by item would only fill the disk to the last byte.
+                self._fail(
+                    disk_full(
+                        self._path,
+                        "everything committed before is stored, and this writer accepts no more data",
+                    )
+                )
+                return
             # One bad item must not take the good ones drained with it: store item by item, in
             # order, up to the bad one, which fails the writer naming what was wrong.
             counts = (0, 0, 0)
@@ -487,6 +504,14 @@ class TelemetryWriter:
                     one = self._transaction(conn, [item])
                 except Exception as exc:
                     self._count(*counts)
+                    if is_disk_full(exc):
+                        self._fail(
+                            disk_full(
+                                self._path,
+                                "everything queued before it is stored, and this writer accepts no more data",
+                            )
+                        )
+                        return
                     duplicate = isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
                     hint = (
                         " (a repeated (episode, step) or episode number is a protocol error)"
@@ -547,9 +572,16 @@ class TelemetryWriter:
                 conn.executemany(_UPSERT_META, meta)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
         return sum(map(len, steps)), len(episodes), sum(map(len, metrics))
+
+
+def _again(error: StorageError) -> StorageError:
+    """A fresh exception of the same kind as the writer's failure (DiskFull stays DiskFull), chained to it."""
+    again = DiskFull(str(error)) if isinstance(error, DiskFull) else StorageError(str(error))
+    again.__cause__ = error
+    return again
 
 
 class TelemetryReader:

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gym_gui.core.errors import StorageError
+from gym_gui.core.records import RunRecord
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
@@ -71,12 +71,12 @@ def mean_std_band(
 
 @dataclass
 class _RunData:
-    info: pb.RunInfo
+    info: RunRecord
     tags: list[str]
     key: str
 
 
-def _load_runs(runs: list[pb.RunInfo]) -> list[_RunData]:
+def _load_runs(runs: list[RunRecord]) -> list[_RunData]:
     """Each run's metric tags and experiment key (blocking: call it off the GUI thread)."""
     loaded = []
     for info in runs:
@@ -161,7 +161,7 @@ class CompareView(QWidget):
 
     # ------------------------------------------------------------ input
 
-    def set_runs(self, runs: list[pb.RunInfo]) -> None:
+    def set_runs(self, runs: list[RunRecord]) -> None:
         """Compare ``runs`` (their stored metrics; runs still training show what is stored so far)."""
         self._generation += 1
         generation = self._generation

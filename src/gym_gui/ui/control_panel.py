@@ -117,7 +117,11 @@ class Roster(QListWidget):
 
 
 class UseTrainedPanel(QWidget):
-    """Pick a finished CleanRL training run with a saved model and watch its agent play."""
+    """Pick a finished training run with a saved model and watch its agent play.
+
+    Only runs with a model file are offered (the window checks through the run's directory); with
+    none, the panel says so instead of offering a run that cannot be evaluated.
+    """
 
     evaluate_requested = Signal(str, int)  # run id, episodes
 
@@ -130,8 +134,15 @@ class UseTrainedPanel(QWidget):
         self.episodes.setValue(5)
         self.button = QPushButton("Watch it play")
         self.button.setObjectName("watchTrained")
+        self.empty = QLabel(
+            "No finished training run with a saved model yet. Train one (a worker that saves models, "
+            "such as the CleanRL Worker) and it is offered here."
+        )
+        self.empty.setObjectName("noTrainedRuns")
+        self.empty.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Trained run"))
+        layout.addWidget(self.empty)
         layout.addWidget(self.runs)
         row = QHBoxLayout()
         row.addWidget(QLabel("Episodes"))
@@ -140,11 +151,30 @@ class UseTrainedPanel(QWidget):
         layout.addWidget(self.button)
         layout.addStretch(1)
         self.button.clicked.connect(self._evaluate)
+        self._update()
 
     def offer(self, run_id: str) -> None:
+        """List ``run_id`` (a finished run with a saved model) first."""
         if self.runs.findText(run_id) < 0:
             self.runs.insertItem(0, run_id)
             self.runs.setCurrentIndex(0)
+        self._update()
+
+    def withdraw(self, run_id: str) -> None:
+        """Stop offering ``run_id`` (deleted)."""
+        index = self.runs.findText(run_id)
+        if index >= 0:
+            self.runs.removeItem(index)
+        self._update()
+
+    def offered(self) -> list[str]:
+        return [self.runs.itemText(i) for i in range(self.runs.count())]
+
+    def _update(self) -> None:
+        some = self.runs.count() > 0
+        self.empty.setVisible(not some)
+        self.runs.setVisible(some)
+        self.button.setEnabled(some)
 
     def _evaluate(self) -> None:
         if self.runs.currentText():

@@ -10,8 +10,21 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from gym_gui.core.daemon_file import setting_differences
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import (
+    EpisodeRecord,
+    EventRecord,
+    MetricBatch,
+    Resumed,
+    RunRemoved,
+    RunUpdated,
+    Starved,
+    StateTransition,
+    StepBatch,
+)
 from gym_gui.protocol.client import DaemonClient, TelemetryStream
+from gym_gui.storage.home import Home
 from gym_gui.ui.background import Background
 
 log = logging.getLogger(__name__)
@@ -26,11 +39,11 @@ class TelemetrySubscription(QObject):
     always arrive.
     """
 
-    steps = Signal(object)  # pb.StepBatch
-    episode = Signal(object)  # pb.Episode
-    metrics = Signal(object)  # pb.MetricBatch
-    state = Signal(object)  # pb.StateChange
-    worker_event = Signal(object)  # pb.WorkerEvent
+    steps = Signal(object)  # StepBatch
+    episode = Signal(object)  # EpisodeRecord
+    metrics = Signal(object)  # MetricBatch
+    state = Signal(object)  # StateTransition
+    worker_event = Signal(object)  # EventRecord
     starved = Signal(bool)  # True on STARVED, False on RESUMED
     ended = Signal()
 
@@ -44,20 +57,19 @@ class TelemetrySubscription(QObject):
     def _pump(self) -> None:
         try:
             for event in self._stream:
-                body = event.WhichOneof("body")
-                if body == "steps":
-                    self.steps.emit(event.steps)
-                elif body == "episode":
-                    self.episode.emit(event.episode)
-                elif body == "metrics":
-                    self.metrics.emit(event.metrics)
-                elif body == "state":
-                    self.state.emit(event.state)
-                elif body == "event":
-                    self.worker_event.emit(event.event)
-                elif body == "starved":
+                if isinstance(event, StepBatch):
+                    self.steps.emit(event)
+                elif isinstance(event, EpisodeRecord):
+                    self.episode.emit(event)
+                elif isinstance(event, MetricBatch):
+                    self.metrics.emit(event)
+                elif isinstance(event, StateTransition):
+                    self.state.emit(event)
+                elif isinstance(event, EventRecord):
+                    self.worker_event.emit(event)
+                elif isinstance(event, Starved):
                     self.starved.emit(True)
-                elif body == "resumed":
+                elif isinstance(event, Resumed):
                     self.starved.emit(False)
         except GymGuiError as exc:
             log.info("subscription to %s ended: %s", self.run_id, exc)
@@ -87,7 +99,7 @@ class DaemonLink(QObject):
     """
 
     connection_changed = Signal(bool, str)
-    run_updated = Signal(object)  # pb.RunInfo
+    run_updated = Signal(object)  # RunRecord
     run_removed = Signal(str)
     error = Signal(str)
 
@@ -109,6 +121,9 @@ class DaemonLink(QObject):
         def connected(client: DaemonClient) -> None:
             self.client = client
             self.connection_changed.emit(True, client.info.address)
+            # A running daemon keeps the settings it started with: say so when this window's differ.
+            for note in setting_differences(client.info.settings, Home(self.home).daemon_settings()):
+                self.error.emit(f"warning: {note}")
             self._start_watch()
 
         self._background.run(
@@ -135,11 +150,10 @@ class DaemonLink(QObject):
                 for event in client.watch_runs(include_archived=True):
                     if self._closing or generation != self._watch_generation:
                         return
-                    kind = event.WhichOneof("kind")
-                    if kind in ("snapshot", "updated"):
-                        self.run_updated.emit(getattr(event, kind))
-                    elif kind == "removed":
-                        self.run_removed.emit(event.removed)
+                    if isinstance(event, RunUpdated):
+                        self.run_updated.emit(event.record)
+                    elif isinstance(event, RunRemoved):
+                        self.run_removed.emit(event.run_id)
             except GymGuiError as exc:
                 if not self._closing and generation == self._watch_generation:
                     self._background.post(self._lost, str(exc))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -20,15 +19,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.presenters import capabilities_of, tabs_for_run
-from gym_gui.ui.runs_table import LogDrawer, RunsTable
+from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.base import RunTab
 
@@ -60,10 +61,10 @@ class RunView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.title)
         layout.addWidget(self.tabs, 1)
-        self.run: pb.RunInfo | None = None
+        self.run: RunRecord | None = None
         self._tabs: list[RunTab] = []
 
-    def show_run(self, run: pb.RunInfo) -> None:
+    def show_run(self, run: RunRecord) -> None:
         self.clear()
         self.run = run
         self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
@@ -75,7 +76,7 @@ class RunView(QWidget):
                 started.connect(self.follow_run)
             tab.attach(run)
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         if self.run is not None and run.run_id == self.run.run_id:
             self.run = run
             self.title.setText(f"{run.run_id} — {run.worker} on {run.env_id} ({run.lane} lane): {run.state}")
@@ -138,6 +139,12 @@ class MainWindow(QMainWindow):
         self.connection = QLabel("connecting to the daemon…")
         self.reconnect_button = QPushButton("Start daemon")
         self.reconnect_button.setVisible(False)
+        # The daemon's live warning (disk low …), shown while a live run has one.
+        self.warning = QLabel()
+        self.warning.setObjectName("runsWarning")
+        self.warning.setStyleSheet(f"color: {WARNING_COLOUR}; font-weight: bold;")
+        self.warning.setVisible(False)
+        self.statusBar().addPermanentWidget(self.warning)
         self.statusBar().addPermanentWidget(self.connection)
         self.statusBar().addPermanentWidget(self.reconnect_button)
 
@@ -162,6 +169,7 @@ class MainWindow(QMainWindow):
         # The runs table holds every run (stream and re-listing alike): the window follows it.
         self.runs.run_updated.connect(self._run_updated)
         self.runs.run_removed.connect(self._run_removed)
+        self.runs.warning_changed.connect(self._warning)
         link.error.connect(lambda message: self.statusBar().showMessage(message, 10_000))
         self.reconnect_button.clicked.connect(link.reconnect)
         self.control.mode_changed.connect(self._mode)
@@ -212,16 +220,25 @@ class MainWindow(QMainWindow):
             self.connection.setText(f"daemon unreachable: {message}")
             self.reconnect_button.setVisible(True)
 
-    def _run_updated(self, run: pb.RunInfo) -> None:
+    def _warning(self, text: str) -> None:
+        self.warning.setText(f"⚠ {text}" if text else "")
+        self.warning.setToolTip(text)
+        self.warning.setVisible(bool(text))
+
+    def _run_updated(self, run: RunRecord) -> None:
         self.run_view.run_changed(run)
         if (
-            capabilities_of(run.worker).evaluation
+            run.state is RunState.COMPLETED
+            and run.run_id not in self.control.trained.offered()
+            and capabilities_of(run.worker).evaluation
             and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
-            and run.state == RunState.COMPLETED.value
+            and run.run_dir
+            and RunDir(run.run_dir).saved_models()  # a dry run or a failed save has nothing to play
         ):
             self.control.trained.offer(run.run_id)
 
     def _run_removed(self, run_id: str) -> None:
+        self.control.trained.withdraw(run_id)
         if self.run_view.run is not None and self.run_view.run.run_id == run_id:
             self.run_view.clear()
             self.run_view.title.setText(f"Run {run_id} was deleted.")
@@ -262,7 +279,7 @@ class MainWindow(QMainWindow):
 
     def cancel_selected(self) -> None:
         run = self.run_view.run
-        if run is not None and not RunState(run.state).terminal:
+        if run is not None and not run.state.terminal:
             self.link.call(lambda client: client.cancel(run.run_id))
 
     def evaluate(self, run_id: str, episodes: int) -> None:
@@ -285,7 +302,7 @@ class MainWindow(QMainWindow):
         self._pending_select = run_id
         self.runs.run_updated.connect(self._select_when_known)
 
-    def _select_when_known(self, run: pb.RunInfo) -> None:
+    def _select_when_known(self, run: RunRecord) -> None:
         if run.run_id == self._pending_select:
             self.runs.run_updated.disconnect(self._select_when_known)
             self._pending_select = None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtWidgets import QWidget
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import RunRecord
 from gym_gui.core.workers import Capabilities, Lane
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
@@ -64,11 +64,11 @@ class WorkerPresenter:
     def capabilities(self) -> Capabilities:
         return self.spec.capabilities
 
-    def lane(self, run: pb.RunInfo) -> Lane:
+    def lane(self, run: RunRecord) -> Lane:
         """The lane of a run of this kind (an evaluation streams every step whatever the kind)."""
         return Lane(run.lane) if run.lane else self.spec.lane
 
-    def tabs(self, run: pb.RunInfo, link: DaemonLink) -> list[RunTab]:
+    def tabs(self, run: RunRecord, link: DaemonLink) -> list[RunTab]:
         """The tabs a run of this kind gets, as its plugin names them for the run's lane."""
         lane = self.lane(run)
         return build_tabs(self.plugin.tabs(lane), lane, link)
@@ -77,7 +77,7 @@ class WorkerPresenter:
         """The "Train new" form of this kind, generated from what the daemon says about it."""
         if not self.spec.available:
             return None
-        from gym_gui.ui.forms import form_for
+        from gym_gui.ui.forms.kinds import form_for
 
         return form_for(self.spec.kind, link)
 
@@ -96,7 +96,7 @@ def presenter_for(kind: str) -> WorkerPresenter:
     return _PRESENTERS[kind]
 
 
-def tabs_for_run(run: pb.RunInfo, link: DaemonLink) -> list[RunTab]:
+def tabs_for_run(run: RunRecord, link: DaemonLink) -> list[RunTab]:
     """The tabs of ``run``; a run whose worker plugin is no longer installed still opens, with its
     lane's tabs, so what it stored stays readable."""
     try:

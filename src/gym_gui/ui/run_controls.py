@@ -6,26 +6,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from gym_gui.core.config import MAX_RENDER_FPS
 from gym_gui.core.controls import Control, control_refusal
-from gym_gui.core.states import RunState
+from gym_gui.core.records import RunRecord
 from gym_gui.core.workers import Capabilities, Lane
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.presenters import capabilities_of
 
-Command = pb.ControlMessage.Command
-
-_COMMANDS = {
-    Control.PAUSE: Command.PAUSE,
-    Control.RESUME: Command.RESUME,
-    Control.CHECKPOINT: Command.CHECKPOINT_NOW,
-    Control.RENDER_RATE: Command.SET_RENDER_RATE,
-}
 # What each control's button says it does (its tooltip while it applies).
 DESCRIPTIONS = {
     Control.PAUSE: "Pause the run: its worker keeps its process and stops stepping",
@@ -38,28 +29,23 @@ DESCRIPTIONS = {
 RENDER_RATE_DELAY_MS = 300
 
 
-def refusal(run: pb.RunInfo, control: Control) -> str:
+def refusal(run: RunRecord, control: Control) -> str:
     """Why ``control`` does not apply to ``run`` now (empty when it does)."""
-    try:
-        state = RunState(run.state)
-    except ValueError:
-        return f"the run's state {run.state!r} is unknown"
-    return control_refusal(control, state, capabilities_of(run.worker), run.worker, run.lane)
+    return control_refusal(control, run.state, capabilities_of(run.worker), run.worker, run.lane)
 
 
 def send_control(
     link: DaemonLink,
     run_id: str,
     control: Control,
-    on_done: Callable[[pb.RunInfo], None] | None = None,
+    on_done: Callable[[RunRecord], None] | None = None,
     on_error: Callable[[str], None] | None = None,
     render_fps: float = 0.0,
 ) -> None:
     """Send ``control`` to the run's worker through the daemon (off the GUI thread)."""
-    command = _COMMANDS[control]
 
-    def call(client: DaemonClient) -> pb.RunInfo:
-        return client.control(run_id, command, render_fps)
+    def call(client: DaemonClient) -> RunRecord:
+        return client.control(run_id, control, render_fps)
 
     link.call(call, on_done, on_error)
 
@@ -77,7 +63,7 @@ class RunControlBar(QWidget):
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.link = link
-        self.run: pb.RunInfo | None = None
+        self.run: RunRecord | None = None
         self.pause_button = QPushButton("Pause")
         self.pause_button.setObjectName("livePause")
         self.resume_button = QPushButton("Resume")
@@ -117,7 +103,7 @@ class RunControlBar(QWidget):
         self.render_spin.valueChanged.connect(lambda _value: self._render_timer.start())
         self.set_run(None)
 
-    def set_run(self, run: pb.RunInfo | None) -> None:
+    def set_run(self, run: RunRecord | None) -> None:
         """Follow ``run`` (None: nothing attached); a new run's render rate is read from its config."""
         previous = self.run
         self.run = run
@@ -126,7 +112,7 @@ class RunControlBar(QWidget):
             self._load_render_rate(run)
         self._update()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         if self.run is not None and run.run_id == self.run.run_id:
             self.run = run
             self._update()
@@ -153,7 +139,7 @@ class RunControlBar(QWidget):
         render_fps = self.render_spin.value() if control is Control.RENDER_RATE else 0.0
         run_id = run.run_id
 
-        def done(_info: pb.RunInfo) -> None:
+        def done(_info: RunRecord) -> None:
             asked = {
                 Control.PAUSE: "pausing",
                 Control.RESUME: "resuming",
@@ -168,7 +154,7 @@ class RunControlBar(QWidget):
         if self.run is not None and self.render_spin.isEnabled():
             self.apply(Control.RENDER_RATE)
 
-    def _load_render_rate(self, run: pb.RunInfo) -> None:
+    def _load_render_rate(self, run: RunRecord) -> None:
         run_id = run.run_id
 
         def read(client: DaemonClient) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -11,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import (
     QAbstractTableModel,
     QItemSelection,
@@ -51,6 +51,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import RunDetail, RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
@@ -67,6 +68,8 @@ RUN_ID_ROLE = int(Qt.ItemDataRole.UserRole) + 1
 ARCHIVED_ROLE = RUN_ID_ROLE + 1
 FRACTION_ROLE = RUN_ID_ROLE + 2  # progress in [0, 1], or None without a budget
 SORT_ROLE = RUN_ID_ROLE + 3
+WARNING_ROLE = RUN_ID_ROLE + 4  # the daemon's live warning about the run (disk low …), "" when none
+WARNING_COLOUR = "#ef6c00"
 
 STATE_COLOURS = {
     "QUEUED": "#757575",
@@ -82,20 +85,6 @@ SPS_TAG = "charts/SPS"
 REFRESH_MS = 1000  # progress and elapsed at most once a second
 FINAL_FETCHES_PER_TICK = 4  # ended runs whose last figures are still unknown, fetched a few at a time
 LOG_LINES = 200
-
-
-def _is_active(state: str) -> bool:
-    try:
-        return RunState(state).active
-    except ValueError:
-        return False
-
-
-def _is_terminal(state: str) -> bool:
-    try:
-        return RunState(state).terminal
-    except ValueError:
-        return False
 
 
 def compact(number: int) -> str:
@@ -124,7 +113,7 @@ def format_elapsed(seconds: float) -> str:
 class RunRow:
     """One run as the table shows it: the daemon's info plus the figures fetched for it."""
 
-    info: pb.RunInfo
+    info: RunRecord
     budget: int | None = None
     unit: str = ""  # "episodes" or "steps"
     done: int = 0
@@ -171,13 +160,16 @@ class RunsModel(QAbstractTableModel):
             return info.archived
         if role == FRACTION_ROLE:
             return self._fraction(row)
+        if role == WARNING_ROLE:
+            return info.warning
         if role == Qt.ItemDataRole.DisplayRole:
             return self._display(row, column)
         if role == SORT_ROLE:
             return self._sort_key(row, column)
         if role == Qt.ItemDataRole.ToolTipRole:
-            if column == STATE and info.reason:
-                return f"{info.state}: {info.reason}"
+            if column == STATE and (info.reason or info.warning):
+                reason = f"{info.state}: {info.reason}" if info.reason else info.state
+                return f"{reason}\n⚠ {info.warning}" if info.warning else reason
             if column == PROGRESS and row.fetched:
                 total = f" of {row.budget:,}" if row.budget else ""
                 return f"{row.done:,}{total} {row.unit}"
@@ -198,10 +190,10 @@ class RunsModel(QAbstractTableModel):
         return max(0.0, min(1.0, row.done / row.budget))
 
     @staticmethod
-    def elapsed(info: pb.RunInfo) -> float | None:
+    def elapsed(info: RunRecord) -> float | None:
         if not info.started_at:
             return None
-        end = info.ended_at or (time.time() if not _is_terminal(info.state) else info.started_at)
+        end = info.ended_at or (time.time() if not info.state.terminal else info.started_at)
         return max(0.0, end - info.started_at)
 
     def _sps(self, row: RunRow) -> float | None:
@@ -221,7 +213,7 @@ class RunsModel(QAbstractTableModel):
         if column == ENV:
             return info.env_id
         if column == STATE:
-            return info.state
+            return info.state.value
         if column == PROGRESS:
             if not row.fetched:
                 return ""
@@ -256,11 +248,11 @@ class RunsModel(QAbstractTableModel):
         index = self._index.get(run_id)
         return None if index is None else self._rows[index]
 
-    def info(self, run_id: str) -> pb.RunInfo | None:
+    def info(self, run_id: str) -> RunRecord | None:
         row = self.row(run_id)
         return None if row is None else row.info
 
-    def upsert(self, info: pb.RunInfo) -> None:
+    def upsert(self, info: RunRecord) -> None:
         index = self._index.get(info.run_id)
         if index is None:
             position = len(self._rows)
@@ -281,7 +273,7 @@ class RunsModel(QAbstractTableModel):
         self._index = {row.info.run_id: i for i, row in enumerate(self._rows)}
         self.endRemoveRows()
 
-    def set_figures(self, run_id: str, detail: pb.RunDetail, sps: tuple[int, float] | None) -> None:
+    def set_figures(self, run_id: str, detail: RunDetail, sps: tuple[int, float] | None) -> None:
         """Progress from a GetRun reply; the latest charts/SPS point (step, value) when one was read."""
         row = self.row(run_id)
         if row is None:
@@ -295,6 +287,11 @@ class RunsModel(QAbstractTableModel):
                 row.budget, row.unit = budget.get("timesteps"), "steps"
             else:
                 row.budget, row.unit = budget.get("episodes"), "episodes"
+        if row.info.state.active and detail.record.warning != row.info.warning:
+            # The free space in the warning moves on between the daemon's row updates.
+            row.info = dataclasses.replace(row.info, warning=detail.record.warning)
+            index = self._index[run_id]
+            self.dataChanged.emit(self.index(index, STATE), self.index(index, STATE))
         progress = detail.progress
         row.steps = max(progress.steps, progress.global_step)
         if row.unit == "episodes":
@@ -306,15 +303,20 @@ class RunsModel(QAbstractTableModel):
         if sps is not None:
             row.sps_cursor, row.sps = sps[0], sps[1]
         row.fetched = True
-        if _is_terminal(detail.info.state or row.info.state):
+        if detail.record.state.terminal:
             row.final_fetched = True
         index = self._index[run_id]
         self.dataChanged.emit(self.index(index, PROGRESS), self.index(index, SPS))
 
+    def warnings(self) -> list[str]:
+        """The live warnings of the rows, newest run first."""
+        rows = sorted(self._rows, key=lambda row: row.info.created_at, reverse=True)
+        return [row.info.warning for row in rows if row.info.warning and not row.info.state.terminal]
+
     def tick(self) -> None:
         """Elapsed time moves on for running rows."""
         for index, row in enumerate(self._rows):
-            if _is_active(row.info.state):
+            if row.info.state.active:
                 self.dataChanged.emit(self.index(index, ELAPSED), self.index(index, SPS))
 
 
@@ -360,7 +362,8 @@ class RunCellDelegate(QStyledItemDelegate):
         if option.state & QStyle.StateFlag.State_Selected:  # type: ignore[attr-defined]
             painter.fillRect(rect, option.palette.highlight())  # type: ignore[attr-defined]
         metrics = option.fontMetrics  # type: ignore[attr-defined]
-        width = min(rect.width() - 6, metrics.horizontalAdvance(state) + 14)
+        room = rect.height() + 4 if index.data(WARNING_ROLE) else 0  # for the warning mark
+        width = min(rect.width() - 6 - room, metrics.horizontalAdvance(state) + 14)
         badge = QRect(rect.x() + 3, rect.y() + 3, max(width, 0), rect.height() - 6)
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -369,6 +372,13 @@ class RunCellDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(badge, badge.height() / 2, badge.height() / 2)
         painter.setPen(QColor("white"))
         painter.drawText(badge, int(Qt.AlignmentFlag.AlignCenter), state)
+        if index.data(WARNING_ROLE):
+            # The daemon warns about this run (its tooltip says what): an amber mark beside the badge.
+            side = badge.height()
+            mark = QRect(badge.right() + 4, badge.y(), side, side)
+            painter.setBrush(QColor(WARNING_COLOUR))
+            painter.drawEllipse(mark)
+            painter.drawText(mark, int(Qt.AlignmentFlag.AlignCenter), "!")
         painter.restore()
 
     def _bar(
@@ -432,8 +442,9 @@ class RunsTable(QWidget):
     message = Signal(str)  # the outcome of the last action, for a status bar
     # The table is the window's one store of runs: these fire once it holds (or dropped) a run,
     # whether the watch stream, a re-listing or an action told it.
-    run_updated = Signal(object)  # pb.RunInfo
+    run_updated = Signal(object)  # RunRecord
     run_removed = Signal(str)  # run id
+    warning_changed = Signal(str)  # the newest live run's warning (disk low …), "" once none has one
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -444,6 +455,7 @@ class RunsTable(QWidget):
         self.proxy.setSourceModel(self.model)
         self._in_flight: set[str] = set()
         self._files = Background(self, workers=1, name="file-work")
+        self._warning = ""
 
         self.view = QTableView()
         self.view.setObjectName("runsTable")
@@ -539,7 +551,7 @@ class RunsTable(QWidget):
         """Re-list every run from the daemon (adds what is missing, drops what was deleted meanwhile)."""
         asked_at = time.time()
 
-        def listed(runs: list[pb.RunInfo]) -> None:
+        def listed(runs: list[RunRecord]) -> None:
             present = {run.run_id for run in runs}
             for run in runs:
                 self._run_updated(run)
@@ -551,15 +563,31 @@ class RunsTable(QWidget):
 
         self.link.call(lambda client: client.list_runs(include_archived=True), listed, self._error)
 
-    def _run_updated(self, info: pb.RunInfo) -> None:
+    def _run_updated(self, info: RunRecord) -> None:
         self.model.upsert(info)
         self._update_buttons()
+        self._update_warning()
         self.run_updated.emit(info)
 
     def _run_removed(self, run_id: str) -> None:
         self.model.remove(run_id)
         self._update_buttons()
+        self._update_warning()
         self.run_removed.emit(run_id)
+
+    @property
+    def warning(self) -> str:
+        """What the table warns of now (the newest live run's warning, and how many runs have one)."""
+        return self._warning
+
+    def _update_warning(self) -> None:
+        warnings = self.model.warnings()
+        text = warnings[0] if warnings else ""
+        if len(warnings) > 1:
+            text += f" ({len(warnings)} runs warned)"
+        if text != self._warning:
+            self._warning = text
+            self.warning_changed.emit(text)
 
     def _tick(self) -> None:
         self.model.tick()
@@ -570,9 +598,9 @@ class RunsTable(QWidget):
             row = self.model.row(run_id)
             if row is None or run_id in self._in_flight:
                 continue
-            if _is_active(row.info.state):
+            if row.info.state.active:
                 self._fetch(row)
-            elif _is_terminal(row.info.state) and not row.final_fetched and finals < FINAL_FETCHES_PER_TICK:
+            elif row.info.state.terminal and not row.final_fetched and finals < FINAL_FETCHES_PER_TICK:
                 finals += 1
                 self._fetch(row)
 
@@ -581,21 +609,22 @@ class RunsTable(QWidget):
         telemetry = RunDir(row.info.run_dir).telemetry_path if row.info.run_dir else None
         self._in_flight.add(run_id)
 
-        def fetch(client: DaemonClient) -> tuple[pb.RunDetail, tuple[int, float] | None]:
+        def fetch(client: DaemonClient) -> tuple[RunDetail, tuple[int, float] | None]:
             detail = client.get_run(run_id)
             sps = None
             if lane == "analytics" and telemetry is not None:
                 sps = _latest_metric(telemetry, SPS_TAG, cursor)
             return detail, sps
 
-        def done(result: tuple[pb.RunDetail, tuple[int, float] | None]) -> None:
+        def done(result: tuple[RunDetail, tuple[int, float] | None]) -> None:
             self._in_flight.discard(run_id)
             self.model.set_figures(run_id, *result)
+            self._update_warning()
 
         def failed(message: str) -> None:
             self._in_flight.discard(run_id)
             current = self.model.row(run_id)
-            if current is not None and _is_terminal(current.info.state):
+            if current is not None and current.info.state.terminal:
                 current.final_fetched = True  # do not ask again and again for a run that cannot answer
 
         self.link.call(fetch, done, failed)
@@ -608,10 +637,10 @@ class RunsTable(QWidget):
             return self.model.run_ids()
         return [str(self.proxy.index(r, 0).data(RUN_ID_ROLE)) for r in range(self.proxy.rowCount())]
 
-    def info(self, run_id: str) -> pb.RunInfo | None:
+    def info(self, run_id: str) -> RunRecord | None:
         return self.model.info(run_id)
 
-    def state_of(self, run_id: str) -> str | None:
+    def state_of(self, run_id: str) -> RunState | None:
         info = self.model.info(run_id)
         return None if info is None else info.state
 
@@ -659,7 +688,7 @@ class RunsTable(QWidget):
 
     def _update_buttons(self) -> None:
         selected = [info for info in map(self.model.info, self.selected_run_ids()) if info is not None]
-        self.cancel_button.setEnabled(any(not _is_terminal(info.state) for info in selected))
+        self.cancel_button.setEnabled(any(not info.state.terminal for info in selected))
         for control, button in self.control_buttons.items():
             refusals = [refusal(info, control) for info in selected]
             button.setEnabled(any(not why for why in refusals))
@@ -710,7 +739,7 @@ class RunsTable(QWidget):
         for run_id in self._targets(run_ids):
             self.link.call(_bind(DaemonClient.cancel, run_id), self._cancelled, self._error)
 
-    def _cancelled(self, info: pb.RunInfo) -> None:
+    def _cancelled(self, info: RunRecord) -> None:
         self._note(f"cancelling {info.run_id}")
 
     def control(self, control: Control, run_ids: list[str] | None = None) -> None:
@@ -726,7 +755,7 @@ class RunsTable(QWidget):
                 continue
             send_control(self.link, run_id, control, _bind(self._controlled, asked[control]), self._error)
 
-    def _controlled(self, info: pb.RunInfo, asked: str) -> None:
+    def _controlled(self, info: RunRecord, asked: str) -> None:
         self._note(f"{asked} {info.run_id}")
 
     def _archive_clicked(self) -> None:
@@ -847,7 +876,7 @@ class LogDrawer(QWidget):
 
     def __init__(self, link: DaemonLink | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.run: pb.RunInfo | None = None
+        self.run: RunRecord | None = None
         self._files = Background(self, workers=1, name="file-work")
         self._reading = False
         self._seen: dict[str, tuple[int, int]] = {}
@@ -877,7 +906,7 @@ class LogDrawer(QWidget):
         view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         return view
 
-    def show_run(self, run: pb.RunInfo | None) -> None:
+    def show_run(self, run: RunRecord | None) -> None:
         """Follow ``run`` (None: show nothing)."""
         self.run = run
         self._seen = {}
@@ -889,16 +918,16 @@ class LogDrawer(QWidget):
             return
         self.title.setText(f"Logs of {run.run_id}")
         self.refresh()
-        if _is_terminal(run.state):
+        if run.state.terminal:
             self._timer.stop()
         else:
             self._timer.start()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         if self.run is None or run.run_id != self.run.run_id:
             return
         self.run = run
-        if _is_terminal(run.state):
+        if run.state.terminal:
             self.refresh()  # what the worker wrote last
             self._timer.stop()
 

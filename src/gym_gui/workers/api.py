@@ -44,6 +44,9 @@ class LaunchPlan:
     manifest: dict[str, Any] = field(default_factory=dict)
     # The run's secrets this worker gets (None: all of them); the rest never reach its process.
     secrets: dict[str, str] | None = None
+    # The program the worker runs in turn, when it wraps one (CleanRL: the script with its flags);
+    # shown beside the command in previews and dry runs.
+    script_argv: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import BundleProgress
 from gym_gui.storage.run_dir import RunEnvironment
 
 logger = logging.getLogger(__name__)
@@ -37,9 +38,9 @@ CHECK_TIMEOUT = 300.0
 # Lines of pip's output quoted in a failure; enough to show the resolver's complaint.
 TAIL_LINES = 25
 
-Progress = Callable[[int, int, str], None]
+Progress = Callable[[BundleProgress], None]
+"""Told how an install goes: waiting for the lock (step 0), each step as it begins, installed."""
 _Step = tuple[str, Callable[[IO[str], str], None]]  # (message, run(log, label)) of one install step
-"""``progress(step, total, message)``: step ``step`` of ``total`` begins; step 0 means waiting for the lock."""
 
 
 class BundleError(GymGuiError):
@@ -296,13 +297,14 @@ class BundleDirectory:
     def install(self, name: str, progress: Progress | None = None, force: bool = False) -> BundleStatus:
         """Build bundle ``name`` unless it is already installed (``force`` rebuilds it anyway).
 
-        Steps, each announced as ``progress(step, total, message)`` before it runs: create the
-        venv from the base interpreter, upgrade pip, install the requirements file, the extra
-        pip steps, the local packages (editable, no deps), then check the imports. The
-        completion marker is written only after all of them succeed. An existing incomplete or
-        out-of-date venv is removed first. While another process installs the same bundle,
-        ``progress(0, total, …)`` says so and this call waits for it, then returns without
-        rebuilding when that install completed.
+        Steps, each announced to ``progress`` (phase ``installing``, step ``n`` of ``total``)
+        before it runs: create the venv from the base interpreter, upgrade pip, install the
+        requirements file, the extra pip steps, the local packages (editable, no deps), then
+        check the imports. The completion marker is written only after all of them succeed, then
+        ``progress`` hears ``installed``. An existing incomplete or out-of-date venv is removed
+        first. While another process installs the same bundle, ``progress`` hears ``waiting``
+        (step 0) and this call waits for it, then returns without rebuilding when that install
+        completed.
 
         Raises:
             BundleError: naming the failed step, the install log and the tail of its output;
@@ -312,7 +314,8 @@ class BundleDirectory:
         steps = self._plan(spec)
         total = len(steps)
         self.bundles_dir.mkdir(parents=True, exist_ok=True)
-        with self._locked(name, lambda: _call(progress, 0, total, f"waiting for another install of {name}")):
+        waiting = BundleProgress(name, 0, total, "waiting", f"waiting for another install of {name}")
+        with self._locked(name, lambda: _call(progress, waiting)):
             if not force and self.installed(name):
                 return self.status(name)
             started = time.monotonic()
@@ -327,7 +330,7 @@ class BundleDirectory:
                 log.write(f"# gym_gui install of bundle {name} into {path}, {_when(time.time())}\n")
                 log.flush()
                 for number, (message, run) in enumerate(steps, start=1):
-                    _call(progress, number, total, message)
+                    _call(progress, BundleProgress(name, number, total, "installing", message))
                     logger.info("bundle %s: %d/%d %s", name, number, total, message)
                     step_started = time.monotonic()
                     run(log, f"{number}/{total} {message}")
@@ -345,6 +348,10 @@ class BundleDirectory:
             tmp.write_text(json.dumps(marker, indent=2))
             os.replace(tmp, self.marker_path(name))
             logger.info("bundle %s installed at %s in %.1fs", name, path, marker["seconds"])
+            _call(
+                progress,
+                BundleProgress(name, total, total, "installed", f"installed in {marker['seconds']}s"),
+            )
             return self.status(name)
 
     def _plan(self, spec: BundleSpec) -> builtins.list[_Step]:
@@ -457,16 +464,7 @@ class BundleDirectory:
                 False, wanted, f"bundle {name}: not installed (no interpreter at {python}) — {hint}"
             )
         try:
-            proc = subprocess.run(
-                [str(python), "-I", "-c", _CHECK_SCRIPT, *wanted],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=_child_env(self.path(name)),
-                cwd=self.path(name),
-                timeout=CHECK_TIMEOUT,
-                check=False,
-            )
+            proc = self._in_bundle(name, "-c", _CHECK_SCRIPT, *wanted)
         except (OSError, subprocess.TimeoutExpired) as exc:
             why = exc.strerror if isinstance(exc, OSError) else f"timed out after {CHECK_TIMEOUT:.0f}s"
             return CheckResult(
@@ -493,6 +491,23 @@ class BundleDirectory:
         first = missing[names[0]]
         return CheckResult(False, names, f"bundle {name}: missing {', '.join(names)} ({first}) — {hint}")
 
+    def _in_bundle(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """``python -I ARGS`` in bundle ``name``'s interpreter, isolated from this process's packages.
+
+        Raises:
+            OSError / subprocess.TimeoutExpired: it did not run, or not within CHECK_TIMEOUT.
+        """
+        return subprocess.run(
+            [str(self.python(name)), "-I", *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=_child_env(self.path(name)),
+            cwd=self.path(name),
+            timeout=CHECK_TIMEOUT,
+            check=False,
+        )
+
     def freeze(self, name: str) -> builtins.list[str]:
         """``pip freeze`` of the installed bundle ``name``, cached until it is installed again.
 
@@ -507,16 +522,7 @@ class BundleDirectory:
         if cached is not None:
             return list(cached)
         try:
-            proc = subprocess.run(
-                [str(self.python(name)), "-I", "-m", "pip", "freeze"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=_child_env(self.path(name)),
-                cwd=self.path(name),
-                timeout=CHECK_TIMEOUT,
-                check=False,
-            )
+            proc = self._in_bundle(name, "-m", "pip", "freeze")
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BundleError(f"bundle {name}: `pip freeze` did not run: {exc}") from None
         if proc.returncode != 0:
@@ -553,9 +559,9 @@ def app_environment(bundle: str) -> RunEnvironment:
     )
 
 
-def _call(progress: Progress | None, step: int, total: int, message: str) -> None:
+def _call(progress: Progress | None, update: BundleProgress) -> None:
     if progress is not None:
-        progress(step, total, message)
+        progress(update)
 
 
 def _when(stamp: object) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtWidgets import QWidget
 
+from gym_gui.core.records import RunRecord
 from gym_gui.ui.daemon_link import DaemonLink
 
 
@@ -22,12 +22,12 @@ class RunTab(QWidget):
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.link = link
-        self.run: pb.RunInfo | None = None
+        self.run: RunRecord | None = None
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         self.run = run
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         self.run = run
 
     def detach(self) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
@@ -26,8 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.records import MetricPoint
-from gym_gui.core.states import TERMINAL_STATES
+from gym_gui.core.records import MetricBatch, MetricPoint, RunRecord
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
@@ -45,11 +43,6 @@ X_WALL = "wall time"
 # Rows of the EMA computed per matrix product: small enough that w**(i-k) never under- or
 # overflows badly, large enough that the Python loop over blocks is short (1M points: 16k turns).
 _EMA_BLOCK = 64
-
-
-def is_terminal(state: str) -> bool:
-    """Whether a run in ``state`` (a RunInfo's state string) has ended; unknown states have not."""
-    return state in TERMINAL_STATES
 
 
 # ---------------------------------------------------------------- series and smoothing
@@ -295,7 +288,7 @@ class ChartsTab(RunTab):
         super().__init__(link, parent)
         self._series: dict[str, MetricSeries] = {}
         self._plots: dict[str, _TagPlot] = {}
-        self._pending: list[pb.MetricBatch] | None = None  # live batches held until the back-fill lands
+        self._pending: list[MetricBatch] | None = None  # live batches held until the back-fill lands
         self._floor: dict[str, _Edge] = {}  # per tag, where what storage gave us ends
         self._subscription: TelemetrySubscription | None = None
         self._generation = 0
@@ -341,22 +334,22 @@ class ChartsTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         self.detach()
         super().attach(run)
         self._generation += 1
         self._pending = []
         self.status.setText("Loading stored metrics…")
-        self._subscription = None if is_terminal(run.state) else self.link.subscribe(run.run_id)
+        self._subscription = None if run.state.terminal else self.link.subscribe(run.run_id)
         if self._subscription is not None:
             self._subscription.metrics.connect(self._on_metrics)
         self._backfill({})
         self._timer.start()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
-        was_active = self.run is not None and not is_terminal(self.run.state)
+    def run_changed(self, run: RunRecord) -> None:
+        was_active = self.run is not None and not self.run.state.terminal
         super().run_changed(run)
-        if was_active and is_terminal(run.state) and self._pending is None:
+        if was_active and run.state.terminal and self._pending is None:
             # The stream may have dropped points in its last moments (or the daemon went away):
             # top up from storage, which is lossless.
             # From one step before each series' last: points sharing that step may not all be held.
@@ -426,12 +419,12 @@ class ChartsTab(RunTab):
             self._on_metrics(batch)
 
     @Slot(object)
-    def _on_metrics(self, batch: pb.MetricBatch) -> None:
+    def _on_metrics(self, batch: MetricBatch) -> None:
         if self._pending is not None:
             self._pending.append(batch)
             return
         by_tag: dict[str, tuple[list[float], list[float], list[float]]] = {}
-        for metric in batch.metrics:
+        for metric in batch.points:
             # Points storage already gave us arrive again where the stream overlaps the back-fill.
             floor = self._floor.get(metric.tag)
             if floor is not None and not floor.admits(metric.step, metric.wall_time, metric.value):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
 from gym_gui.ui.background import Background
@@ -112,14 +112,14 @@ class CheckpointsTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._show(None)
         self.models_message.setText("Reading the run's manifest…")
         self.evaluate_status.setText("")
         self.refresh()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         super().run_changed(run)
         self.refresh()
 

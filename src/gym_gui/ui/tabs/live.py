@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -10,7 +11,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyqtgraph as pg
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.records import EpisodeRecord
+from gym_gui.core.records import EpisodeRecord, RunRecord, StateTransition, StepBatch
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
@@ -148,21 +148,15 @@ class StepTableModel(QAbstractTableModel):
         self.endResetModel()
 
 
-def batch_rows(batch: pb.StepBatch, limit: int) -> list[StepRow]:
+def batch_rows(batch: StepBatch, limit: int) -> list[StepRow]:
     """The table rows of the last ``limit`` steps of ``batch``."""
-    start = max(0, len(batch.step) - limit)
-    return list(
-        zip(
-            batch.episode[start:],
-            batch.step[start:],
-            batch.action[start:],
-            batch.reward[start:],
-            batch.terminated[start:],
-            batch.truncated[start:],
-            batch.info[start:],
-            strict=True,
-        )
-    )
+    start = max(0, len(batch.rows) - limit)
+    return [
+        (episode, step, action, reward, terminated, truncated, info)
+        for episode, step, reward, terminated, truncated, action, _obs, info, _render, _wall in batch.rows[
+            start:
+        ]
+    ]
 
 
 class FramePacer:
@@ -185,12 +179,13 @@ class FramePacer:
     def __len__(self) -> int:
         return len(self._frames)
 
-    def add(self, batch: pb.StepBatch, arrived_wall: float, arrived_mono: float) -> int:
+    def add(self, batch: StepBatch, arrived_wall: float, arrived_mono: float) -> int:
         """Queue the payloads of ``batch``, which arrived at those times; returns how many were kept."""
         picked: list[tuple[float, bytes]] = []
         newest: tuple[float, bytes] | None = None
         last = -math.inf
-        for wall_time, payload in zip(batch.wall_time, batch.render, strict=False):
+        for row in batch.rows:
+            payload, wall_time = row[8], row[9]
             if not payload:
                 continue
             newest = (wall_time, payload)
@@ -208,7 +203,7 @@ class FramePacer:
             wait = min(MAX_PLAYBACK_DELAY, max(0.0, wall_time + self.delay - arrived_wall))
             # Never before a payload queued earlier: the picture only moves forward.
             floor = max(floor, arrived_mono + wait)
-            self._frames.append((floor, bytes(payload)))
+            self._frames.append((floor, payload))
         # A stream far faster than the view can hold only so much: what is overdue is skipped.
         while len(self._frames) > MAX_QUEUED_FRAMES:
             self._frames.popleft()
@@ -272,7 +267,7 @@ class LiveTab(RunTab):
         self._starved = False
         self._paused = False
         # Batches received but not taken yet, with their arrival times (wall, monotonic).
-        self._pending: list[tuple[pb.StepBatch, float, float]] = []
+        self._pending: list[tuple[StepBatch, float, float]] = []
         self._pacer = FramePacer()
         # Rows taken but not in the table yet: the table catches up at each redraw.
         self._rows: deque[StepRow] = deque(maxlen=table_capacity)
@@ -426,7 +421,7 @@ class LiveTab(RunTab):
             self.detach()
             self.attach(run)
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         self.detach()
         super().attach(run)
         self.controls.set_run(run)
@@ -445,7 +440,7 @@ class LiveTab(RunTab):
         subscription.ended.connect(self._on_ended)
         self._redraw_timer.start()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         super().run_changed(run)
         self.controls.run_changed(run)
         self._show_state(run.state, run.reason)
@@ -494,7 +489,7 @@ class LiveTab(RunTab):
         sender = self.sender()
         return sender is not None and sender is self.subscription
 
-    def _on_steps(self, batch: pb.StepBatch) -> None:
+    def _on_steps(self, batch: StepBatch) -> None:
         if not self._current():
             return
         self._pending.append((batch, time.time(), time.monotonic()))
@@ -507,7 +502,7 @@ class LiveTab(RunTab):
         if subscription is None or not pending:
             return
         for batch, arrived_wall, arrived_mono in pending:
-            self.steps_seen += len(batch.step)
+            self.steps_seen += len(batch.rows)
             self._rows.extend(batch_rows(batch, self.model.capacity))
             self._pacer.add(batch, arrived_wall, arrived_mono)
         self.batches_taken += len(pending)
@@ -529,7 +524,7 @@ class LiveTab(RunTab):
 
     # ------------------------------------------------------------ other events
 
-    def _on_episode(self, episode: pb.Episode) -> None:
+    def _on_episode(self, episode: EpisodeRecord) -> None:
         if not self._current():
             return
         self.episodes_seen += 1
@@ -540,15 +535,12 @@ class LiveTab(RunTab):
         self._ret_y.append(episode.total_reward)
         self._chart_dirty = True
 
-    def _on_state(self, change: pb.StateChange) -> None:
+    def _on_state(self, change: StateTransition) -> None:
         if not self._current():
             return
         if self.run is not None and change.to_state != self.run.state:
             # The stream may tell of a change before the runs table does: the controls follow it.
-            run = pb.RunInfo()
-            run.CopyFrom(self.run)
-            run.state, run.reason = change.to_state, change.reason
-            self.run_changed(run)
+            self.run_changed(dataclasses.replace(self.run, state=change.to_state, reason=change.reason))
         else:
             self._show_state(change.to_state, change.reason)
         if not self._backfilled:

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -24,8 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import StorageError
-from gym_gui.core.records import EpisodeRecord, StepRecord
-from gym_gui.core.states import RunState
+from gym_gui.core.records import EpisodeRecord, RunRecord, StepRecord
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
@@ -196,7 +194,7 @@ class ReplayTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._close_storage()
         self._episodes = []
@@ -213,7 +211,7 @@ class ReplayTab(RunTab):
         self._update_polling()
         self.refresh_videos()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         super().run_changed(run)
         self.refresh_episodes()
         self._update_polling()
@@ -239,10 +237,7 @@ class ReplayTab(RunTab):
         active = False
         # An analytics-lane run never stores steps: nothing to poll for (its videos come with run_changed).
         if run is not None and run.lane != "analytics":
-            try:
-                active = not RunState(run.state).terminal
-            except ValueError:
-                active = False
+            active = not run.state.terminal
         if active:
             self._poll_timer.start()
         else:

@@ -15,12 +15,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import QCoreApplication, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.background import Background
@@ -34,6 +34,8 @@ READY_TIMEOUT = 90.0  # a cold start imports TensorFlow's stubs and scans the lo
 # A page load can fail on a loaded machine although the server answers (a request timed out while
 # the server was busy scanning): the embedded view tries again this many times, backing off.
 PAGE_LOAD_RETRIES = 5
+# A load that neither finishes nor fails (its renderer died, a request hung) counts as failed after this.
+PAGE_LOAD_WAIT_MS = 30_000
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 12
 
@@ -259,7 +261,7 @@ class TensorBoardTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         self.detach()
         super().attach(run)
         self._started = False
@@ -352,10 +354,14 @@ class TensorBoardTab(RunTab):
         if view_class is not None and blocked is None:
             view = view_class()
             view.loadFinished.connect(lambda ok, view=view: self._page_finished(view, ok))  # type: ignore[attr-defined]
-            view.setUrl(QUrl(server.url))  # type: ignore[attr-defined]
+            view.page().renderProcessTerminated.connect(  # type: ignore[attr-defined]
+                lambda *_args, view=view: self._page_finished(view, False)
+            )
             self.web_view = view
             self.pages.addWidget(view)
             self.pages.setCurrentWidget(view)
+            view.setUrl(QUrl(server.url))  # type: ignore[attr-defined]
+            self._watch_load(view)
             return
         self.message.setText(
             f"TensorBoard for this run is at {server.url}\n"
@@ -375,10 +381,7 @@ class TensorBoardTab(RunTab):
             log.info(
                 "TensorBoard page at %s did not load (try %d); loading again", self.url, self._load_failures
             )
-            QTimer.singleShot(
-                1000 * self._load_failures,
-                lambda: view.reload() if view is self.web_view else None,  # type: ignore[attr-defined]
-            )
+            QTimer.singleShot(1000 * self._load_failures, lambda: self._reload(view))
             return
         self.pages.setCurrentIndex(0)
         self.message.setText(
@@ -387,6 +390,22 @@ class TensorBoardTab(RunTab):
         )
         self.open_button.setVisible(True)
         self.restart_button.setVisible(True)
+
+    def _reload(self, view: QWidget) -> None:
+        if view is self.web_view and not self.page_loaded:
+            view.reload()  # type: ignore[attr-defined]
+            self._watch_load(view)
+
+    def _watch_load(self, view: QWidget) -> None:
+        """Count the current load as failed if it has not finished in PAGE_LOAD_WAIT_MS."""
+        attempt = self._load_failures
+
+        def overdue() -> None:
+            if view is self.web_view and not self.page_loaded and self._load_failures == attempt:
+                log.info("TensorBoard page at %s did not finish loading; loading again", self.url)
+                self._page_finished(view, False)
+
+        QTimer.singleShot(PAGE_LOAD_WAIT_MS, overdue)
 
     def _failed(self, message: str) -> None:
         if self.run is None:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk import trainer_pb2 as pb
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
@@ -27,15 +25,20 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core import wandb_auth
 from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.artifacts import json_file
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
-from gym_gui.ui.tabs.charts import is_terminal
-from gym_gui.workers import worker_catalog
-from gym_gui.workers.wandb_sync import key_sources, sync_offline_runs
+from gym_gui.workers.wandb_sync import (
+    bundle_environment,
+    key_sources,
+    offline_runs,
+    sync_offline_runs,
+    wandb_python,
+)
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +155,8 @@ class WandbRunInfo:
     summary: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # what is missing, and why
     offline_dirs: list[Path] = field(default_factory=list)
-    python: Path | None = None  # the bundle interpreter, when installed
-    bundle_reason: str = ""
+    python: Path | None = None  # the interpreter with wandb (the worker's bundle's), when installed
+    bundle_reason: str = ""  # why there is none
     base_url: str | None = None  # the run's W&B server (tracking.wandb_base_url); None: W&B's cloud
 
 
@@ -190,7 +193,7 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
     entry = files.read_manifest().wandb
     recorded = files.artifact_path(entry.path) if entry is not None else None
     local = files.wandb_runs()
-    offline_dirs = [p for p in local if p.name.startswith("offline-run-")]
+    offline_dirs = offline_runs(run_dir)
     if recorded is None and not local:
         if wanted in ("offline", "online"):
             when = "no W&B run was written" if terminal else "its W&B run has not started yet"
@@ -202,20 +205,18 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
         )
     path = recorded if recorded is not None else local[-1]
     mode = (entry.mode if entry else None) or ("offline" if path.name.startswith("offline-") else "online")
+    python: Path | None
     try:
-        status = worker_catalog().bundle_status(worker, bundles_dir)
+        python, reason = wandb_python(worker, bundles_dir), ""
     except GymGuiError as exc:
-        status, reason = None, str(exc)
-    else:
-        reason = f"worker {worker!r} runs in gym_gui's own environment, which has no wandb"
-    installed = status is not None and status.installed
+        python, reason = None, str(exc)
     info = WandbRunInfo(
         mode,
         "",
         path=path,
         offline_dirs=offline_dirs,
-        python=status.python if status is not None and status.installed else None,
-        bundle_reason="" if installed else (status.reason if status is not None else reason),
+        python=python,
+        bundle_reason=reason,
         base_url=base_url,
     )
     if mode == "online":
@@ -227,7 +228,8 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
             f"the run id {(entry.wandb_run_id if entry else None) or path.name.rsplit('-', 1)[-1]})."
         )
     else:
-        info.message = f"Offline W&B run, kept in {path}. Sync uploads it to W&B."
+        server = f"the W&B server at {base_url}" if base_url else "W&B"
+        info.message = f"Offline W&B run, kept in {path}. Sync uploads it to {server}."
     _read_local(info, path)
     return info
 
@@ -242,14 +244,13 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
             f"The config is read with the wandb of the run's worker bundle, which is not ready: {info.bundle_reason}"
         )
         return
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
         result = subprocess.run(
             [str(info.python), "-c", _READER, str(path)],
             capture_output=True,
             text=True,
             timeout=READ_TIMEOUT,
-            env=env,
+            env=bundle_environment(),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -278,11 +279,6 @@ def _read_local(info: WandbRunInfo, path: Path) -> None:
         info.notes.append(
             f"files/wandb-summary.json is missing; the summary was rebuilt from {data['summary_source']}."
         )
-
-
-def _sync(python: Path, directories: list[Path], base_url: str | None) -> str:
-    sync_offline_runs(python, directories, base_url)
-    return f"Synced {len(directories)} W&B run(s) to W&B."
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -362,13 +358,13 @@ class WandbTab(RunTab):
 
     # ------------------------------------------------------------ RunTab
 
-    def attach(self, run: pb.RunInfo) -> None:
+    def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._clear()
         self.message.setText("Reading the run's W&B data…")
         self._load()
 
-    def run_changed(self, run: pb.RunInfo) -> None:
+    def run_changed(self, run: RunRecord) -> None:
         previous = self.run
         super().run_changed(run)
         # The W&B run appears once the script starts, and its files are complete once it ends.
@@ -400,7 +396,7 @@ class WandbTab(RunTab):
         run_dir = Path(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
         worker = run.worker
-        terminal = is_terminal(run.state)
+        terminal = run.state.terminal
         self._background.run(
             lambda: read_wandb_run(run_dir, worker, bundles, terminal),
             lambda info: self._show(generation, info),
@@ -465,16 +461,16 @@ class WandbTab(RunTab):
     # ------------------------------------------------------------ actions
 
     def sync(self) -> None:
-        info = self.info
-        if info is None or self.sync_blocked_reason() is not None or info.python is None:
+        run = self.run
+        if run is None or self.sync_blocked_reason() is not None:
             return
         self._syncing = True
         self.sync_button.setEnabled(False)
         self.sync_status.setText("Syncing…")
-        run_id = self.run.run_id if self.run is not None else ""
-        python, directories, base_url = info.python, list(info.offline_dirs), info.base_url
+        run_id, run_dir, worker = run.run_id, Path(run.run_dir), run.worker
+        bundles = Home(self.link.home).bundles_dir
         self._background.run(
-            lambda: _sync(python, directories, base_url),
+            lambda: sync_offline_runs(run_dir, worker, bundles),
             lambda message: self._synced(run_id, message),
             lambda message: self._synced(run_id, message),
             name="wandb-sync",

@@ -188,6 +188,85 @@ def patch_record_video(module: types.ModuleType) -> None:
         setattr(cls, name, value)
 
 
+# CleanRL 1.2.0's sac_continuous_action.py and td3_continuous_action.py make their envs with old `gym`
+# 0.23, whose MuJoCo ids stop at -v3 (the mujoco-py bindings), while their defaults are Hopper-v4. The
+# -v4 ids exist in the bundle's gymnasium 0.29 on the maintained `mujoco` bindings. So old gym learns
+# each MuJoCo id it lacks from gymnasium's registry, made as a gymnasium env seen through the old API.
+_OLD_GYM_ENVS = "gym.envs"
+
+
+def to_gym_space(space: Any) -> Any:
+    """The old `gym` equivalent of a gymnasium Box or Discrete space (the MuJoCo envs' kinds)."""
+    import gym
+
+    if type(space).__name__ == "Box":
+        return gym.spaces.Box(low=space.low, high=space.high, shape=space.shape, dtype=space.dtype)
+    if type(space).__name__ == "Discrete":
+        return gym.spaces.Discrete(int(space.n))
+    raise TypeError(f"no old gym equivalent of the space {space!r}")
+
+
+def _old_api_env(gymnasium_id: str, **kwargs: Any) -> Any:
+    """A gymnasium env behind old gym 0.23's Env API (reset → obs, step → 4-tuple, seed())."""
+    import gym
+    import gymnasium
+
+    class GymnasiumEnv(gym.Env):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.env = gymnasium.make(gymnasium_id, render_mode="rgb_array", **kwargs)
+            self.observation_space = to_gym_space(self.env.observation_space)
+            self.action_space = to_gym_space(self.env.action_space)
+            fps = self.env.metadata.get("render_fps", 30)
+            self.metadata = {"render_modes": ["rgb_array"], "render_fps": fps}
+            self._seed: int | None = None
+            self.spec = None
+
+        def seed(self, seed: int | None = None) -> list[int | None]:
+            self._seed = seed  # taken by the next reset, as old gym's seed() promised
+            return [seed]
+
+        def reset(self, *, seed: int | None = None, return_info: bool = False, options: Any = None) -> Any:
+            seed, self._seed = (seed if seed is not None else self._seed), None
+            obs, info = self.env.reset(seed=seed, options=options)
+            return (obs, info) if return_info else obs
+
+        def step(self, action: Any) -> tuple[Any, float, bool, dict[str, Any]]:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            if truncated and not terminated:
+                info["TimeLimit.truncated"] = True  # old gym's word for a time-limit end
+            return obs, float(reward), bool(terminated or truncated), info
+
+        def render(self, mode: str = "rgb_array") -> Any:
+            return self.env.render()
+
+        def close(self) -> None:
+            self.env.close()
+
+    return GymnasiumEnv()
+
+
+def patch_old_gym_registry(envs: types.ModuleType) -> None:
+    """Register with old gym every gymnasium MuJoCo id it lacks; idempotent."""
+    registry = getattr(envs, "registry", None)
+    register = getattr(envs, "register", None)
+    if registry is None or not callable(register) or getattr(envs, _PATCHED_ATTR, False):
+        return
+    try:
+        import gymnasium
+    except ImportError:
+        return
+    known = set(getattr(registry, "env_specs", registry))
+    for env_id, spec in gymnasium.envs.registry.items():
+        entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
+        if entry.startswith("gymnasium.envs.mujoco") and env_id not in known:
+            register(
+                id=env_id,
+                entry_point=f"{__name__}:_old_api_env",
+                kwargs={"gymnasium_id": env_id},
+            )
+    setattr(envs, _PATCHED_ATTR, True)
+
+
 # wandb.init tells nobody where the run went, save on the console. Wrapped, it tells the worker: the run's
 # local directory, its mode and (online) the URL W&B gave it, or, when it raises, why it could not start.
 _WANDB = "wandb"
@@ -243,6 +322,7 @@ def patch_wandb(module: types.ModuleType) -> None:
 _PATCHES: dict[str, Callable[[types.ModuleType], None]] = {
     _BUFFERS: patch_buffers,
     **dict.fromkeys(_VIDEO_MODULES, patch_record_video),
+    _OLD_GYM_ENVS: patch_old_gym_registry,
     _WANDB: patch_wandb,
 }
 
@@ -284,8 +364,9 @@ class _PatchingLoader(importlib.abc.Loader):
 def install() -> None:
     """Patch what the scripts need; idempotent, and cheap for modules a script never imports.
 
-    stable-baselines3's buffers accept old gym spaces; RecordVideo announces each finished video;
-    wandb.init announces its run. Modules already imported are patched now, the others when they first are.
+    stable-baselines3's buffers accept old gym spaces; RecordVideo announces each finished video; old gym
+    makes gymnasium's MuJoCo -v4 envs; wandb.init announces its run. Modules already imported are patched
+    now, the others when they first are.
     """
     for name, patch in _PATCHES.items():
         module = sys.modules.get(name)

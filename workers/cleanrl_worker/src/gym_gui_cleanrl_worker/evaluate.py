@@ -165,6 +165,10 @@ def _load_script(script: Path, args: dict[str, Any]) -> dict[str, Any]:
     """Execute the script as a library module: its `if __name__ == "__main__"` training block does not run."""
     import torch
 
+    from gym_gui_cleanrl_worker import compat
+
+    compat.install()  # as for training: old gym's scripts reach gymnasium's MuJoCo -v4 envs
+
     name = f"gym_gui_cleanrl_script_{script.stem}"
     module = types.ModuleType(name)
     module.__file__ = str(script)

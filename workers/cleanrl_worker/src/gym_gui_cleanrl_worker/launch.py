@@ -339,6 +339,9 @@ def run(script: Path, run_dir: Path, flags: list[str], checkpoint_every: int | N
 
 
 def _stop(runtime: _Runtime, name: str, code: int) -> int:
+    # The stop may have interrupted a print mid-line (`SPS:` without its number): end that line, so
+    # the checkpoint's marker starts a line of its own and the worker reads it.
+    print(flush=True)
     runtime.close_writers()
     runtime.checkpoint(name, runtime.current_step(), interrupted=True)
     return code

@@ -25,8 +25,25 @@ log = logging.getLogger(__name__)
 
 # The final model every CleanRL training run saves (gym_gui_cleanrl_worker.launch).
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
+# How MuJoCo (and PyOpenGL under it) render without a display: EGL (Mesa's, in software when there
+# is no GPU). Set for every CleanRL run, so videos and evaluation frames of MuJoCo envs work.
+HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
+# The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
+# ``describe`` hands it to forms: they offer these through the config's own fields, never as parameters.
+MAPPED_FLAGS: dict[str, str] = {
+    "exp-name": "algorithm",
+    "env-id": "env_id",
+    "seed": "seed",
+    "total-timesteps": "budget.timesteps",
+    "cuda": "resources.gpu",
+    "torch-deterministic": "resources.torch_deterministic",
+    "track": "tracking.wandb_mode",
+    "wandb-project-name": "tracking.wandb_project",
+    "wandb-entity": "tracking.wandb_entity",
+    "capture-video": "tracking.capture_video",
+}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
@@ -48,6 +65,7 @@ BUNDLE = BundleSpec(
         "tensorboard",
         "gym_gui_sdk",
         "gym_gui_cleanrl_worker",
+        "mujoco",
     ),
 )
 
@@ -126,9 +144,10 @@ class CleanRLLauncher:
         )
 
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The scripts present (``algorithms``), whether torch sees a GPU, and with ``algorithm`` in
-        ``query`` that script's own ``arguments``; ``scripts_dir`` and ``python`` name a user's
-        checkout and interpreter. Empty while the bundle is not installed and no interpreter is named."""
+        """The scripts present (``algorithms``), whether torch sees a GPU, the flags gym_gui sets from
+        the config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that
+        script's own ``arguments``; ``scripts_dir`` and ``python`` name a user's checkout and
+        interpreter. Empty while the bundle is not installed and no interpreter is named."""
         source = ScriptSource(
             scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
         )
@@ -137,6 +156,7 @@ class CleanRLLauncher:
         description: dict[str, Any] = {
             "algorithms": self.algorithms(source),
             "gpu_available": self.gpu_available(source),
+            "mapped": dict(MAPPED_FLAGS),
         }
         if query.get("algorithm"):
             description["arguments"] = self.arguments(source, query["algorithm"])
@@ -187,6 +207,22 @@ class CleanRLLauncher:
         """The script's path and exact flags: user parameters checked strictly against the script's
         own definitions; the flags gym_gui maps from the config given only where the script has them."""
         assert config.algorithm is not None
+        return BundleCall(self.python(config.source))(
+            "gym_gui_cleanrl_worker.describe",
+            *self._dir_args(config.source),
+            "--algo",
+            config.algorithm,
+            "--values",
+            json.dumps(config.params),
+            "--mapped",
+            json.dumps(self._mapped(config, gpu)),
+            "--env-id",
+            config.env_id,
+        )
+
+    @staticmethod
+    def _mapped(config: RunConfig, gpu: bool) -> dict[str, Any]:
+        """The values of :data:`MAPPED_FLAGS` for ``config`` (unset fields give no flag)."""
         mapped: dict[str, Any] = {
             "exp-name": config.algorithm,
             "env-id": config.env_id,
@@ -203,18 +239,7 @@ class CleanRLLauncher:
             mapped["wandb-project-name"] = config.tracking.wandb_project
         if config.tracking.wandb_entity:
             mapped["wandb-entity"] = config.tracking.wandb_entity
-        return BundleCall(self.python(config.source))(
-            "gym_gui_cleanrl_worker.describe",
-            *self._dir_args(config.source),
-            "--algo",
-            config.algorithm,
-            "--values",
-            json.dumps(config.params),
-            "--mapped",
-            json.dumps(mapped),
-            "--env-id",
-            config.env_id,
-        )
+        return mapped
 
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
@@ -243,7 +268,8 @@ class CleanRLLauncher:
     ) -> LaunchPlan:
         python = self.python(config.source)
         warnings: list[str] = []
-        env: dict[str, str] = {}
+        # MuJoCo renders (videos, evaluation frames) headless through EGL: a daemon has no display.
+        env: dict[str, str] = dict(HEADLESS_GL)
         if config.mode == "evaluate":
             assert config.budget.episodes is not None
             argv = [
@@ -261,7 +287,7 @@ class CleanRLLauncher:
                 argv.append("--real-time")
             return LaunchPlan(
                 argv=argv,
-                env={"CUDA_VISIBLE_DEVICES": ""},
+                env={**HEADLESS_GL, "CUDA_VISIBLE_DEVICES": ""},
                 manifest={"evaluates": config.evaluation.model_dump() if config.evaluation else None},
             )
 
@@ -310,9 +336,12 @@ class CleanRLLauncher:
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
-        manifest: dict[str, Any] = {"script": script, "script_command": [str(python), script, *flags]}
+        script_argv = [str(python), script, *flags]
+        manifest: dict[str, Any] = {"script": script, "script_command": script_argv}
         manifest["environment"] = self._environment(config, python)
-        return LaunchPlan(argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets)
+        return LaunchPlan(
+            argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets, script_argv=script_argv
+        )
 
 
 def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, Any]]:

@@ -1,0 +1,255 @@
+"""Worker parameters as the forms hold them: one ``Param`` per parameter a worker describes, with the
+raw content of its field, its default, and how typed text becomes a value. No Qt here."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from gym_gui.core.errors import ConfigError
+
+SCRIPT_DEFAULT = "(script default)"  # the choice that leaves a choice argument to the script
+
+Editor = Literal["check", "choice", "text"]
+
+
+# ------------------------------------------------------------------ values typed by hand
+
+
+def parse_int(text: str) -> int:
+    """An int as people type it: ``128``, ``500_000``, ``1e6`` (a whole number).
+
+    Raises:
+        ValueError: with the reason shown next to the field.
+    """
+    cleaned = text.strip().replace("_", "")
+    try:
+        return int(cleaned)
+    except ValueError:
+        pass
+    try:
+        number = float(cleaned)
+    except ValueError:
+        raise ValueError(f"expected a whole number, got {text.strip()!r}") from None
+    if not number.is_integer():
+        raise ValueError(f"expected a whole number, got {text.strip()!r}")
+    return int(number)
+
+
+def parse_float(text: str) -> float:
+    """A float, scientific notation included (``2.5e-4``).
+
+    Raises:
+        ValueError: with the reason shown next to the field.
+    """
+    try:
+        value = float(text.strip().replace("_", ""))
+    except ValueError:
+        raise ValueError(f"expected a number such as 0.00025 or 2.5e-4, got {text.strip()!r}") from None
+    if math.isnan(value):
+        raise ValueError("expected a number, got NaN")
+    return value
+
+
+def parse_scalar(kind: str, text: str) -> Any:
+    """``text`` as a value of a parameter type (``int``, ``float``, ``bool``; anything else is text)."""
+    if kind == "int":
+        return parse_int(text)
+    if kind == "float":
+        return parse_float(text)
+    if kind == "bool":
+        lowered = text.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(f"expected true or false, got {text.strip()!r}")
+    return text
+
+
+def display(value: Any) -> str:
+    """A default as pre-filled text (None: empty, lists space-separated)."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return " ".join(display(item) for item in value)
+    return str(value)
+
+
+# ------------------------------------------------------------------ one parameter
+
+
+class Param:
+    """One parameter as its worker describes it — a CleanRL script argument, or an entry of a
+    plugin's ``parameters`` (name, type, default, help, choices, flag, boolean style) — and
+    ``raw``, what its field holds: a bool (``check``), a choice (``choice``) or text (``text``).
+
+    int and float are text validated as typed (so ``1e6`` and an empty "script default" work),
+    lists are text of space-separated items.
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.name: str = spec["name"]
+        self.kind: str = spec.get("type") or "str"
+        self.default: Any = spec.get("default")
+        self.required = bool(spec.get("required"))
+        self.help: str = spec.get("help") or ""
+        self.flag: str = spec.get("flag") or f"--{self.name}"
+        self.bool_style: str | None = spec.get("bool_style")
+        choices = spec.get("choices")
+        self.choices: list[Any] | None = list(choices) if choices else None
+        self.editor: Editor
+        if self.kind == "bool":
+            self.editor = "check"
+        elif self.choices is not None and not self.is_list:
+            self.editor = "choice"
+        else:
+            self.editor = "text"
+        self.raw: Any = self.pristine()
+
+    def __repr__(self) -> str:
+        return f"Param({self.name!r}, raw={self.raw!r})"
+
+    @property
+    def is_list(self) -> bool:
+        return self.kind.startswith("list[") and self.kind.endswith("]")
+
+    def options(self) -> list[tuple[str, Any]]:
+        """A choice parameter's entries (label, value); ``None`` leaves it to the script."""
+        entries = [] if self.default in (self.choices or []) else [(SCRIPT_DEFAULT, None)]
+        return entries + [(str(choice), choice) for choice in self.choices or []]
+
+    def pristine(self) -> Any:
+        """What the field holds before anyone edits it."""
+        if self.editor == "check":
+            return bool(self.default)
+        if self.editor == "choice":
+            return self.default if self.default in (self.choices or []) else None
+        return display(self.default)
+
+    def is_pristine(self) -> bool:
+        return bool(self.raw == self.pristine())
+
+    def set_raw(self, raw: Any) -> None:
+        """Put a remembered field value back; one this parameter cannot hold is skipped."""
+        if self.editor == "check":
+            self.raw = bool(raw)
+        elif self.editor == "choice":
+            if any(value == raw for _label, value in self.options()):
+                self.raw = raw
+        else:
+            self.raw = raw if isinstance(raw, str) else display(raw)
+
+    def value(self) -> Any:
+        """The typed value, or None for "the script's default".
+
+        Raises:
+            ValueError: the reason the field's content is not a value of this parameter.
+        """
+        if self.editor == "check":
+            checked = bool(self.raw)
+            # A store_true flag that defaults to True has no command-line form for False.
+            if self.bool_style == "store_true" and bool(self.default) and not checked:
+                raise ValueError(f"{self.flag} cannot be turned off: the script has no flag for it")
+            if self.bool_style == "store_false" and not bool(self.default) and checked:
+                raise ValueError(f"{self.flag} cannot be turned on: the script has no flag for it")
+            return checked
+        if self.editor == "choice":
+            return self.raw
+        text = str(self.raw).strip()
+        if not text:
+            if self.required:
+                raise ValueError("a value is required")
+            return None
+        if self.is_list:
+            items = [item for item in re.split(r"[,\s]+", text) if item]
+            values = [parse_scalar(self.kind[5:-1], item) for item in items]
+            for item in values:
+                if self.choices and item not in self.choices:
+                    raise ValueError(f"{item!r} is not one of {', '.join(map(str, self.choices))}")
+            return values
+        return parse_scalar(self.kind, text)
+
+    def error(self) -> str:
+        try:
+            self.value()
+        except ValueError as exc:
+            return str(exc)
+        return ""
+
+    def _default_value(self) -> Any:
+        if self.default is None:
+            return None
+        if self.kind == "float":
+            return float(self.default)
+        if self.kind == "bool":
+            return bool(self.default)
+        if self.is_list and isinstance(self.default, list):
+            return [parse_scalar(self.kind[5:-1], str(v)) for v in self.default]
+        return self.default
+
+    def changed_value(self) -> tuple[bool, Any]:
+        """(whether the value differs from the default, the value); raises as :meth:`value` does."""
+        value = self.value()
+        if value is None:
+            return False, None
+        try:
+            default = self._default_value()
+        except ValueError:  # a default the form cannot parse: anything given counts as a change
+            return True, value
+        return value != default, value
+
+
+class Params:
+    """The parameters of one script or worker kind, in their order."""
+
+    def __init__(self, specs: list[dict[str, Any]] | None = None, skip: frozenset[str] = frozenset()) -> None:
+        self.items: dict[str, Param] = {}
+        for spec in specs or []:
+            if spec["name"] not in skip:
+                self.items[spec["name"]] = Param(spec)
+
+    def __iter__(self) -> Iterator[Param]:
+        return iter(self.items.values())
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def names(self) -> list[str]:
+        return list(self.items)
+
+    def get(self, name: str) -> Param | None:
+        return self.items.get(name)
+
+    def errors(self) -> dict[str, str]:
+        """``params.<name>`` → why its value is not valid."""
+        return {f"params.{p.name}": error for p in self if (error := p.error())}
+
+    def changed(self) -> dict[str, Any]:
+        """The values that differ from their defaults, by name (what goes into ``RunConfig.params``).
+
+        Raises:
+            ConfigError: naming the first parameter whose value is not valid.
+        """
+        result: dict[str, Any] = {}
+        for param in self:
+            try:
+                changed, value = param.changed_value()
+            except ValueError as exc:
+                raise ConfigError(f"field 'params.{param.name}': {exc}") from None
+            if changed:
+                result[param.name] = value
+        return result
+
+    def raws(self, edited_only: bool = False) -> dict[str, Any]:
+        """What the fields hold, by name (``edited_only``: those not as they started)."""
+        return {p.name: p.raw for p in self if not (edited_only and p.is_pristine())}
+
+    def restore(self, raws: dict[str, Any]) -> None:
+        for name, raw in raws.items():
+            param = self.items.get(name)
+            if param is not None:
+                param.set_raw(raw)

@@ -1,0 +1,193 @@
+"""The Qt pieces every form is made of: fields tied to a model, one editor per parameter, marks."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QSpinBox,
+    QWidget,
+)
+
+from gym_gui.core.envs import ENV_CATALOG
+from gym_gui.ui.forms.params import Param, Params
+
+INVALID_STYLE = "border: 2px solid #d32f2f;"
+
+
+def mark(widget: QWidget, error: str, help_text: str = "") -> None:
+    """Show a field as invalid (red border, the reason as tooltip) or as fine again."""
+    # Restyling re-polishes the widget: only touch it when the verdict changes.
+    if widget.property("invalidReason") == error and widget.property("invalid") is not None:
+        return
+    widget.setProperty("invalid", bool(error))
+    widget.setProperty("invalidReason", error)
+    widget.setStyleSheet(INVALID_STYLE if error else "")
+    widget.setToolTip(f"{error}\n\n{help_text}".strip() if error else help_text)
+
+
+def monospace() -> QFont:
+    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+
+def env_combo() -> QComboBox:
+    """The env id field: the catalog's ids, and any other registered id typed in (the daemon checks it)."""
+    combo = QComboBox()
+    combo.setEditable(True)
+    combo.setObjectName("envId")
+    for env_id in ENV_CATALOG:
+        if combo.findText(env_id) < 0:
+            combo.addItem(env_id)
+    combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+    return combo
+
+
+def set_combo_text(combo: QComboBox, text: str) -> None:
+    index = combo.findText(text)
+    if index >= 0:
+        combo.setCurrentIndex(index)
+    elif combo.isEditable():
+        combo.setEditText(text)
+
+
+def bind(widget: QWidget, model: Any, path: str, changed: Callable[[], None]) -> Callable[[], None]:
+    """Tie ``widget`` to the attribute ``path`` (dotted) of ``model``: every edit writes it and calls
+    ``changed``; the function returned shows the attribute's value again (after the model changed it).
+
+    Line and text edits hold text, check boxes bools, spin boxes numbers, combo boxes their text.
+    """
+    *parents, name = path.split(".")
+
+    def owner() -> Any:
+        return operator.attrgetter(".".join(parents))(model) if parents else model
+
+    def write(value: Any) -> None:
+        setattr(owner(), name, value)
+        changed()
+
+    def read() -> Any:
+        return getattr(owner(), name)
+
+    if isinstance(widget, QCheckBox):
+        widget.toggled.connect(write)
+        return lambda: widget.setChecked(bool(read()))
+    if isinstance(widget, QLineEdit):
+        widget.textChanged.connect(write)
+        return lambda: widget.setText(read()) if widget.text() != read() else None
+    if isinstance(widget, QPlainTextEdit):
+        widget.textChanged.connect(lambda: write(widget.toPlainText()))
+        return lambda: widget.setPlainText(read()) if widget.toPlainText() != read() else None
+    if isinstance(widget, QSpinBox | QDoubleSpinBox):
+        widget.valueChanged.connect(write)
+        return lambda: widget.setValue(read())
+    if isinstance(widget, QComboBox):
+        widget.currentTextChanged.connect(lambda text: write(text.strip() if widget.isEditable() else text))
+        return lambda: set_combo_text(widget, read())
+    raise TypeError(f"no binding for {type(widget).__name__}")
+
+
+# ------------------------------------------------------------------ parameters
+
+
+class ParamEditor:
+    """The field of one parameter, chosen by its editor kind: a check box, a combo of its choices,
+    or a line edit; every edit goes into ``param.raw``."""
+
+    def __init__(self, param: Param, changed: Callable[[], None]) -> None:
+        self.param = param
+        self.widget: QWidget
+        if param.editor == "check":
+            box = QCheckBox()
+            box.toggled.connect(lambda on: self._write(on, changed))
+            self.widget = box
+        elif param.editor == "choice":
+            combo = QComboBox()
+            for label, value in param.options():
+                combo.addItem(label, value)
+            combo.currentIndexChanged.connect(lambda _i: self._write(combo.currentData(), changed))
+            self.widget = combo
+        else:
+            edit = QLineEdit()
+            if param.default is None:
+                edit.setPlaceholderText("required" if param.required else "script default: none")
+            edit.textChanged.connect(lambda text: self._write(text, changed))
+            self.widget = edit
+        self.widget.setObjectName(f"param:{param.name}")
+        self.widget.setToolTip(param.help)
+        self.show()
+
+    def _write(self, raw: Any, changed: Callable[[], None]) -> None:
+        self.param.raw = raw
+        changed()
+
+    def show(self) -> None:
+        """Show what ``param.raw`` holds."""
+        widget, raw = self.widget, self.param.raw
+        widget.blockSignals(True)
+        try:
+            if isinstance(widget, QCheckBox):
+                widget.setChecked(bool(raw))
+            elif isinstance(widget, QComboBox):
+                widget.setCurrentIndex(max(widget.findData(raw), 0))
+            elif isinstance(widget, QLineEdit):
+                widget.setText(str(raw))
+        finally:
+            widget.blockSignals(False)
+
+
+class ParamEditors(QGroupBox):
+    """A group of parameter editors, one row each, rebuilt for every new set of parameters."""
+
+    def __init__(self, title: str, placeholder: str, parent: QWidget | None = None) -> None:
+        super().__init__(title, parent)
+        self.rows = QFormLayout(self)
+        self.editors: dict[str, ParamEditor] = {}
+        self.placeholder = QLabel(placeholder)
+        self.placeholder.setWordWrap(True)
+        self.rows.addRow(self.placeholder)
+
+    def show_params(self, params: Params, changed: Callable[[], None], empty: str = "") -> None:
+        """One editor per parameter; ``empty`` is said when there are none."""
+        while self.rows.rowCount():
+            self.rows.removeRow(0)
+        self.editors = {}
+        for param in params:
+            editor = ParamEditor(param, changed)
+            self.editors[param.name] = editor
+            label = QLabel(param.name)
+            label.setToolTip(param.help)
+            self.rows.addRow(label, editor.widget)
+        self.placeholder = QLabel(empty if not self.editors else "")
+        self.placeholder.setWordWrap(True)
+        self.rows.addRow(self.placeholder)  # parented first: a parentless label shown is a window
+        self.placeholder.setVisible(not self.editors)
+
+    def say(self, text: str) -> None:
+        """A note in place of the editors (while they are read, or why there are none)."""
+        self.placeholder.setText(text)
+
+    def names(self) -> list[str]:
+        return list(self.editors)
+
+    def editor_widget(self, name: str) -> QWidget | None:
+        editor = self.editors.get(name)
+        return editor.widget if editor is not None else None
+
+    def refresh(self) -> None:
+        for editor in self.editors.values():
+            editor.show()
+
+    def mark(self, errors: dict[str, str]) -> None:
+        for name, editor in self.editors.items():
+            mark(editor.widget, errors.get(f"params.{name}", ""), editor.param.help)

@@ -1,0 +1,45 @@
+"""RunConfig's retired settings: accepted and dropped, while every other unknown key is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gym_gui.core.config import RETIRED, parse_run_config, run_config_schema
+from gym_gui.core.errors import ConfigError
+
+
+def config(**sections: dict[str, Any]) -> dict[str, Any]:
+    return {"worker": "random", "env_id": "CartPole-v1", "budget": {"episodes": 1}, **sections}
+
+
+def test_retired_settings_are_accepted_and_dropped() -> None:
+    parsed = parse_run_config(
+        config(tracking={"tensorboard": False, "wandb_mode": "offline"}, resources={"cpus": 8, "gpu": True})
+    )
+    assert parsed.tracking.wandb_mode == "offline" and parsed.resources.gpu
+    dumped = parsed.model_dump()
+    assert "tensorboard" not in dumped["tracking"] and "cpus" not in dumped["resources"]
+    assert parsed == parse_run_config(config(tracking={"wandb_mode": "offline"}, resources={"gpu": True}))
+
+
+def test_the_schema_offers_no_retired_setting() -> None:
+    schema = run_config_schema()
+    text = str(schema)
+    for names in RETIRED.values():
+        for name in names:
+            assert f"'{name}'" not in text
+
+
+@pytest.mark.parametrize(
+    ("sections", "field"),
+    [
+        ({"resources": {"cpu": 8}}, "resources.cpu"),
+        ({"tracking": {"tensorboard_dir": "x"}}, "tracking.tensorboard_dir"),
+        ({"telemetry": {"cpus": 2}}, "telemetry.cpus"),  # retired from resources only
+    ],
+)
+def test_any_other_unknown_setting_is_still_refused(sections: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError, match=rf"field '{field}': Extra inputs are not permitted"):
+        parse_run_config(config(**sections))

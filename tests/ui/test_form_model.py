@@ -1,0 +1,200 @@
+"""The forms' parameter model on its own: no Qt, no widgets — fields in, RunConfig and saved values out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from gym_gui.core.errors import ConfigError
+from gym_gui.storage.home import Home
+from gym_gui.ui.forms.model import CleanRLModel, WorkerModel
+from gym_gui.ui.forms.params import Param, Params, parse_float, parse_int
+from gym_gui.workers import BundleDirectory, LaunchContext, worker_catalog
+
+# Script arguments in the shape the CleanRL worker's describe gives them.
+MAPPED = {"exp-name": "algorithm", "env-id": "env_id", "seed": "seed", "total-timesteps": "budget.timesteps"}
+SCRIPT: dict[str, Any] = {
+    "algo": "dqn",
+    "params": [
+        {"name": "exp-name", "flag": "--exp-name", "type": "str", "default": "dqn"},
+        {"name": "seed", "flag": "--seed", "type": "int", "default": 7},
+        {"name": "env-id", "flag": "--env-id", "type": "str", "default": "Acrobot-v1"},
+        {"name": "total-timesteps", "flag": "--total-timesteps", "type": "int", "default": 300000},
+        {"name": "learning-rate", "flag": "--learning-rate", "type": "float", "default": 0.00025},
+        {"name": "buffer-size", "flag": "--buffer-size", "type": "int", "default": 10000},
+        {"name": "save-model", "flag": "--save-model", "type": "bool", "default": False, "bool_style": "store_true"},
+        {"name": "layers", "flag": "--layers", "type": "list[int]", "default": [64, 64]},
+        {"name": "schedule", "flag": "--schedule", "type": "str", "default": None, "choices": ["linear", "cosine"]},
+    ],
+}  # fmt: skip
+
+
+def _dqn() -> CleanRLModel:
+    model = CleanRLModel("cleanrl", mapped=dict(MAPPED))
+    model.use_script("dqn", SCRIPT)
+    return model
+
+
+def test_numbers_are_read_as_people_type_them() -> None:
+    assert parse_int("500_000") == 500_000 and parse_int("1e6") == 1_000_000 and parse_int(" 12 ") == 12
+    with pytest.raises(ValueError, match="whole number"):
+        parse_int("12.5")
+    assert parse_float("2.5e-4") == 0.00025
+    with pytest.raises(ValueError, match="expected a number"):
+        parse_float("fast")
+    with pytest.raises(ValueError, match="NaN"):
+        parse_float("nan")
+
+
+def test_a_param_holds_its_field_and_knows_its_default() -> None:
+    rate = Param({"name": "lr", "type": "float", "default": 0.00025})
+    assert rate.editor == "text" and rate.raw == "0.00025" and rate.is_pristine()
+    assert rate.changed_value() == (False, 0.00025)
+    rate.raw = "3e-4"
+    assert rate.changed_value() == (True, 0.0003) and not rate.is_pristine()
+    rate.raw = ""  # empty: the script's default
+    assert rate.value() is None and rate.changed_value() == (False, None)
+    rate.raw = "fast"
+    assert "expected a number" in rate.error()
+
+    layers = Param({"name": "layers", "type": "list[int]", "default": [64, 64]})
+    assert layers.raw == "64 64" and layers.changed_value() == (False, [64, 64])
+    layers.raw = "32, 32 16"
+    assert layers.value() == [32, 32, 16]
+
+    choice = Param({"name": "schedule", "type": "str", "default": None, "choices": ["linear", "cosine"]})
+    assert choice.editor == "choice" and choice.options()[0] == ("(script default)", None)
+    choice.set_raw("exponential")  # not one of its choices: skipped
+    assert choice.raw is None
+    choice.set_raw("cosine")
+    assert choice.changed_value() == (True, "cosine")
+
+    flag = Param(
+        {"name": "anneal", "flag": "--anneal", "type": "bool", "default": True, "bool_style": "store_true"}
+    )
+    assert flag.editor == "check" and flag.raw is True
+    flag.raw = False
+    assert "--anneal cannot be turned off" in flag.error()
+
+
+def test_a_script_brings_its_arguments_and_its_defaults_for_the_common_fields() -> None:
+    model = _dqn()
+    # The flags the daemon sets from a field are not parameters; their defaults fill the fields.
+    assert model.params.names() == ["learning-rate", "buffer-size", "save-model", "layers", "schedule"]
+    assert (model.env_id, model.seed, model.total_timesteps) == ("Acrobot-v1", 7, "300000")
+    assert model.errors() == {}
+    config = model.to_config()
+    assert (config.algorithm, config.env_id, config.seed, config.budget.timesteps) == (
+        "dqn",
+        "Acrobot-v1",
+        7,
+        300000,
+    )
+    assert config.params == {}  # nothing changed: the script's defaults apply
+
+    model.params.items["learning-rate"].raw = "1e-3"
+    model.params.items["save-model"].raw = True
+    assert model.to_config().params == {"learning-rate": 0.001, "save-model": True}
+
+
+def test_each_field_says_why_it_is_not_valid() -> None:
+    model = _dqn()
+    model.env_id = " "
+    model.total_timesteps = "many"
+    model.checkpoint_every = "0"
+    model.params.items["buffer-size"].raw = "12.5"
+    assert model.errors() == {
+        "env_id": "choose an environment",
+        "budget.timesteps": "expected a whole number, got 'many'",
+        "checkpoints.every_steps": "must be at least 1",
+        "params.buffer-size": "expected a whole number, got '12.5'",
+    }
+    with pytest.raises(ConfigError, match="field 'env_id': choose an environment"):
+        model.to_config()
+    model.env_id, model.total_timesteps, model.checkpoint_every = "CartPole-v1", "1e4", ""
+    model.params.items["buffer-size"].raw = "5000"
+    config = model.to_config()
+    assert config.budget.timesteps == 10_000 and config.checkpoints.every_steps is None
+    assert config.params == {"buffer-size": 5000}
+
+
+def test_tracking_and_the_key_that_is_never_remembered() -> None:
+    model = _dqn()
+    model.tracking.wandb_api_key = "key-9c1e"
+    model.tracking.wandb_project = "cockpit"
+    assert model.secret_env() == {}  # W&B disabled: the key goes nowhere
+    assert model.to_config().tracking.wandb_project is None
+    model.tracking.wandb_mode = "online"
+    model.gpu_mandatory = True  # without gpu it is not asked for
+    assert model.secret_env() == {"WANDB_API_KEY": "key-9c1e"}
+    config = model.to_config()
+    assert config.tracking.wandb_project == "cockpit" and not config.resources.gpu_mandatory
+    assert "key-9c1e" not in config.model_dump_json() and "key-9c1e" not in repr(model.values())
+
+
+def test_saved_values_come_back_and_typed_params_return_with_their_script() -> None:
+    model = _dqn()
+    model.params.items["learning-rate"].raw = "0.01"
+    model.tracking.wandb_mode = "offline"
+    model.notes = "first try"
+    model.forget_script()  # another script is chosen: what was typed for dqn is kept
+    assert model.params.names() == [] and model.saved_params == {"dqn": {"learning-rate": "0.01"}}
+
+    values = model.values()
+    again = CleanRLModel.from_values("cleanrl", values)
+    assert isinstance(again, CleanRLModel) and again.values() == values
+    assert (again.algorithm, again.tracking.wandb_mode, again.notes) == ("dqn", "offline", "first try")
+    again.mapped = dict(MAPPED)
+    again.env_id = "CartPole-v1"  # changed after the defaults were taken: a remembered script keeps it
+    again.use_script("dqn", SCRIPT)
+    assert again.env_id == "CartPole-v1"
+    assert again.to_config().params == {"learning-rate": 0.01}
+
+    # Entries of the wrong type are skipped, never taken.
+    broken = CleanRLModel.from_values(
+        "cleanrl", {"seed": "7", "gpu": "yes", "wandb_mode": "loud", "params": []}
+    )
+    assert broken.values() == CleanRLModel("cleanrl").values()
+
+
+def test_the_worker_model_keeps_parameters_until_they_are_described() -> None:
+    model = WorkerModel.from_values(
+        "random",
+        {"env_id": "Taxi-v4", "budget_kind": "timesteps", "budget": 77, "params": {"epsilon": "0.5"}},
+    )
+    assert isinstance(model, WorkerModel) and model.params.names() == []
+    model.use_parameters([{"name": "epsilon", "type": "float", "default": 0.1}])
+    assert model.params.raws() == {"epsilon": "0.5"}
+    config = model.to_config()
+    assert (config.env_id, config.budget.timesteps, config.params) == ("Taxi-v4", 77, {"epsilon": 0.5})
+    model.budget = 0
+    assert model.errors() == {"budget.timesteps": "must be at least 1"}
+
+
+def test_the_real_ppo_arguments_leave_nothing_changed(home: Home) -> None:
+    launcher = (
+        worker_catalog().plugin("cleanrl").launcher(LaunchContext(home, BundleDirectory(home.bundles_dir)))
+    )
+    assert launcher is not None
+    described = launcher.describe({"algorithm": "ppo"})
+    model = CleanRLModel("cleanrl", mapped=described["mapped"])
+    model.use_script("ppo", described["arguments"])
+    assert not set(described["mapped"]) & set(model.params.names())
+    assert "learning-rate" in model.params.names() and model.errors() == {}
+    assert model.to_config().params == {}
+
+
+def test_the_model_loads_without_qt() -> None:
+    code = "import sys, gym_gui.ui.forms.model, gym_gui.ui.forms.params; print(sorted(m for m in sys.modules if m.startswith('PySide6')))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_params_are_in_the_scripts_order() -> None:
+    params = Params(SCRIPT["params"], skip=frozenset(MAPPED))
+    assert [p.name for p in params] == params.names() and len(params) == 5
