@@ -11,6 +11,7 @@ import pytest
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.workers import BundleDirectory
 from tests.support import kill_run_workers, small_filesystem, stop_daemon
 
 # Qt widgets are real but drawn offscreen (set before any QApplication exists).
@@ -31,6 +32,20 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     # Two cores run the tests, the daemon and a worker at once: torch's own threads only fight them.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # Nor may a test find the user's W&B key or server (a run would log to the real W&B).
+    for name in ("WANDB_API_KEY", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+
+
+@pytest.fixture
+def cleanrl_python() -> Path:
+    """The cleanrl bundle's Python; the suite fails (never skips) when the bundle is missing."""
+    manager = BundleDirectory(Home().bundles_dir)
+    status = manager.status("cleanrl")
+    if not status.installed:
+        pytest.fail(f"the cleanrl bundle is needed by these tests: {status.reason}")
+    return manager.python("cleanrl")
 
 
 @pytest.fixture

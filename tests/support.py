@@ -53,9 +53,13 @@ def wait_until_stable(
         last = value
 
 
-def files_containing(root: Path, needle: bytes) -> list[Path]:
-    """Every file under ``root`` holding ``needle`` (a secret that must never be written)."""
-    return [path for path in root.rglob("*") if path.is_file() and needle in path.read_bytes()]
+def files_containing(root: Path, *needles: bytes) -> list[Path]:
+    """Every file under ``root`` holding one of ``needles`` (forms of a secret that must never be written)."""
+    return [
+        path
+        for path in root.rglob("*")
+        if path.is_file() and any(needle in path.read_bytes() for needle in needles)
+    ]
 
 
 def pid_alive(pid: int) -> bool:

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 from typer._click import exceptions as click_errors  # typer carries its own click
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import read_daemon_file, setting_differences
@@ -340,6 +341,12 @@ def train(
     wandb: Annotated[str | None, typer.Option(help="W&B tracking: disabled, offline or online.")] = None,
     wandb_project: Annotated[str | None, typer.Option(help="W&B project.")] = None,
     wandb_entity: Annotated[str | None, typer.Option(help="W&B entity.")] = None,
+    wandb_base_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WANDB_BASE_URL", help="A self-hosted W&B server's address; default: W&B's cloud."
+        ),
+    ] = None,
     capture_video: Annotated[bool | None, typer.Option(help="Record videos of the agent.")] = None,
     checkpoint_every: Annotated[int | None, typer.Option(help="Save a checkpoint every N steps.")] = None,
     dry_run: Annotated[bool, typer.Option(help="Show what would run, launch nothing.")] = False,
@@ -351,8 +358,9 @@ def train(
 ) -> None:
     """Start a run and follow it with a progress bar (or --detach).
 
-    A W&B API key is taken from WANDB_API_KEY in this shell's environment and handed to the
-    run's worker only; it is never written anywhere.
+    A W&B API key is taken from WANDB_API_KEY in this shell's environment, else from a `wandb login`
+    (~/.netrc) for the run's W&B server, and handed to the run's worker only; it is never written
+    anywhere. WANDB_BASE_URL in this shell is the server when --wandb-base-url is not given.
     """
     run_config = build_config(
         config,
@@ -371,6 +379,7 @@ def train(
             "tracking.wandb_mode": wandb,
             "tracking.wandb_project": wandb_project,
             "tracking.wandb_entity": wandb_entity,
+            "tracking.wandb_base_url": wandb_base_url,
             "tracking.capture_video": capture_video,
             "checkpoints.every_steps": checkpoint_every,
             "dry_run": dry_run or None,
@@ -399,8 +408,10 @@ def train(
 
 
 def _secret_env(config: RunConfig) -> dict[str, str]:
-    key = os.environ.get("WANDB_API_KEY")
-    return {"WANDB_API_KEY": key} if key and config.tracking.wandb_mode != "disabled" else {}
+    if config.tracking.wandb_mode == "disabled":
+        return {}
+    key = wandb_auth.api_key(config.tracking.wandb_base_url)
+    return {wandb_auth.API_KEY_VAR: key} if key else {}
 
 
 def _print_plan(plan: LaunchPreview) -> None:
@@ -583,7 +594,7 @@ app.add_typer(wandb_app, name="wandb")
 
 @wandb_app.command("sync")
 def wandb_sync(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
-    """Upload a run's offline W&B data (needs WANDB_API_KEY in this shell; it is never stored)."""
+    """Upload a run's offline W&B data to its W&B server (key: WANDB_API_KEY or `wandb login`; never stored)."""
     run_id = validate_run_id(run)
     home = _home()
     with _client() as client:

@@ -625,6 +625,47 @@ def test_dry_run_shows_the_exact_command_with_secrets_redacted(
     registry.close()
 
 
+def test_the_key_of_a_wandb_login_for_the_runs_server_makes_it_online_and_stays_redacted(
+    cleanrl_daemon: tuple[DaemonClient, Home], tmp_path: Path
+) -> None:
+    _client, home = cleanrl_daemon
+    user = tmp_path / "user"
+    user.mkdir()
+    server = "http://127.0.0.1:8080"
+    env = {k: v for k, v in os.environ.items() if k != "NETRC"}
+    env.update({"GYM_GUI_HOME": str(home.root), "HOME": str(user), "COLUMNS": "300"})
+    argv = [sys.executable, "-m", "gym_gui", "train", "--worker", "cleanrl", "--algo", "ppo",
+            "--env", "CartPole-v1", "--total-timesteps", "1000", "--wandb", "online", "--dry-run"]  # fmt: skip
+
+    def dry_run() -> str:
+        result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180)
+        assert result.returncode == 0, result.stderr
+        assert SECRET not in result.stdout + result.stderr
+        return result.stdout
+
+    # No WANDB_API_KEY and no `wandb login`: the run would track offline.
+    out = dry_run()
+    assert "WANDB_MODE=offline" in out and "WANDB_API_KEY" not in out
+
+    # A self-hosted server named by the shell's WANDB_BASE_URL: W&B cloud's key is not its key.
+    netrc = user / ".netrc"
+    netrc.write_text(f"machine api.wandb.ai\n  login user\n  password {SECRET}\n")
+    env["WANDB_BASE_URL"] = server
+    out = dry_run()
+    assert "WANDB_MODE=offline" in out and "WANDB_API_KEY" not in out
+    assert f"WANDB_BASE_URL={server}" in out
+
+    # `wandb login --host` wrote the server's entry: the run gets that key, shown only as ***.
+    netrc.write_text(netrc.read_text() + f"machine 127.0.0.1:8080\n  login user\n  password {SECRET}\n")
+    out = dry_run()
+    assert "WANDB_MODE=online" in out and "WANDB_API_KEY=***" in out
+    assert f"WANDB_BASE_URL={server}" in out
+    run_id = re.search(r"run (\S+__ppo__\S+)", out)
+    assert run_id
+    assert RunDir(home.run_dir(run_id.group(1))).read_config().tracking.wandb_base_url == server
+    assert files_containing(home.root, SECRET.encode()) == []
+
+
 def test_preview_is_the_plan_a_run_gets_and_stores_nothing(
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:

@@ -335,7 +335,11 @@ def test_wandb_sync_says_in_one_line_what_it_needs(home: Path, monkeypatch: pyte
 
     # Where wandb keeps a run it records offline, as a CleanRL run with offline tracking leaves it.
     (Home(home).run_dir(run_id) / "wandb" / "offline-run-20250101_000000-abc123").mkdir(parents=True)
-    assert_one_line_error(gym_gui("wandb", "sync", run_id, home=home), "set WANDB_API_KEY", "never stored")
+    assert_one_line_error(
+        gym_gui("wandb", "sync", run_id, home=home),
+        "sync needs a W&B API key: WANDB_API_KEY or a `wandb login`",
+        "gym_gui never stores it",
+    )
 
     monkeypatch.setenv("WANDB_API_KEY", "not-a-real-key")
     assert_one_line_error(

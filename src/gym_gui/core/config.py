@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import PurePath
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -68,9 +69,29 @@ class Tracking(_Strict):
     wandb_project: str | None = Field(default=None, description="W&B project name.")
     wandb_entity: str | None = Field(default=None, description="W&B entity (user or team).")
     wandb_run_name: str | None = Field(default=None, description="W&B run name; default: the run id.")
+    wandb_base_url: str | None = Field(
+        default=None,
+        description="The W&B server to log to, for a self-hosted one (what WANDB_BASE_URL takes, "
+        "e.g. http://wandb.lab:8080); default: W&B's cloud.",
+    )
     capture_video: bool = Field(
         default=False, description="Record videos of the agent (CleanRL's --capture-video)."
     )
+
+    @field_validator("wandb_base_url")
+    @classmethod
+    def _server_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        address = value.strip().rstrip("/")
+        parts = urlsplit(address)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) address such as http://wandb.lab:8080")
+        if parts.username or parts.password:
+            raise ValueError("must not hold credentials (the API key goes in the worker's environment)")
+        if parts.query or parts.fragment:
+            raise ValueError("must be the server's address, without a query or fragment")
+        return address
 
     @model_validator(mode="before")
     @classmethod

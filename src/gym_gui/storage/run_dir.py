@@ -34,6 +34,7 @@ _TENSORBOARD_LOG = "tensorboard.log"
 # runs/ before the manifest records their directory, and W&B keeps its local runs in wandb/.
 _EVENT_FILES = "runs"
 _WANDB = "wandb"
+_WANDB_STATE = "state"
 # Files never archived: SQLite's side files (their content is in the backup copy) and half-written temporaries.
 _NOT_EXPORTED = ("-wal", "-shm", "-journal", ".tmp")
 
@@ -385,6 +386,12 @@ class RunDir:
     def wandb_runs(self) -> list[Path]:
         """The local W&B run directories (``offline-run-…`` or ``run-…``), oldest first."""
         return sorted(p for p in (self._path / _WANDB).glob("*run-*") if p.is_dir())
+
+    @property
+    def wandb_state_dir(self) -> Path:
+        """Where W&B keeps, for the run's scripts, what it otherwise keeps in the user's home: its
+        config, cache and data directories (``config/``, ``cache/``, ``data/``)."""
+        return self._path / _WANDB / _WANDB_STATE
 
     # ------------------------------------------------------------ export
 

@@ -2,8 +2,9 @@
 W&B tab's Sync button (no Qt; blocking, so the window calls it off the GUI thread).
 
 gym_gui's own environment has no wandb: the wandb of the bundle the run's worker kind runs in
-does the upload. The API key comes from this process's environment only and is never written
-anywhere.
+does the upload, to the run's W&B server (``tracking.wandb_base_url``; default: W&B's cloud).
+The API key is the one W&B's own tools would use (:mod:`gym_gui.core.wandb_auth`: WANDB_API_KEY,
+else a `wandb login`); it is handed to wandb in memory and never written anywhere.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.errors import GymGuiError
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers.bundles import BundleError
 from gym_gui.workers.registry import worker_catalog
 
-API_KEY = "WANDB_API_KEY"
 SYNC_TIMEOUT = 3600.0
 # What wandb names the directory of a run it recorded offline (an online run's is `run-…`).
 OFFLINE_PREFIX = "offline-run-"
@@ -49,6 +50,12 @@ def bundle_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
+def key_sources(base_url: str | None) -> str:
+    """Where the key for a sync to ``base_url`` (None: the server WANDB_BASE_URL names, else W&B's
+    cloud) is looked for, for messages."""
+    return wandb_auth.key_sources(base_url or os.environ.get(wandb_auth.BASE_URL_VAR))
+
+
 # progress(step, total, directory name): called before each upload.
 SyncProgress = Callable[[int, int, str], None]
 
@@ -56,25 +63,28 @@ SyncProgress = Callable[[int, int, str], None]
 def sync_offline_runs(
     run_dir: Path, worker: str, bundles_dir: Path, progress: SyncProgress | None = None
 ) -> str:
-    """``wandb sync`` each offline W&B run of the run in ``run_dir`` (whose worker kind is ``worker``).
+    """``wandb sync`` each offline W&B run of the run in ``run_dir`` (whose worker kind is ``worker``)
+    to the run's W&B server, with the key :func:`wandb_auth.api_key` finds for that server.
 
     ``progress(step, total, directory name)`` is called before each upload. Returns what was done,
     in a sentence.
 
     Raises:
-        GymGuiError: the run has no offline W&B data, the API key is not in the environment, the
-            worker's bundle has no wandb, or a sync failed (naming the directory, with the end of
+        GymGuiError: the run has no offline W&B data, its config cannot be read, no API key was found,
+            the worker's bundle has no wandb, or a sync failed (naming the directory, with the end of
             wandb's output).
     """
     directories = offline_runs(run_dir)
     if not directories:
         raise GymGuiError(f"run {run_dir.name} has no offline W&B data to sync")
-    if not os.environ.get(API_KEY):
-        raise GymGuiError(
-            f"set {API_KEY} in the environment gym_gui was started from to sync (it is never stored)"
-        )
+    # The server the run logged for: syncing elsewhere would hand its data to another server.
+    base_url = RunDir(run_dir).read_config().tracking.wandb_base_url
+    env = wandb_auth.wandb_environment(base_url, bundle_environment())
+    if env is None:
+        raise GymGuiError(f"sync needs a W&B API key: {key_sources(base_url)} (gym_gui never stores it)")
     python = wandb_python(worker, bundles_dir)
-    env = bundle_environment()
+    # wandb sync keeps its logs in WANDB_DIR/wandb: the run's, not the caller's working directory.
+    env["WANDB_DIR"] = str(run_dir)
     for step, directory in enumerate(directories, 1):
         if progress is not None:
             progress(step, len(directories), directory.name)
@@ -85,6 +95,10 @@ def sync_offline_runs(
                 text=True,
                 timeout=SYNC_TIMEOUT,
                 env=env,
+                # From the W&B run's own directory: were the run directory its working directory,
+                # wandb sync would find the script's TensorBoard files again (their path is relative)
+                # and, as wandb 0.31 does, fail on them; the offline log already holds them.
+                cwd=directory,
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -94,4 +108,6 @@ def sync_offline_runs(
             raise GymGuiError(
                 f"wandb sync of {directory.name} failed (exit code {result.returncode}):\n{tail}"
             )
-    return f"Synced {len(directories)} W&B run(s) of {run_dir.name} to W&B."
+    server = env.get(wandb_auth.BASE_URL_VAR)
+    where = f"the W&B server at {server}" if server else "W&B"
+    return f"Synced {len(directories)} W&B run(s) of {run_dir.name} to {where}."

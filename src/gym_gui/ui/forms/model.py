@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, parse_run_config
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError
@@ -173,7 +174,9 @@ class TrackingModel:
     wandb_project: str = ""
     wandb_entity: str = ""
     wandb_run_name: str = ""
-    wandb_api_key: str = ""  # handed to the worker only (secret_env); never in values() or the config
+    # Typed in the form, else the key W&B's own tools find (WANDB_API_KEY, a `wandb login`): handed to
+    # the worker only (secret_env); never in values() or the config.
+    wandb_api_key: str = ""
     capture_video: bool = False
 
     @property
@@ -193,8 +196,10 @@ class TrackingModel:
         }
 
     def secret_env(self) -> dict[str, str]:
-        key = self.wandb_api_key.strip()
-        return {"WANDB_API_KEY": key} if key and self.tracked else {}
+        if not self.tracked:
+            return {}
+        key = self.wandb_api_key.strip() or wandb_auth.api_key()
+        return {wandb_auth.API_KEY_VAR: key} if key else {}
 
 
 @dataclass

@@ -30,8 +30,9 @@ class TrackingBox(QGroupBox):
         self.wandb_key_edit = QLineEdit()
         self.wandb_key_edit.setObjectName("wandbApiKey")
         self.wandb_key_edit.setEchoMode(QLineEdit.EchoMode.Password)
-        self.wandb_key_edit.setPlaceholderText("only for online mode; never saved")
+        self.wandb_key_edit.setPlaceholderText("default: WANDB_API_KEY or `wandb login`; never saved")
         self.wandb_key_edit.setToolTip(
+            "For online mode. Empty: the key W&B's own tools use (WANDB_API_KEY, else a `wandb login`). "
             "Handed to this run's worker in its environment only; never written to disk or shown."
         )
         self.capture_video_check = QCheckBox("Capture video")

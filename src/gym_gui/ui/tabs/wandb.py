@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core import wandb_auth
 from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
@@ -33,8 +33,8 @@ from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.workers.wandb_sync import (
-    API_KEY,
     bundle_environment,
+    key_sources,
     offline_runs,
     sync_offline_runs,
     wandb_python,
@@ -157,6 +157,7 @@ class WandbRunInfo:
     offline_dirs: list[Path] = field(default_factory=list)
     python: Path | None = None  # the interpreter with wandb (the worker's bundle's), when installed
     bundle_reason: str = ""  # why there is none
+    base_url: str | None = None  # the run's W&B server (tracking.wandb_base_url); None: W&B's cloud
 
 
 def _url_from_logs(files: RunDir) -> str | None:
@@ -183,8 +184,10 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
     """
     files = RunDir(run_dir)
     wanted: str
+    base_url: str | None = None
     try:
-        wanted = files.read_config().tracking.wandb_mode
+        tracking = files.read_config().tracking
+        wanted, base_url = tracking.wandb_mode, tracking.wandb_base_url
     except StorageError:
         wanted = ""  # no readable config: only the W&B files on disk can tell
     entry = files.read_manifest().wandb
@@ -207,7 +210,15 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
         python, reason = wandb_python(worker, bundles_dir), ""
     except GymGuiError as exc:
         python, reason = None, str(exc)
-    info = WandbRunInfo(mode, "", path=path, offline_dirs=offline_dirs, python=python, bundle_reason=reason)
+    info = WandbRunInfo(
+        mode,
+        "",
+        path=path,
+        offline_dirs=offline_dirs,
+        python=python,
+        bundle_reason=reason,
+        base_url=base_url,
+    )
     if mode == "online":
         info.url = (entry.url if entry else None) or _url_from_logs(files)
         info.message = (
@@ -217,7 +228,8 @@ def read_wandb_run(run_dir: Path, worker: str, bundles_dir: Path, terminal: bool
             f"the run id {(entry.wandb_run_id if entry else None) or path.name.rsplit('-', 1)[-1]})."
         )
     else:
-        info.message = f"Offline W&B run, kept in {path}. Sync uploads it to W&B."
+        server = f"the W&B server at {base_url}" if base_url else "W&B"
+        info.message = f"Offline W&B run, kept in {path}. Sync uploads it to {server}."
     _read_local(info, path)
     return info
 
@@ -439,10 +451,10 @@ class WandbTab(RunTab):
             return "the run has no offline W&B data to sync"
         if info.python is None:
             return f"syncing needs the run's worker bundle: {info.bundle_reason}"
-        if not os.environ.get(API_KEY):
+        if wandb_auth.wandb_environment(info.base_url) is None:
             return (
-                f"Sync needs {API_KEY} in the environment gym_gui was started from "
-                "(gym_gui never stores it); or run `gym-gui wandb sync RUN` in a shell that has it."
+                f"Sync needs a W&B API key: {key_sources(info.base_url)}, in the environment gym_gui was "
+                "started from (gym_gui never stores it); or run `gym-gui wandb sync RUN` in a shell that has it."
             )
         return None
 

@@ -69,6 +69,8 @@ class Trainer:
         self.events = EventFileTail(run_dir / "runs")
         self.stderr_tail: deque[str] = deque(maxlen=40)
         self.registered: set[str] = set()
+        # Why wandb.init failed (its first line), when it did: the run's W&B run never started.
+        self.wandb_error: str | None = None
         self._lock = threading.Lock()
 
     def run(self) -> int:
@@ -186,6 +188,28 @@ class Trainer:
         video = data.get("video")
         if isinstance(video, str):
             self._video(video, data)
+        wandb_run = data.get("wandb")
+        if isinstance(wandb_run, dict):
+            self.wandb_error = None  # a script that tried again got its W&B run after all
+            self._wandb(wandb_run)
+        error = data.get("wandb_error")
+        if isinstance(error, str):
+            self.wandb_error = (error.strip().splitlines() or ["unknown error"])[0]
+            self.session.event("ERROR", self.wandb_failure, {"wandb_error": error})
+
+    @property
+    def wandb_failure(self) -> str:
+        return f"W&B could not start the run: {self.wandb_error}"
+
+    def _wandb(self, announced: dict[str, Any]) -> None:
+        # The run wandb.init started: its directory, mode and (online) the URL W&B reported.
+        path = (self.run_dir / str(announced.get("path"))).resolve()
+        if not path.is_relative_to(self.run_dir.resolve()) or not path.is_dir():
+            print(f"{MARKER}ignored a W&B run outside the run directory: {announced!r}", file=sys.stderr)
+            return
+        meta = {"mode": announced.get("mode"), "wandb_run_id": announced.get("id")}
+        meta.update({k: announced[k] for k in ("url", "project", "entity") if announced.get(k)})
+        self._register("wandb", path, meta)
 
     def _video(self, relative: str, data: dict[str, Any]) -> None:
         # A finished video, announced by the patched RecordVideo with the episode it shows.
@@ -228,7 +252,8 @@ class Trainer:
                     if video.stat().st_mtime <= settled:
                         self._register("video", video, {"episode": _episode_of(video.name)})
         wandb = self.run_dir / "wandb"
-        if wandb.is_dir():
+        if final and self.wandb_error is None and wandb.is_dir():
+            # A W&B run that wandb.init did not announce (a script that starts W&B otherwise).
             for run in sorted(wandb.glob("*run-*")):
                 if run.is_dir():
                     self._register("wandb", run, _wandb_meta(run))
@@ -253,15 +278,11 @@ def _episode_of(name: str) -> int | None:
 
 
 def _wandb_meta(run: Path) -> dict[str, Any]:
-    meta: dict[str, Any] = {"mode": "offline" if run.name.startswith("offline-") else "online"}
-    run_id = run.name.rsplit("-", 1)[-1]
-    meta["wandb_run_id"] = run_id
-    url = os.environ.get("WANDB_BASE_URL", "https://wandb.ai")
-    entity = os.environ.get("WANDB_ENTITY")
-    project = os.environ.get("WANDB_PROJECT")
-    if meta["mode"] == "online" and entity and project:
-        meta["url"] = f"{url}/{entity}/{project}/runs/{run_id}"
-    return meta
+    # What a W&B run's directory name tells: offline-run-<time>-<id> or run-<time>-<id>.
+    return {
+        "mode": "offline" if run.name.startswith("offline-") else "online",
+        "wandb_run_id": run.name.rsplit("-", 1)[-1],
+    }
 
 
 def train(session: WorkerSession, registration: Registration, args: argparse.Namespace) -> int:
@@ -287,7 +308,10 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
         session.finish(Phase.CANCELLED, "stopped on request; the model so far is saved")
         return 0
     if code != 0:
-        session.finish(Phase.FAILED, trainer.error_line or f"the script exited with code {code}")
+        if trainer.wandb_error is not None:
+            session.finish(Phase.FAILED, trainer.wandb_failure)
+        else:
+            session.finish(Phase.FAILED, trainer.error_line or f"the script exited with code {code}")
         return code
     session.finish(Phase.COMPLETED, "training finished")
     return 0

@@ -267,11 +267,63 @@ def patch_old_gym_registry(envs: types.ModuleType) -> None:
     setattr(envs, _PATCHED_ATTR, True)
 
 
+# wandb.init tells nobody where the run went, save on the console. Wrapped, it tells the worker: the run's
+# local directory, its mode and (online) the URL W&B gave it, or, when it raises, why it could not start.
+_WANDB = "wandb"
+
+
+def _announce(data: dict[str, Any] | str) -> None:
+    """A marker line for the worker: JSON on stdout, or a note (``str``) on stderr."""
+    from gym_gui_cleanrl_worker import MARKER
+
+    with contextlib.suppress(OSError, ValueError):
+        if isinstance(data, str):
+            print(MARKER + data, file=sys.stderr, flush=True)
+        else:
+            print(MARKER + json.dumps(data), flush=True)
+
+
+def _wandb_run(run: Any) -> dict[str, Any]:
+    offline = bool(run.offline)
+    return {
+        "path": os.path.relpath(run.sync_dir),
+        "id": run.id,
+        "mode": "offline" if offline else "online",
+        "url": None if offline else run.url,  # run.url warns on an offline run
+        "project": run.project,
+        "entity": run.entity or None,
+    }
+
+
+def patch_wandb(module: types.ModuleType) -> None:
+    """Make `module.init` (wandb.init) announce the run it started, or why it failed; idempotent."""
+    init = getattr(module, "init", None)
+    if not callable(init) or getattr(init, _PATCHED_ATTR, False):
+        return
+
+    @functools.wraps(init)
+    def wrapped_init(*args: Any, **kwargs: Any) -> Any:
+        try:
+            run = init(*args, **kwargs)
+        except Exception as exc:
+            _announce({"wandb_error": f"{type(exc).__name__}: {exc}"})
+            raise
+        try:
+            _announce({"wandb": _wandb_run(run)})
+        except Exception as exc:  # a run W&B started must go on, announced or not
+            _announce(f"the W&B run could not be announced: {exc!r}")
+        return run
+
+    setattr(wrapped_init, _PATCHED_ATTR, True)
+    module.init = wrapped_init  # type: ignore[attr-defined]
+
+
 # Module -> the patch applied to it when it is (or once it is) imported.
 _PATCHES: dict[str, Callable[[types.ModuleType], None]] = {
     _BUFFERS: patch_buffers,
     **dict.fromkeys(_VIDEO_MODULES, patch_record_video),
     _OLD_GYM_ENVS: patch_old_gym_registry,
+    _WANDB: patch_wandb,
 }
 
 
@@ -313,8 +365,8 @@ def install() -> None:
     """Patch what the scripts need; idempotent, and cheap for modules a script never imports.
 
     stable-baselines3's buffers accept old gym spaces; RecordVideo announces each finished video; old gym
-    makes gymnasium's MuJoCo -v4 envs. Modules already imported are patched now, the others when they
-    first are.
+    makes gymnasium's MuJoCo -v4 envs; wandb.init announces its run. Modules already imported are patched
+    now, the others when they first are.
     """
     for name, patch in _PATCHES.items():
         module = sys.modules.get(name)

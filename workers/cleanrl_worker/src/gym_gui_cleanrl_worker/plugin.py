@@ -18,6 +18,7 @@ from typing import Any
 from gym_gui.core.config import RunConfig, ScriptSource
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, PipStep, WorkerPlugin
 
 log = logging.getLogger(__name__)
@@ -314,10 +315,15 @@ class CleanRLLauncher:
                 warnings.append(
                     "no W&B API key was given to this run: W&B tracks offline; `gym-gui wandb sync RUN` uploads it later"
                 )
+            # W&B's own directories are the run's: nothing of it lands in the user's home.
+            state = RunDir(run_dir).wandb_state_dir
             env.update(
                 {
                     "WANDB_MODE": "online" if online else "offline",
                     "WANDB_DIR": str(run_dir),
+                    "WANDB_CONFIG_DIR": str(state / "config"),
+                    "WANDB_CACHE_DIR": str(state / "cache"),
+                    "WANDB_DATA_DIR": str(state / "data"),
                     "WANDB_INIT_TIMEOUT": "30",
                     "WANDB_NAME": config.tracking.wandb_run_name or run_id,
                     "WANDB_PROJECT": config.tracking.wandb_project or "cleanRL",
@@ -325,6 +331,8 @@ class CleanRLLauncher:
             )
             if config.tracking.wandb_entity:
                 env["WANDB_ENTITY"] = config.tracking.wandb_entity
+            if config.tracking.wandb_base_url:
+                env["WANDB_BASE_URL"] = config.tracking.wandb_base_url
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
