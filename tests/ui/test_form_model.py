@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,6 +134,27 @@ def test_tracking_and_the_key_that_is_never_remembered() -> None:
     config = model.to_config()
     assert config.tracking.wandb_project == "cockpit" and not config.resources.gpu_mandatory
     assert "key-9c1e" not in config.model_dump_json() and "key-9c1e" not in repr(model.values())
+
+
+def test_a_self_hosted_wandb_server_and_its_login(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine wandb.lab:8080\n  login user\n  password key-lab-51f2\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    model = _dqn()
+    model.tracking.wandb_mode = "online"
+    model.tracking.wandb_server = "http://wandb.lab:8080/"
+    assert model.to_config().tracking.wandb_base_url == "http://wandb.lab:8080"
+    assert model.secret_env() == {"WANDB_API_KEY": "key-lab-51f2"}  # the `wandb login` of that server
+    assert (
+        CleanRLModel.from_values("cleanrl", model.values()).tracking.wandb_server == "http://wandb.lab:8080/"
+    )
+    model.tracking.wandb_server = "ftp://wandb.lab"
+    with pytest.raises(ConfigError, match="wandb_base_url"):
+        model.to_config()
+    model.tracking.wandb_mode = "disabled"  # not tracked: the server is not part of the run
+    assert model.to_config().tracking.wandb_base_url is None and model.secret_env() == {}
 
 
 def test_saved_values_come_back_and_typed_params_return_with_their_script() -> None:

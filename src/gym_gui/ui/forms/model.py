@@ -174,6 +174,7 @@ class TrackingModel:
     wandb_project: str = ""
     wandb_entity: str = ""
     wandb_run_name: str = ""
+    wandb_server: str = ""  # a self-hosted W&B server's address; empty: W&B's cloud
     # Typed in the form, else the key W&B's own tools find (WANDB_API_KEY, a `wandb login`): handed to
     # the worker only (secret_env); never in values() or the config.
     wandb_api_key: str = ""
@@ -192,13 +193,14 @@ class TrackingModel:
             "wandb_project": given(self.wandb_project),
             "wandb_entity": given(self.wandb_entity),
             "wandb_run_name": given(self.wandb_run_name),
+            "wandb_base_url": given(self.wandb_server),
             "capture_video": self.capture_video,
         }
 
     def secret_env(self) -> dict[str, str]:
         if not self.tracked:
             return {}
-        key = self.wandb_api_key.strip() or wandb_auth.api_key()
+        key = self.wandb_api_key.strip() or wandb_auth.api_key(self.wandb_server.strip() or None)
         return {wandb_auth.API_KEY_VAR: key} if key else {}
 
 
@@ -309,6 +311,7 @@ class CleanRLModel(RunModel):
             "wandb_project": tracking.wandb_project,
             "wandb_entity": tracking.wandb_entity,
             "wandb_run_name": tracking.wandb_run_name,
+            "wandb_server": tracking.wandb_server,
             "capture_video": tracking.capture_video,
             "checkpoint_every": self.checkpoint_every,
             "notes": self.notes,
@@ -329,7 +332,7 @@ class CleanRLModel(RunModel):
         for key in ("gpu", "gpu_mandatory", "torch_deterministic"):
             if isinstance(values.get(key), bool):
                 setattr(self, key, values[key])
-        for key in ("wandb_project", "wandb_entity", "wandb_run_name"):
+        for key in ("wandb_project", "wandb_entity", "wandb_run_name", "wandb_server"):
             if (text := _text(values, key)) is not None:
                 setattr(self.tracking, key, text)
         if isinstance(values.get("capture_video"), bool):

@@ -27,6 +27,9 @@ class TrackingBox(QGroupBox):
         self.wandb_entity_edit.setPlaceholderText("your user or team")
         self.wandb_run_name_edit = QLineEdit()
         self.wandb_run_name_edit.setPlaceholderText("default: the run id")
+        self.wandb_server_edit = QLineEdit()
+        self.wandb_server_edit.setPlaceholderText("default: W&B's cloud (or WANDB_BASE_URL)")
+        self.wandb_server_edit.setToolTip("A self-hosted W&B server, e.g. http://wandb.lab:8080")
         self.wandb_key_edit = QLineEdit()
         self.wandb_key_edit.setObjectName("wandbApiKey")
         self.wandb_key_edit.setEchoMode(QLineEdit.EchoMode.Password)
@@ -41,6 +44,7 @@ class TrackingBox(QGroupBox):
         rows.addRow("W&&B project", self.wandb_project_edit)
         rows.addRow("W&&B entity", self.wandb_entity_edit)
         rows.addRow("W&&B run name", self.wandb_run_name_edit)
+        rows.addRow("W&&B server", self.wandb_server_edit)
         rows.addRow("W&&B API key", self.wandb_key_edit)
         rows.addRow("", self.capture_video_check)
         self._shows = [
@@ -50,6 +54,7 @@ class TrackingBox(QGroupBox):
                 (self.wandb_project_edit, "wandb_project"),
                 (self.wandb_entity_edit, "wandb_entity"),
                 (self.wandb_run_name_edit, "wandb_run_name"),
+                (self.wandb_server_edit, "wandb_server"),
                 (self.wandb_key_edit, "wandb_api_key"),
                 (self.capture_video_check, "capture_video"),
             )
@@ -62,6 +67,11 @@ class TrackingBox(QGroupBox):
 
     def enable_dependents(self) -> None:
         tracking = self.tracking
-        for widget in (self.wandb_project_edit, self.wandb_entity_edit, self.wandb_run_name_edit):
+        for widget in (
+            self.wandb_project_edit,
+            self.wandb_entity_edit,
+            self.wandb_run_name_edit,
+            self.wandb_server_edit,
+        ):
             widget.setEnabled(tracking.tracked)
         self.wandb_key_edit.setEnabled(tracking.wandb_mode == "online")
