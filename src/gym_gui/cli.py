@@ -45,7 +45,7 @@ from gym_gui.protocol.errors import DaemonError
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from gym_gui.workers import BundleDirectory, worker_catalog
+from gym_gui.workers import BundleDirectory, TorchBuild, TorchVariant, worker_catalog
 from gym_gui.workers.wandb_sync import sync_offline_runs
 
 app = typer.Typer(
@@ -193,9 +193,27 @@ def _bundles() -> BundleDirectory:
 def bundles_install(
     name: Annotated[str, typer.Argument(help="Bundle name, e.g. cleanrl.")],
     force: Annotated[bool, typer.Option(help="Rebuild even when it is installed.")] = False,
+    cuda: Annotated[
+        bool | None,
+        typer.Option(
+            "--cuda/--cpu",
+            help="Which build of torch: --cpu (CPU-only, the default for a new bundle) or --cuda "
+            "(PyPI's CUDA build, Linux, several GB). Without either, an installed bundle keeps its build; "
+            "naming the other one rebuilds it.",
+        ),
+    ] = None,
 ) -> None:
-    """Build a bundle's venv (a no-op when it is installed and its requirements have not changed)."""
+    """Build a bundle's venv (a no-op when it is installed, its requirements have not changed and it
+    holds the torch build asked for)."""
     manager = _bundles()
+    torch = None if cuda is None else TorchVariant.CUDA if cuda else TorchVariant.CPU
+    held = manager.status(name).torch
+    if torch is not None and held is not None and held.variant is not torch:
+        console.print(
+            f"bundle {name} holds {held.text()}; rebuilding it with torch's {torch.label} build",
+            markup=False,
+            soft_wrap=True,
+        )
     started = time.monotonic()
     steps: list[int] = []
     if console.is_terminal:
@@ -210,7 +228,7 @@ def bundles_install(
                 if update.phase == "installing":
                     progress.console.print(f"{update.text()}…", markup=False, highlight=False)
 
-            status = manager.install(name, progress=show, force=force)
+            status = manager.install(name, progress=show, force=force, torch=torch)
     else:
         # Logs and `make` output get one line per step instead of a redrawn bar.
         def show_line(update: BundleProgress) -> None:
@@ -220,15 +238,18 @@ def bundles_install(
                     f"bundle {name}: {update.text()}…", markup=False, highlight=False, soft_wrap=True
                 )
 
-        status = manager.install(name, progress=show_line, force=force)
+        status = manager.install(name, progress=show_line, force=force, torch=torch)
+    built = f" with {status.torch.text()}" if status.torch is not None else ""
     if any(steps):
         elapsed = time.monotonic() - started
         console.print(
-            f"bundle {name} installed at {status.path} in {elapsed:.1f}s", markup=False, soft_wrap=True
+            f"bundle {name} installed at {status.path} in {elapsed:.1f}s{built}", markup=False, soft_wrap=True
         )
     else:
         console.print(
-            f"bundle {name} is installed at {status.path} ({status.reason})", markup=False, soft_wrap=True
+            f"bundle {name} is installed at {status.path} ({status.reason}){built}",
+            markup=False,
+            soft_wrap=True,
         )
 
 
@@ -238,7 +259,7 @@ def bundles_list(
         list[str] | None, typer.Argument(help="Bundle names, e.g. cleanrl (default: every known bundle).")
     ] = None,
 ) -> None:
-    """Known bundles (all, or the ones named): installed or not, where, and why."""
+    """Known bundles (all, or the ones named): installed or not, the torch build they hold, where, and why."""
     bundles = _bundles()
     statuses = bundles.list()
     if names:
@@ -248,11 +269,21 @@ def bundles_list(
             raise ConfigError(f"unknown bundle {unknown[0]!r}; known bundles: {', '.join(sorted(known))}")
         statuses = [known[name] for name in dict.fromkeys(names)]
     # Paths and reasons are what a user copies: fold them rather than cut them with an ellipsis.
-    table = Table("bundle", "installed", Column("path", overflow="fold"), Column("status", overflow="fold"))
+    table = Table(
+        "bundle", "installed", "torch", Column("path", overflow="fold"), Column("status", overflow="fold")
+    )
     for status in statuses:
         installed = "[green]yes[/]" if status.installed else "[red]no[/]"
-        table.add_row(status.name, installed, escape(str(status.path)), escape(status.reason))
+        torch = escape(_torch_cell(status.torch))
+        table.add_row(status.name, installed, torch, escape(str(status.path)), escape(status.reason))
     console.print(table)
+
+
+def _torch_cell(build: TorchBuild | None) -> str:
+    """The torch build a bundle holds, for a bundle list; one installed before builds were recorded is marked."""
+    if build is None:
+        return ""
+    return build.text() if build.recorded else f"{build.text()}, not recorded"
 
 
 @bundles_app.command("check")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,14 @@ import pytest
 from gym_gui.core.records import BundleProgress
 from gym_gui.storage.home import Home
 from gym_gui.workers import bundles as bundles_module
-from gym_gui.workers.bundles import BundleDirectory, BundleError, BundleSpec
+from gym_gui.workers.bundles import (
+    TORCH_CPU_INDEX,
+    BundleDirectory,
+    BundleError,
+    BundleSpec,
+    TorchBuild,
+    TorchVariant,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = "gym-gui bundles install cleanrl"
@@ -51,8 +61,55 @@ def tiny_spec(tmp_path: Path, requirement: str = "six==1.17.0") -> BundleSpec:
     )
 
 
-def write_marker(manager: BundleDirectory, name: str, spec_hash: str) -> None:
-    manager.marker_path(name).write_text(json.dumps({"spec_hash": spec_hash, "installed_at": time.time()}))
+def write_marker(manager: BundleDirectory, name: str, spec_hash: str, **more: Any) -> None:
+    marker = {"spec_hash": spec_hash, "installed_at": time.time(), **more}
+    manager.marker_path(name).write_text(json.dumps(marker))
+
+
+def torch_version_py(cuda: str | None, version: str) -> str:
+    """torch/version.py as torch writes it: the fields a bundle's torch build is read from."""
+    return f"from typing import Optional\n__version__ = {version!r}\ncuda: Optional[str] = {cuda!r}\n"
+
+
+def fake_torch_wheel(directory: Path, version: str, cuda: str | None) -> Path:
+    """A tiny wheel named like torch's builds (``torch-2.13.0+cpu``, ``torch-2.13.0``) whose ``torch``
+    reports ``version`` and ``torch.version.cuda`` as a real build does: pip handles it as it would torch."""
+    directory.mkdir(parents=True, exist_ok=True)
+    info = f"torch-{version}.dist-info"
+    files = {
+        "torch/__init__.py": "from torch import version\n__version__ = version.__version__\n",
+        "torch/version.py": torch_version_py(cuda, version),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    path = directory / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        record = []
+        for name, text in files.items():
+            wheel.writestr(name, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append(f"{name},sha256={digest},{len(text.encode())}")
+        wheel.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
+    return path
+
+
+@pytest.fixture
+def torch_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip's only source, for this test: a directory of fake torch wheels (no index is ever asked, so
+    no torch build is downloaded)."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    return wheels
+
+
+def torch_spec(tmp_path: Path, requirement: str = "torch==2.13.0") -> BundleSpec:
+    """A bundle that pins torch and lets the install choose its build, like cleanrl's (which checks
+    torch's import without naming it)."""
+    requirements = tmp_path / "torchy.txt"
+    requirements.write_text(f"# a bundle with torch for the tests\n{requirement}  # pinned\n")
+    return BundleSpec(name="torchy", requirements=str(requirements), torch_build=True)
 
 
 def gym_gui(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -307,6 +364,165 @@ def test_installing_an_installed_bundle_is_a_fast_no_op(tiny_installs: dict[str,
     assert manager.marker_path("tiny").read_text() == tiny_installs["marker_after_a"]
 
 
+# ------------------------------------------------------------------ torch's build
+
+
+def pip_commands(manager: BundleDirectory, name: str) -> list[str]:
+    """The pip command lines the last install of ``name`` ran, from its log."""
+    return [line for line in manager.log_path(name).read_text().splitlines() if line.startswith("$ ")]
+
+
+def test_a_torch_bundle_gets_the_cpu_build_by_default_keeps_it_and_switches_to_cuda_on_request(
+    tmp_path: Path, torch_wheels: Path
+) -> None:
+    fake_torch_wheel(torch_wheels, "2.13.0+cpu", None)
+    fake_torch_wheel(torch_wheels, "2.13.0", "12.8")  # like PyPI's Linux build: CUDA, no label
+    manager = BundleDirectory(tmp_path / "bundles", specs={"torchy": torch_spec(tmp_path)})
+    pip = f"$ {manager.python('torchy')} -I -m pip install"
+
+    calls: list[BundleProgress] = []
+    status = manager.install("torchy", progress=calls.append)
+
+    assert [u.message for u in calls if u.phase == "installing"] == [
+        "creating the virtual environment",
+        "upgrading pip",
+        "installing torch 2.13.0, CPU build",
+        f"installing pinned requirements ({tmp_path / 'torchy.txt'})",
+        "checking imports and torch's build",
+    ]
+    # The CPU build by its name; pip's own sources have it, so PyTorch's index is never asked.
+    assert pip_commands(manager, "torchy")[2:5] == [
+        f"{pip} --dry-run --no-deps --quiet torch==2.13.0+cpu",
+        f"{pip} torch==2.13.0+cpu",
+        f"{pip} -r {tmp_path / 'torchy.txt'}",
+    ]
+    log = manager.log_path("torchy").read_text()
+    assert "--extra-index-url" not in log
+    assert "# pip's own sources have it: PyTorch's CPU index is not needed" in log
+    marker = json.loads(manager.marker_path("torchy").read_text())
+    assert marker["torch"] == {"variant": "cpu", "extra_index": None, "version": "2.13.0+cpu", "cuda": None}
+    assert status.installed and status.torch == TorchBuild("2.13.0+cpu", None)
+    check = manager.check("torchy")
+    assert check.ok and check.torch == TorchBuild("2.13.0+cpu", None)
+    assert check.message == (
+        f"bundle torchy: ok (torch import; torch 2.13.0+cpu (CPU build)) at {manager.path('torchy')}"
+    )
+
+    # Without a choice, or asking for the build it holds, the install is a no-op.
+    again: list[BundleProgress] = []
+    manager.install("torchy", progress=again.append)
+    manager.install("torchy", progress=again.append, torch=TorchVariant.CPU)
+    assert again == []
+
+    # Asking for the other build rebuilds it: PyPI's unlabelled build, which on Linux is CUDA's.
+    calls.clear()
+    status = manager.install("torchy", progress=calls.append, torch=TorchVariant.CUDA)
+    assert calls[0].message == "creating the virtual environment"
+    assert calls[2].message == "installing torch 2.13.0, CUDA build (several GB)"
+    assert pip_commands(manager, "torchy")[2:4] == [
+        f"{pip} torch===2.13.0",
+        f"{pip} -r {tmp_path / 'torchy.txt'}",
+    ]
+    marker = json.loads(manager.marker_path("torchy").read_text())
+    assert marker["torch"] == {"variant": "cuda", "extra_index": None, "version": "2.13.0", "cuda": "12.8"}
+    assert status.torch == TorchBuild("2.13.0", "12.8")
+    assert status.torch.text() == "torch 2.13.0 (CUDA 12.8 build)"
+
+    # A later install without a choice (`make bundles`, the daemon's first use) keeps the CUDA build.
+    manager.install("torchy", progress=again.append)
+    assert again == []
+    assert json.loads(manager.marker_path("torchy").read_text()) == marker
+
+    # torch swapped by hand for a CPU build: the check says the bundle no longer holds what it records.
+    (version_py,) = manager.path("torchy").glob("lib/python*/site-packages/torch/version.py")
+    version_py.unlink()
+    version_py.write_text(torch_version_py(None, "2.13.0"))
+    check = manager.check("torchy")
+    assert not check.ok and "\n" not in check.message
+    assert check.message == (
+        "bundle torchy: torch's CUDA build was asked for, but it holds torch 2.13.0 (CPU build): "
+        "torch.version.cuda is None — run `gym-gui bundles install torchy --cuda --force`"
+    )
+
+
+def test_without_the_cpu_build_in_pips_sources_the_install_asks_pytorchs_cpu_index(
+    tmp_path: Path, torch_wheels: Path
+) -> None:
+    # What a machine with only PyPI sees: torch 2.13.0 without a label (the CUDA build) and no +cpu.
+    fake_torch_wheel(torch_wheels, "2.13.0", "12.8")
+    manager = BundleDirectory(tmp_path / "bundles", specs={"torchy": torch_spec(tmp_path)})
+
+    with pytest.raises(BundleError) as caught:  # no index is reachable under PIP_NO_INDEX
+        manager.install("torchy")
+
+    assert str(caught.value).startswith("bundle torchy: step 3/5 installing torch 2.13.0, CPU build failed")
+    pip = f"$ {manager.python('torchy')} -I -m pip install"
+    assert pip_commands(manager, "torchy")[2:] == [
+        f"{pip} --dry-run --no-deps --quiet torch==2.13.0+cpu",
+        f"{pip} torch==2.13.0+cpu --extra-index-url {TORCH_CPU_INDEX}",
+    ]
+    assert TORCH_CPU_INDEX == "https://download.pytorch.org/whl/cpu"
+    log = manager.log_path("torchy").read_text()
+    assert f"# pip's own sources lack it: adding {TORCH_CPU_INDEX}" in log
+    assert "Looking in indexes" not in log  # PIP_NO_INDEX held: nothing was asked of any index
+    assert not manager.marker_path("torchy").exists()
+
+
+def test_a_build_other_than_the_one_asked_for_fails_the_install_in_one_line(
+    tmp_path: Path, torch_wheels: Path
+) -> None:
+    # An unlabelled torch that is a CPU build (as PyPI's is off Linux): --cuda must not pass it.
+    fake_torch_wheel(torch_wheels, "2.13.0", None)
+    manager = BundleDirectory(tmp_path / "bundles", specs={"torchy": torch_spec(tmp_path)})
+
+    with pytest.raises(BundleError) as caught:
+        manager.install("torchy", torch=TorchVariant.CUDA)
+
+    assert str(caught.value) == (
+        "bundle torchy: torch's CUDA build was asked for, but it holds torch 2.13.0 (CPU build): "
+        "torch.version.cuda is None (install step 5/5 checking imports and torch's build; "
+        f"log: {manager.log_path('torchy')})"
+    )
+    assert not manager.marker_path("torchy").exists()
+    assert not manager.installed("torchy")
+
+
+@pytest.mark.parametrize("requirement", ["torch>=2.13", "torch==2.13.0+cpu", "numpy==1.26.4"])
+def test_a_torch_bundle_must_pin_torch_exactly(tmp_path: Path, requirement: str) -> None:
+    manager = BundleDirectory(tmp_path / "bundles", specs={"torchy": torch_spec(tmp_path, requirement)})
+    with pytest.raises(BundleError, match=r"must pin torch exactly \(a line `torch==X.Y.Z`") as caught:
+        manager.install("torchy")
+    assert "\n" not in str(caught.value)
+    assert not manager.path("torchy").exists()
+
+
+def test_a_bundle_without_torch_refuses_a_torch_build(tmp_path: Path) -> None:
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": tiny_spec(tmp_path)})
+    with pytest.raises(BundleError) as caught:
+        manager.install("tiny", torch=TorchVariant.CUDA)
+    assert str(caught.value) == "bundle tiny installs no torch: there is no CPU or CUDA build to choose"
+    assert not manager.path("tiny").exists()
+
+
+def test_a_bundle_installed_before_builds_were_recorded_reads_its_build_from_its_files(
+    tmp_path: Path,
+) -> None:
+    manager = BundleDirectory(tmp_path / "bundles", specs={"torchy": torch_spec(tmp_path)})
+    site = make_venv(manager.path("torchy"))
+    (site / "torch").mkdir()
+    (site / "torch" / "version.py").write_text(torch_version_py(None, "2.13.0+cpu"))
+    write_marker(manager, "torchy", manager.spec_hash("torchy"))  # no "torch" record
+
+    status = manager.status("torchy")
+    assert status.installed
+    assert status.torch == TorchBuild("2.13.0+cpu", None, recorded=False)
+    # It holds the CPU build: neither keeping its build nor asking for CPU rebuilds it.
+    calls: list[BundleProgress] = []
+    manager.install("torchy", progress=calls.append)
+    manager.install("torchy", progress=calls.append, torch=TorchVariant.CPU)
+    assert calls == []
+
+
 # ------------------------------------------------------------------ the pre-installed cleanrl bundle
 
 
@@ -330,6 +546,12 @@ def test_the_pre_installed_cleanrl_bundle_checks_ok(cleanrl_manager: BundleDirec
     result = cleanrl_manager.check("cleanrl")
     assert result.ok, result.message
     assert result.missing == []
+    # `make bundles` builds it with torch's CPU build: what imports is a build without CUDA.
+    assert result.torch is not None and result.torch.variant is TorchVariant.CPU
+    assert result.torch.cuda is None and result.torch.version.startswith("2.13.0")
+    # What the bundle list shows (its manifest's record, or its files') is the build that imports.
+    listed = cleanrl_manager.status("cleanrl").torch
+    assert listed is not None and (listed.version, listed.cuda) == (result.torch.version, None)
 
 
 def test_freeze_of_the_cleanrl_bundle_is_exact_and_cached(
@@ -355,6 +577,7 @@ def test_cli_bundles_list_and_check() -> None:
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if "cleanrl" in line)
     assert "yes" in row
+    assert "torch 2.13.0+cpu (CPU build)" in row
 
     checked = gym_gui("bundles", "check", "cleanrl")
     assert checked.returncode == 0, checked.stderr
@@ -381,3 +604,38 @@ def test_cli_install_of_the_installed_bundle_is_a_no_op() -> None:
     result = gym_gui("bundles", "install", "cleanrl")
     assert result.returncode == 0, result.stderr
     assert "bundle cleanrl is installed at" in result.stdout
+    assert "with torch 2.13.0+cpu (CPU build)" in result.stdout
+
+
+def test_cli_install_cuda_over_a_cpu_bundle_says_so_and_rebuilds_with_pypis_build(tmp_path: Path) -> None:
+    """A cleanrl bundle recorded as CPU (its venv empty: nothing here runs it); pip gets no index, so the
+    CUDA rebuild stops at torch's step instead of downloading several GB."""
+    bundles = tmp_path / "bundles"
+    manager = BundleDirectory(bundles)
+    make_venv(manager.path("cleanrl"))
+    record = {"variant": "cpu", "extra_index": None, "version": "2.13.0+cpu", "cuda": None}
+    write_marker(manager, "cleanrl", manager.spec_hash("cleanrl"), torch=record)
+    env = {"GYM_GUI_BUNDLES": str(bundles), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "none")}
+
+    listed = gym_gui("bundles", "list", "cleanrl", env=env)
+    row = next(line for line in listed.stdout.splitlines() if "cleanrl" in line)
+    assert "torch 2.13.0+cpu (CPU build)" in row and "not recorded" not in row
+    kept = gym_gui("bundles", "install", "cleanrl", "--cpu", env=env)
+    assert kept.returncode == 0, kept.stderr
+    assert "is installed at" in kept.stdout and "with torch 2.13.0+cpu (CPU build)" in kept.stdout
+
+    result = gym_gui("bundles", "install", "cleanrl", "--cuda", env=env)
+
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "bundle cleanrl holds torch 2.13.0+cpu (CPU build); rebuilding it with torch's CUDA build"
+    )
+    assert "bundle cleanrl: 3/7 installing torch 2.13.0, CUDA build (several GB)…" in lines
+    assert result.stderr.startswith(
+        "error: bundle cleanrl: step 3/7 installing torch 2.13.0, CUDA build (several GB) failed"
+    )
+    assert pip_commands(manager, "cleanrl")[-1] == (
+        f"$ {manager.python('cleanrl')} -I -m pip install torch===2.13.0"
+    )
+    assert not manager.installed("cleanrl")

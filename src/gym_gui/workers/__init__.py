@@ -9,7 +9,7 @@ from gym_gui.workers.api import (
     WorkerLauncher,
     WorkerPlugin,
 )
-from gym_gui.workers.bundles import BundleDirectory, BundleSpec, PipStep
+from gym_gui.workers.bundles import BundleDirectory, BundleSpec, PipStep, TorchBuild, TorchVariant
 from gym_gui.workers.registry import ENTRY_POINT_GROUP, WorkerCatalog, worker_catalog
 
 __all__ = [
@@ -22,6 +22,8 @@ __all__ = [
     "LaunchPlan",
     "ModuleLauncher",
     "PipStep",
+    "TorchBuild",
+    "TorchVariant",
     "WorkerCatalog",
     "WorkerLauncher",
     "WorkerPlugin",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
+import enum
 import fcntl
 import functools
 import hashlib
@@ -12,6 +14,7 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +40,12 @@ STEP_TIMEOUT = 3600.0
 CHECK_TIMEOUT = 300.0
 # Lines of pip's output quoted in a failure; enough to show the resolver's complaint.
 TAIL_LINES = 25
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's index of its CPU-only builds (``torch==X+cpu``); PyPI has none for Linux, where its torch is the CUDA build."""
+# A requirements line that pins torch exactly, without a build label: ``torch==2.13.0``.
+_TORCH_PIN = re.compile(r"torch\s*==\s*([0-9][0-9A-Za-z.!]*)", re.IGNORECASE)
+# The fields of torch/version.py that tell its build: ``__version__ = '2.13.0+cpu'``, ``cuda: Optional[str] = None``.
+_VERSION_FIELD = re.compile(r"^(__version__|cuda)\s*(?::[^=\n]*)?=\s*(.+?)\s*$", re.MULTILINE)
 
 Progress = Callable[[BundleProgress], None]
 """Told how an install goes: waiting for the lock (step 0), each step as it begins, installed."""
@@ -55,12 +64,46 @@ class PipStep:
     args: tuple[str, ...]
 
 
+class TorchVariant(enum.StrEnum):
+    """Which build of torch a bundle gets: CPU-only (the default) or CUDA (PyPI's Linux build, several GB)."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+
+    @property
+    def label(self) -> str:
+        return self.value.upper()
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """The torch in a bundle: its version and the CUDA it was built with (``torch.version.cuda``; None: CPU-only).
+
+    ``recorded`` is False when it was read from the bundle's files because its manifest (the
+    completion marker) predates the record of torch's build.
+    """
+
+    version: str
+    cuda: str | None
+    recorded: bool = True
+
+    @property
+    def variant(self) -> TorchVariant:
+        return TorchVariant.CUDA if self.cuda else TorchVariant.CPU
+
+    def text(self) -> str:
+        """``torch 2.13.0+cpu (CPU build)`` or ``torch 2.13.0 (CUDA 12.8 build)``."""
+        return f"torch {self.version} ({f'CUDA {self.cuda}' if self.cuda else 'CPU'} build)"
+
+
 @dataclass(frozen=True)
 class BundleSpec:
     """What a bundle holds.
 
     Relative paths (``requirements``, ``local_packages``) are taken from the source checkout
-    (:func:`source_root`); absolute ones are used as they are.
+    (:func:`source_root`); absolute ones are used as they are. With ``torch_build``, the
+    requirements pin torch (``torch==X``) and the install chooses its build (:class:`TorchVariant`),
+    installing it in a step of its own before them.
     """
 
     name: str
@@ -68,6 +111,7 @@ class BundleSpec:
     extra_steps: tuple[PipStep, ...] = ()
     local_packages: tuple[str, ...] = ()
     check_imports: tuple[str, ...] = ()
+    torch_build: bool = False
 
 
 def install_hint(name: str) -> str:
@@ -95,25 +139,28 @@ def source_root() -> Path:
 
 @dataclass(frozen=True)
 class BundleStatus:
-    """Whether a bundle is installed, where, and why (not)."""
+    """Whether a bundle is installed, where, and why (not); for a bundle with torch, which build it holds."""
 
     name: str
     installed: bool
     path: Path
     python: Path
     reason: str
+    torch: TorchBuild | None = None
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What a bundle's interpreter could not import; ``message`` says it in one line."""
+    """What a bundle's interpreter could not import, and the torch it imported; ``message`` says it in one line."""
 
     ok: bool
     missing: list[str] = field(default_factory=list)
     message: str = ""
+    torch: TorchBuild | None = None
 
 
-# Run inside the bundle's interpreter: import each name, print {name: first line of the error}.
+# Run inside the bundle's interpreter: import each name, print {name: first line of the error};
+# when torch imported, its version and the CUDA it was built with first.
 _CHECK_SCRIPT = """\
 import importlib, json, sys
 missing = {}
@@ -123,6 +170,10 @@ for name in sys.argv[1:]:
     except BaseException as exc:
         text = (str(exc).strip().splitlines() or [""])[0]
         missing[name] = f"{type(exc).__name__}: {text}"[:200]
+torch = sys.modules.get("torch")
+if torch is not None and "torch" not in missing:
+    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    print("GYM_GUI_TORCH " + json.dumps({"version": str(getattr(torch, "__version__", "?")), "cuda": cuda}))
 print("GYM_GUI_CHECK " + json.dumps(missing))
 """
 
@@ -216,15 +267,7 @@ class BundleDirectory:
             BundleError: when the requirements file cannot be read.
         """
         spec = self.spec(name)
-        digest = hashlib.sha256()
-        if spec.requirements is not None:
-            requirements = self._resolve(spec.requirements)
-            try:
-                digest.update(requirements.read_bytes())
-            except OSError as exc:
-                raise BundleError(
-                    f"bundle {name}: cannot read its requirements file {requirements}: {exc.strerror}"
-                ) from None
+        digest = hashlib.sha256(self._requirements_text(name))
         payload = {
             "extra": [[step.description, *step.args] for step in spec.extra_steps],
             "local": [str(self._resolve(p)) for p in spec.local_packages],
@@ -232,6 +275,38 @@ class BundleDirectory:
         }
         digest.update(json.dumps(payload, sort_keys=True).encode())
         return digest.hexdigest()
+
+    def _requirements_text(self, name: str) -> bytes:
+        """The bytes of bundle ``name``'s requirements file (none for a bundle without one).
+
+        Raises:
+            BundleError: when it cannot be read.
+        """
+        spec = self.spec(name)
+        if spec.requirements is None:
+            return b""
+        requirements = self._resolve(spec.requirements)
+        try:
+            return requirements.read_bytes()
+        except OSError as exc:
+            raise BundleError(
+                f"bundle {name}: cannot read its requirements file {requirements}: {exc.strerror}"
+            ) from None
+
+    def torch_pin(self, name: str) -> str:
+        """The torch version bundle ``name``'s requirements pin (``torch==2.13.0``: ``2.13.0``).
+
+        Raises:
+            BundleError: when they do not pin torch exactly, so no build can be chosen.
+        """
+        for line in self._requirements_text(name).decode("utf-8", "replace").splitlines():
+            match = _TORCH_PIN.fullmatch(line.split("#", 1)[0].strip())
+            if match:
+                return match.group(1)
+        raise BundleError(
+            f"bundle {name}: {self.spec(name).requirements} must pin torch exactly (a line "
+            "`torch==X.Y.Z`, without +cpu or +cuXXX) for the install to choose its CPU or CUDA build"
+        )
 
     # ------------------------------------------------------------ state
 
@@ -247,12 +322,16 @@ class BundleDirectory:
         path, python = self.path(name), self.python(name)
         hint = install_hint(name)
 
+        torch: TorchBuild | None = None
+
         def result(installed: bool, reason: str) -> BundleStatus:
-            return BundleStatus(name, installed, path, python, reason)
+            return BundleStatus(name, installed, path, python, reason, torch)
 
         if not path.exists():
             return result(False, f"bundle {name} is not installed (no venv at {path}) — {hint}")
         marker = self._read_marker(name)
+        if marker is not None and self.spec(name).torch_build:
+            torch = _recorded_torch(marker) or self._torch_on_disk(name)
         if marker is None:
             return result(
                 False,
@@ -272,6 +351,18 @@ class BundleDirectory:
         if not python.exists():
             return result(False, f"bundle {name} at {path} has no interpreter at {python} — {hint}")
         return result(True, f"installed on {_when(marker.get('installed_at'))}")
+
+    def _torch_on_disk(self, name: str) -> TorchBuild | None:
+        """The torch build in bundle ``name``'s files (its ``torch/version.py``), read without importing it."""
+        for version_py in sorted(self.path(name).glob("lib/python*/site-packages/torch/version.py")):
+            fields: dict[str, object] = {}
+            with contextlib.suppress(OSError, ValueError, SyntaxError):
+                for key, value in _VERSION_FIELD.findall(version_py.read_text(encoding="utf-8")):
+                    fields[key] = ast.literal_eval(value)
+            build = _torch_build(fields.get("__version__"), fields.get("cuda"), recorded=False)
+            if build is not None:
+                return build
+        return None
 
     def installed(self, name: str) -> bool:
         """True when ``name`` has a completion marker matching its current spec and an interpreter."""
@@ -294,30 +385,47 @@ class BundleDirectory:
 
     # ------------------------------------------------------------ install
 
-    def install(self, name: str, progress: Progress | None = None, force: bool = False) -> BundleStatus:
+    def install(
+        self,
+        name: str,
+        progress: Progress | None = None,
+        force: bool = False,
+        torch: TorchVariant | None = None,
+    ) -> BundleStatus:
         """Build bundle ``name`` unless it is already installed (``force`` rebuilds it anyway).
 
         Steps, each announced to ``progress`` (phase ``installing``, step ``n`` of ``total``)
-        before it runs: create the venv from the base interpreter, upgrade pip, install the
-        requirements file, the extra pip steps, the local packages (editable, no deps), then
-        check the imports. The completion marker is written only after all of them succeed, then
-        ``progress`` hears ``installed``. An existing incomplete or out-of-date venv is removed
-        first. While another process installs the same bundle, ``progress`` hears ``waiting``
-        (step 0) and this call waits for it, then returns without rebuilding when that install
-        completed.
+        before it runs: create the venv from the base interpreter, upgrade pip, install torch in
+        the chosen build (a bundle with ``torch_build``: :meth:`_install_torch`), the requirements
+        file, the extra pip steps, the local packages (editable, no deps), then check the imports
+        and that torch is the build asked for. The completion marker, recording torch's build, is
+        written only after all of them succeed, then ``progress`` hears ``installed``. An existing
+        incomplete or out-of-date venv is removed first. While another process installs the same
+        bundle, ``progress`` hears ``waiting`` (step 0) and this call waits for it, then returns
+        without rebuilding when that install completed.
+
+        ``torch`` chooses torch's build; None keeps the build an installed bundle holds (CPU for a
+        new one). Asking for another build than the installed one rebuilds the bundle.
 
         Raises:
-            BundleError: naming the failed step, the install log and the tail of its output;
-                no marker is left behind.
+            BundleError: naming the failed step, the install log and the tail of its output (or
+                the torch build found instead of the one asked for); no marker is left behind.
+                Also when ``torch`` is given for a bundle that installs no torch.
         """
         spec = self.spec(name)
-        steps = self._plan(spec)
-        total = len(steps)
+        if torch is not None and not spec.torch_build:
+            raise BundleError(f"bundle {name} installs no torch: there is no CPU or CUDA build to choose")
+        total = len(self._plan(spec, torch or TorchVariant.CPU, {}))
         self.bundles_dir.mkdir(parents=True, exist_ok=True)
         waiting = BundleProgress(name, 0, total, "waiting", f"waiting for another install of {name}")
         with self._locked(name, lambda: _call(progress, waiting)):
-            if not force and self.installed(name):
-                return self.status(name)
+            status = self.status(name)
+            held = status.torch.variant if status.torch is not None else None
+            if not force and status.installed and torch in (None, held):
+                return status
+            variant = torch or held or TorchVariant.CPU
+            record: dict[str, Any] = {"variant": variant.value}  # what the torch step and the check find
+            steps = self._plan(spec, variant, record)
             started = time.monotonic()
             spec_hash = self.spec_hash(name)
             path = self.path(name)
@@ -344,6 +452,8 @@ class BundleDirectory:
                 "seconds": round(time.monotonic() - started, 1),
                 "python": sys.version.split()[0],
             }
+            if spec.torch_build:
+                marker["torch"] = record
             tmp = self.marker_path(name).with_suffix(".tmp")
             tmp.write_text(json.dumps(marker, indent=2))
             os.replace(tmp, self.marker_path(name))
@@ -354,17 +464,33 @@ class BundleDirectory:
             )
             return self.status(name)
 
-    def _plan(self, spec: BundleSpec) -> builtins.list[_Step]:
-        """The install steps of ``spec``, in order."""
-        name, venv, python = spec.name, self.path(spec.name), str(self.python(spec.name))
-        pip = [python, "-I", "-m", "pip"]
+    def _plan(self, spec: BundleSpec, variant: TorchVariant, record: dict[str, Any]) -> builtins.list[_Step]:
+        """The install steps of ``spec``, in order, with torch's build ``variant``; what torch's steps
+        find goes into ``record``.
+
+        Raises:
+            BundleError: when a spec with ``torch_build`` does not pin torch exactly.
+        """
+        name, venv, pip = spec.name, self.path(spec.name), self._pip(spec.name)
         steps: builtins.list[_Step] = []
 
         def add(message: str, command: Callable[[], list[str]]) -> None:
-            steps.append((message, lambda log, label: self._run(name, command(), log, label)))
+            def run(log: IO[str], label: str) -> None:
+                self._run(name, command(), log, label)
+
+            steps.append((message, run))
 
         add("creating the virtual environment", lambda: [_base_python(), "-I", "-m", "venv", str(venv)])
         add("upgrading pip", lambda: [*pip, "install", "--upgrade", "pip"])
+        if spec.torch_build:
+            pin = self.torch_pin(name)
+            size = " (several GB)" if variant is TorchVariant.CUDA else ""
+            steps.append(
+                (
+                    f"installing torch {pin}, {variant.label} build{size}",
+                    lambda log, label: record.update(self._install_torch(name, pin, variant, log, label)),
+                )
+            )
         if spec.requirements is not None:
             requirements = spec.requirements
             add(
@@ -393,14 +519,61 @@ class BundleDirectory:
             result = self.check(name)
             log.write(f"\n## {label}\n{result.message}\n")
             log.flush()
+            where = f"(install step {label}; log: {self.log_path(name)})"
             if not result.ok:
-                raise BundleError(f"{result.message} (install step {label}; log: {self.log_path(name)})")
+                raise BundleError(f"{result.message} {where}")
+            if spec.torch_build:
+                wrong = _wrong_build(name, variant, result.torch)
+                if wrong is not None or result.torch is None:
+                    raise BundleError(f"{wrong} {where}")
+                record.update(version=result.torch.version, cuda=result.torch.cuda)
 
-        steps.append(("checking imports", check))
+        steps.append(("checking imports" + (" and torch's build" if spec.torch_build else ""), check))
         return steps
 
-    def _run(self, name: str, command: builtins.list[str], log: IO[str], label: str) -> None:
-        """Run ``command`` (an argument list) with its output appended to ``log``; raise on failure."""
+    def _install_torch(
+        self, name: str, pin: str, variant: TorchVariant, log: IO[str], label: str
+    ) -> dict[str, Any]:
+        """Install torch ``pin`` in the build ``variant`` names; the requirements' ``torch==PIN`` then holds.
+
+        CPU: ``torch==PIN+cpu``, the CPU-only build by its name. A dry run first asks pip's own
+        sources (PyPI, a mirror, a wheelhouse in find-links) for it; only when they lack it is
+        :data:`TORCH_CPU_INDEX` added, so a machine that has the wheel never waits on an index it
+        cannot reach. CUDA: ``torch===PIN``, exactly that version with no build label, which is
+        PyPI's build: CUDA on Linux. Returns where the build came from (``extra_index``, for the
+        manifest).
+        """
+        pip = self._pip(name)
+        if variant is TorchVariant.CUDA:
+            wanted, extra_index = f"torch==={pin}", None
+        else:
+            wanted = f"torch=={pin}+cpu"
+            probe = [*pip, "install", "--dry-run", "--no-deps", "--quiet", wanted]
+            found = self._run(
+                name, probe, log, f"{label}: does pip find {wanted} in its own sources?", check=False
+            )
+            extra_index = None if found else TORCH_CPU_INDEX
+            log.write(
+                "# pip's own sources have it: PyTorch's CPU index is not needed\n"
+                if found
+                else f"# pip's own sources lack it: adding {TORCH_CPU_INDEX}\n"
+            )
+        index = ["--extra-index-url", extra_index] if extra_index else []
+        self._run(name, [*pip, "install", wanted, *index], log, label)
+        return {"extra_index": extra_index}
+
+    def _pip(self, name: str) -> builtins.list[str]:
+        """The command that runs pip in bundle ``name``, isolated from this process's packages."""
+        return [str(self.python(name)), "-I", "-m", "pip"]
+
+    def _run(
+        self, name: str, command: builtins.list[str], log: IO[str], label: str, check: bool = True
+    ) -> bool:
+        """Run ``command`` (an argument list) with its output appended to ``log``; True when it succeeded.
+
+        Raises:
+            BundleError: when it fails and ``check`` is set, or cannot start at all.
+        """
         log.write(f"\n## {label}\n$ {' '.join(command)}\n")
         log.flush()
         start = log.tell()
@@ -423,8 +596,8 @@ class BundleDirectory:
                 f"bundle {name}: step {label} could not start {command[0]}: {exc.strerror}; "
                 f"log: {self.log_path(name)}"
             ) from None
-        if code == 0:
-            return
+        if code == 0 or not check:
+            return code == 0
         log.flush()
         tail = _tail(self.log_path(name), start)
         how = f"timed out after {STEP_TIMEOUT:.0f}s" if code is None else f"failed with exit code {code}"
@@ -458,7 +631,8 @@ class BundleDirectory:
         spec = self.spec(name)
         python = self.python(name)
         hint = install_hint(name)
-        wanted = list(spec.check_imports)
+        # A bundle whose install chooses torch's build always has torch checked, to tell the build.
+        wanted = list(dict.fromkeys([*spec.check_imports, *(["torch"] if spec.torch_build else [])]))
         if not python.exists():
             return CheckResult(
                 False, wanted, f"bundle {name}: not installed (no interpreter at {python}) — {hint}"
@@ -471,10 +645,14 @@ class BundleDirectory:
                 False, wanted, f"bundle {name}: its interpreter {python} did not run ({why}) — {hint}"
             )
         missing: dict[str, str] | None = None
+        torch: TorchBuild | None = None
         for line in proc.stdout.splitlines():
-            if line.startswith("GYM_GUI_CHECK "):
-                with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, AttributeError):
+                if line.startswith("GYM_GUI_CHECK "):
                     missing = json.loads(line.removeprefix("GYM_GUI_CHECK "))
+                elif line.startswith("GYM_GUI_TORCH "):
+                    found = json.loads(line.removeprefix("GYM_GUI_TORCH "))
+                    torch = _torch_build(found.get("version"), found.get("cuda"))
         if missing is None:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             return CheckResult(
@@ -483,8 +661,15 @@ class BundleDirectory:
                 f"bundle {name}: the import check crashed (exit {proc.returncode}: {last}) — {hint}",
             )
         if not missing:
+            # A bundle whose torch was swapped after its install no longer holds the build it records.
+            asked = _recorded_variant(self._read_marker(name)) if spec.torch_build else None
+            wrong = _wrong_build(name, asked, torch) if asked is not None else None
+            if wrong is not None:
+                fix = f"run `gym-gui bundles install {name} --{asked} --force`"
+                return CheckResult(False, [], f"{wrong} — {fix}", torch)
+            built = f"; {torch.text()}" if torch is not None else ""
             return CheckResult(
-                True, [], f"bundle {name}: ok ({', '.join(wanted)} import) at {self.path(name)}"
+                True, [], f"bundle {name}: ok ({', '.join(wanted)} import{built}) at {self.path(name)}", torch
             )
         names = list(missing)
         # Name the first failure's cause: a module that is present but broken reads differently from absent.
@@ -556,6 +741,38 @@ def app_environment(bundle: str) -> RunEnvironment:
         executable=sys.executable,
         platform=platform.platform(),
         packages=list(app_packages()),
+    )
+
+
+def _torch_build(version: object, cuda: object, recorded: bool = True) -> TorchBuild | None:
+    """A :class:`TorchBuild` of what a check, a manifest or torch's files say, or None when they say no version."""
+    if not isinstance(version, str) or not version:
+        return None
+    return TorchBuild(version, cuda if isinstance(cuda, str) and cuda else None, recorded)
+
+
+def _recorded_torch(marker: Mapping[str, Any]) -> TorchBuild | None:
+    """The torch build a bundle's manifest recorded at install, or None when it predates the record."""
+    record = marker.get("torch")
+    return _torch_build(record.get("version"), record.get("cuda")) if isinstance(record, dict) else None
+
+
+def _recorded_variant(marker: Mapping[str, Any] | None) -> TorchVariant | None:
+    """The torch build a bundle's manifest says was asked for at install, or None when it says none."""
+    record = (marker or {}).get("torch")
+    variant = record.get("variant") if isinstance(record, dict) else None
+    return TorchVariant(variant) if variant in set(TorchVariant) else None
+
+
+def _wrong_build(name: str, asked: TorchVariant, found: TorchBuild | None) -> str | None:
+    """One line saying bundle ``name``'s torch is not the ``asked`` build, or None when it is."""
+    if found is None:
+        return f"bundle {name}: torch's {asked.label} build was asked for, but torch did not import"
+    if found.variant is asked:
+        return None
+    return (
+        f"bundle {name}: torch's {asked.label} build was asked for, but it holds {found.text()}: "
+        f"torch.version.cuda is {found.cuda!r}"
     )
 
 

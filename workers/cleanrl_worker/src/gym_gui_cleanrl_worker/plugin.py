@@ -67,6 +67,8 @@ BUNDLE = BundleSpec(
         "gym_gui_cleanrl_worker",
         "mujoco",
     ),
+    # bundles/cleanrl.txt pins torch==X; the install chooses its build: CPU unless asked for CUDA.
+    torch_build=True,
 )
 
 
