@@ -351,8 +351,8 @@ def train(
 ) -> None:
     """Start a run and follow it with a progress bar (or --detach).
 
-    A W&B API key is taken from WANDB_API_KEY in this shell's environment and handed to the
-    run's worker only; it is never written anywhere.
+    A W&B API key is taken from WANDB_API_KEY in this shell's environment, an LLM endpoint's key
+    from LLM_API_KEY, and handed to the run's worker only; neither is ever written anywhere.
     """
     run_config = build_config(
         config,
@@ -399,8 +399,13 @@ def train(
 
 
 def _secret_env(config: RunConfig) -> dict[str, str]:
-    key = os.environ.get("WANDB_API_KEY")
-    return {"WANDB_API_KEY": key} if key and config.tracking.wandb_mode != "disabled" else {}
+    """The run's secrets from this shell's environment: the W&B key when the run tracks, and the
+    variables its worker kind takes (``WorkerSpec.secrets``, e.g. the LLM worker's ``LLM_API_KEY``)."""
+    catalog = worker_catalog()
+    names = list(catalog.spec(config.worker).secrets) if config.worker in catalog else []
+    if config.tracking.wandb_mode != "disabled":
+        names.append("WANDB_API_KEY")
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
 def _print_plan(plan: LaunchPreview) -> None:
