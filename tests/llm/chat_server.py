@@ -39,11 +39,12 @@ Script = Callable[[dict[str, Any]], Answer]
 
 @dataclass(frozen=True)
 class Received:
-    """A request the server got: its path, body and Authorization header."""
+    """A request the server got: its path, body, Authorization header and arrival (monotonic clock)."""
 
     path: str
     body: dict[str, Any]
     authorization: str
+    at: float
 
 
 class ChatServer:
@@ -55,6 +56,8 @@ class ChatServer:
         self.models = list(models)
         self.latency = latency
         self.received: list[Received] = []
+        self.in_flight = 0
+        self.most_in_flight = 0  # the most completions answered at once
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         server = self
@@ -81,7 +84,12 @@ class ChatServer:
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
                 answer = server.script(body)
+                with server._lock:
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
                 time.sleep(server.latency + answer.delay)
+                with server._lock:
+                    server.in_flight -= 1
                 if answer.status != 200:
                     message = {"error": {"message": f"scripted {answer.status}", "type": "server_error"}}
                     self._send(answer.status, message, answer.headers)
@@ -125,7 +133,9 @@ class ChatServer:
 
     def _record(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         with self._lock:
-            self.received.append(Received(handler.path, body, handler.headers.get("Authorization") or ""))
+            self.received.append(
+                Received(handler.path, body, handler.headers.get("Authorization") or "", time.monotonic())
+            )
 
     def _completion(self, body: dict[str, Any], answer: Answer) -> dict[str, Any]:
         number = next(self._ids)
@@ -213,8 +223,8 @@ def _shortest(rows: list[str], start: tuple[int, int]) -> list[str]:
 
 
 def fixed(action: int) -> Script:
-    """Always the one ``action``."""
-    return lambda request: answer_actions(request, [action])
+    """Always ``action``, as many times as the request allows."""
+    return lambda request: answer_actions(request, [action] * plan_length(request))
 
 
 def prose(request: dict[str, Any]) -> Answer:
