@@ -88,15 +88,16 @@ _TYPES: dict[Any, str] = {str: "str", int: "int", float: "float", bool: "bool"}
 _MULTILINE = frozenset({"system_prompt"})
 
 
-def describe() -> list[dict[str, Any]]:
-    """The parameters as gym_gui's generated form shows them, one editor each."""
+def describe(defaults: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The parameters as gym_gui's generated form shows them, one editor each (``defaults`` replace
+    the model's own where the environment decides them: the system prompt's template)."""
     described = []
     for name, field in LLMParams.model_fields.items():
         choices = list(get_args(field.annotation))
         entry: dict[str, Any] = {
             "name": name,
             "type": "text" if name in _MULTILINE else _TYPES.get(field.annotation, "str"),
-            "default": field.default,
+            "default": (defaults or {}).get(name, field.default),
             "help": field.description or "",
         }
         if choices:

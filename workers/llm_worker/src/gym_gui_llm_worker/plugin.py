@@ -52,7 +52,7 @@ class LLMLauncher(ModuleLauncher):
             raise ConfigError(str(exc)) from None
         if params.system_prompt and (problem := prompts.check_template(params.system_prompt)):
             raise ConfigError(f"field 'params.system_prompt': {problem}")
-        text = self._env_text(config)
+        text = self._env_text(config.env_id, config.env_kwargs)
         if params.fallback == "noop" and text.noop is None:
             raise ConfigError(
                 f"field 'params.fallback': {config.env_id} has no action that does nothing; "
@@ -62,13 +62,13 @@ class LLMLauncher(ModuleLauncher):
             self._resumed(config, params.resume_from)
 
     @staticmethod
-    def _env_text(config: RunConfig) -> prompts.EnvText:
+    def _env_text(env_id: str, env_kwargs: Mapping[str, Any]) -> prompts.EnvText:
         try:
-            env = make_env(config.env_id, **config.env_kwargs)
+            env = make_env(env_id, **env_kwargs)
         except TypeError as exc:  # a keyword the environment does not take
-            raise ConfigError(f"field 'env_kwargs': {config.env_id} refused them: {exc}") from None
+            raise ConfigError(f"field 'env_kwargs': {env_id} refused them: {exc}") from None
         try:
-            return prompts.env_text(env, config.env_id)
+            return prompts.env_text(env, env_id)
         except ValueError as exc:
             raise ConfigError(f"field 'env_id': {exc}") from None
         finally:
@@ -113,9 +113,20 @@ class LLMLauncher(ModuleLauncher):
         return LaunchPlan(argv=argv, secrets=secrets, manifest=manifest)
 
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The parameters the generated form shows, and the templates shipped per family."""
+        """The parameters the generated form shows, and the templates shipped per family; with
+        ``env_id`` in ``query``, the system prompt's default is that environment's template (the
+        worker uses it when the parameter is left as it is)."""
+        defaults: dict[str, Any] = {}
+        env_id = query.get("env_id")
+        if env_id:
+            try:
+                family = self._env_text(env_id, {}).family
+            except GymGuiError:
+                family = ""  # the form marks the env id itself
+            if family:
+                defaults["system_prompt"] = prompts.template(family)
         return {
-            "parameters": llm_params.describe(),
+            "parameters": llm_params.describe(defaults),
             "templates": {family: prompts.template(family) for family in prompts.FAMILIES},
         }
 
