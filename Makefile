@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/llm_worker/pyproject.toml
 
-.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-gui screenshots proto clean
+.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-gui bench-llm screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -56,6 +56,9 @@ bench-cleanrl: install bundles
 
 bench-gui: install
 	$(BIN)/python bench/gui_live.py
+
+bench-llm: install
+	$(BIN)/python bench/llm_worker.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them).
 screenshots: install bundles

@@ -64,6 +64,9 @@ class ChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body leave in two writes: without TCP_NODELAY the second waits for the
+            # client's delayed ACK (40 ms), a latency no real server adds.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
