@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from gym_gui.core.controls import Control
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from tests.llm.chat_server import Answer, ChatServer, Sequence, fixed, solver
 from tests.llm.support import completed, llm_config, run_to_end, stored
+from tests.support import wait_until, wait_until_stable
 
 
 def test_a_plan_is_played_to_its_end_then_the_model_is_asked_again(client: DaemonClient, home: Home) -> None:
@@ -94,3 +96,22 @@ def test_a_server_that_stops_answering_fails_the_run_keeping_every_finished_step
     run = stored(home, final.run_id)
     assert [(s.episode, s.step) for s in run.steps] == [(0, 0), (0, 1), (0, 2)]
     assert run.episodes == []
+
+
+def test_a_pause_holds_every_episode_between_two_steps_and_resume_goes_on(
+    client: DaemonClient, home: Home
+) -> None:
+    with ChatServer(solver, latency=0.05) as server:
+        record, _ = client.submit(llm_config(server.url, episodes=6, parallel=3))
+        wait_until(lambda: len(server.completions()) >= 3, 600, "the first calls")
+        client.control(record.run_id, Control.PAUSE)
+        wait_until(lambda: client.get_run(record.run_id).record.state is RunState.PAUSED, 60, "PAUSED")
+        held = wait_until_stable(lambda: len(server.completions()), what="calls while paused")
+        assert held < 36
+        client.control(record.run_id, Control.RESUME)
+        final = client.wait_for_end(record.run_id, timeout=120)
+    assert final.state is RunState.COMPLETED, final.reason
+    run = stored(home, final.run_id)
+    assert len(run.episodes) == 6 and len(run.steps) == 36
+    states = [t.to_state for t in client.get_run(final.run_id).history]
+    assert states.count(RunState.PAUSED) == 1 and states[-1] is RunState.COMPLETED
