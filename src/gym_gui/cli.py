@@ -390,8 +390,9 @@ def train(
     """Start a run and follow it with a progress bar (or --detach).
 
     A W&B API key is taken from WANDB_API_KEY in this shell's environment, else from a `wandb login`
-    (~/.netrc) for the run's W&B server, and handed to the run's worker only; it is never written
-    anywhere. WANDB_BASE_URL in this shell is the server when --wandb-base-url is not given.
+    (~/.netrc) for the run's W&B server; an LLM endpoint's key from LLM_API_KEY. Each is handed to
+    the run's worker only and never written anywhere. WANDB_BASE_URL in this shell is the server
+    when --wandb-base-url is not given.
     """
     run_config = build_config(
         config,
@@ -439,10 +440,17 @@ def train(
 
 
 def _secret_env(config: RunConfig) -> dict[str, str]:
-    if config.tracking.wandb_mode == "disabled":
-        return {}
-    key = wandb_auth.api_key(config.tracking.wandb_base_url)
-    return {wandb_auth.API_KEY_VAR: key} if key else {}
+    """The run's secrets from this shell's environment: the variables its worker kind takes
+    (``WorkerSpec.secrets``, e.g. the LLM worker's ``LLM_API_KEY``), and the W&B key for the run's
+    W&B server when the run tracks (WANDB_API_KEY, else a `wandb login`)."""
+    catalog = worker_catalog()
+    names = list(catalog.spec(config.worker).secrets) if config.worker in catalog else []
+    secrets = {name: os.environ[name] for name in names if os.environ.get(name)}
+    if config.tracking.wandb_mode != "disabled":
+        key = wandb_auth.api_key(config.tracking.wandb_base_url)
+        if key:
+            secrets[wandb_auth.API_KEY_VAR] = key
+    return secrets
 
 
 def _print_plan(plan: LaunchPreview) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gym_gui.core.config import RETIRED, parse_run_config, run_config_schema
+from gym_gui.core.config import RETIRED, looks_secret, parse_run_config, run_config_schema
 from gym_gui.core.errors import ConfigError
 
 
@@ -43,3 +43,21 @@ def test_the_schema_offers_no_retired_setting() -> None:
 def test_any_other_unknown_setting_is_still_refused(sections: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=rf"field '{field}': Extra inputs are not permitted"):
         parse_run_config(config(**sections))
+
+
+def test_a_count_of_tokens_is_a_parameter_and_a_token_a_secret() -> None:
+    assert not looks_secret("max_tokens") and not looks_secret("tokens_in")
+    assert all(looks_secret(name) for name in ("token", "run_token", "GYM_GUI_RUN_TOKEN", "LLM_API_KEY"))
+    config = parse_run_config(
+        {"worker": "llm", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}, "params": {"max_tokens": 64}}
+    )
+    assert config.params == {"max_tokens": 64}
+    with pytest.raises(ConfigError, match="parameter 'access_token' looks like a secret"):
+        parse_run_config(
+            {
+                "worker": "llm",
+                "env_id": "FrozenLake-v1",
+                "budget": {"episodes": 1},
+                "params": {"access_token": "x"},
+            }
+        )

@@ -220,3 +220,32 @@ def test_the_model_loads_without_qt() -> None:
 def test_params_are_in_the_scripts_order() -> None:
     params = Params(SCRIPT["params"], skip=frozenset(MAPPED))
     assert [p.name for p in params] == params.names() and len(params) == 5
+
+
+def test_the_llm_form_keeps_its_prompt_as_typed_its_key_secret_and_its_env_dependent_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    launcher = (
+        worker_catalog().plugin("llm").launcher(LaunchContext(Home(), BundleDirectory(Home().bundles_dir)))
+    )
+    assert launcher is not None
+    model = WorkerModel("llm", env_id="FrozenLake-v1")
+    model.use_parameters(launcher.describe({"env_id": "FrozenLake-v1"})["parameters"])
+    prompt = model.params.get("system_prompt")
+    assert prompt is not None and prompt.editor == "multiline" and prompt.raw.endswith("\n")
+    model.secrets["LLM_API_KEY"] = ""  # nothing typed: the key of gym_gui's environment
+    monkeypatch.setenv("LLM_API_KEY", "sk-shell")
+    assert model.secret_env() == {"LLM_API_KEY": "sk-shell"}
+    model.secrets["LLM_API_KEY"] = " sk-typed "
+    assert model.to_config().params == {} and model.secret_env() == {"LLM_API_KEY": "sk-typed"}
+    assert "sk-typed" not in str(model.values())
+
+    # Another family's description brings its template, unless the prompt was edited.
+    model.env_id = "MiniGrid-DoorKey-5x5-v0"
+    model.use_parameters(launcher.describe({"env_id": model.env_id})["parameters"])
+    prompt = model.params.get("system_prompt")
+    assert prompt is not None and prompt.raw.startswith("You control an agent in the grid world")
+    prompt.raw = "Play $env_id.\n  Actions:\n$actions\n"
+    model.use_parameters(launcher.describe({"env_id": "Taxi-v4"})["parameters"])
+    assert model.to_config().params == {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}
+    assert model.values()["params"] == {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}

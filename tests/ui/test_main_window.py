@@ -40,7 +40,7 @@ def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWi
     assert names[:4] == [
         "Human-Only",
         "Spade BDI Worker (unavailable)",
-        "LLM Multi-Step Worker (unavailable)",
+        "LLM Multi-Step Worker",
         "CleanRL Worker",
     ]
     assert "Random Baseline" in names
@@ -63,7 +63,7 @@ def test_broken_worker_plugins_are_listed_greyed_with_their_error(
         assert names[:4] == [
             "Human-Only",
             "Spade BDI Worker (unavailable)",
-            "LLM Multi-Step Worker (unavailable)",
+            "LLM Multi-Step Worker",
             "CleanRL Worker",
         ]
         assert sorted(names[-3:]) == sorted(f"{name} (broken)" for name in BROKEN_SET)

@@ -63,9 +63,12 @@ def test_the_installed_catalog_is_the_roster_in_order() -> None:
         "Random Baseline",
     ]
     assert catalog.broken == ()
-    assert list(catalog.bundles()) == ["cleanrl"]
+    assert sorted(catalog.bundles()) == ["cleanrl", "llm"]
     assert catalog.spec("human").launch is Launch.CLIENT
     assert not catalog.spec("spade_bdi").available
+    llm = catalog.spec("llm")
+    assert llm.available and llm.lane is Lane.HYBRID and llm.bundle == "llm"
+    assert llm.secrets == ("LLM_API_KEY",)
     cleanrl = catalog.plugin("cleanrl")
     assert cleanrl.spec.capabilities.checkpoint and cleanrl.spec.capabilities.evaluation
     assert cleanrl.tabs(Lane.ANALYTICS) == LANE_TABS[Lane.ANALYTICS]

@@ -14,7 +14,8 @@ from gym_gui.core.errors import ConfigError, InvalidRunId
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.workers import KIND_PATTERN
 
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
+# "tokens" (plural) counts text, as in a model's max_tokens; a token (singular) is a credential.
+_SECRET_KEY = re.compile(r"(api[_-]?key|token(?!s)|secret|password)", re.IGNORECASE)
 
 
 def looks_secret(key: object) -> bool:

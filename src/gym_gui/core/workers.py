@@ -51,6 +51,8 @@ class WorkerSpec:
         rank: its place in the roster (lower first; ties by name): the product's own kinds
             take 0–40, third-party kinds default to 50, baselines come last.
         description: one line for the roster's tooltip and ``gym-gui workers``.
+        secrets: environment variables its runs take as secrets from whoever submits them (the
+            CLI's environment, the form's password fields): handed to the worker only, never stored.
     """
 
     kind: str
@@ -62,6 +64,7 @@ class WorkerSpec:
     unavailable_reason: str = ""
     rank: int = 50
     description: str = ""
+    secrets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not KIND_PATTERN.fullmatch(self.kind):

@@ -17,15 +17,3 @@ SPADE_BDI = WorkerPlugin(
         description="A SPADE BDI agent learning by Q-learning.",
     )
 )
-
-LLM = WorkerPlugin(
-    WorkerSpec(
-        kind="llm",
-        display_name="LLM Multi-Step Worker",
-        lane=Lane.HYBRID,
-        capabilities=Capabilities(pause=True),
-        unavailable_reason="the LLM Multi-Step worker is not built yet",
-        rank=20,
-        description="An agent that asks a language model for its actions.",
-    )
-)

@@ -123,12 +123,14 @@ def load_catalog(entry_points: Iterable[importlib.metadata.EntryPoint] | None = 
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:  # a plugin's import error must not take gym_gui down
-            log.warning("worker plugin %s (%s) failed to load: %s", ep.name, source, exc)
+            # INFO (the daemon's log): the roster and `gym-gui workers` list a broken plugin with its
+            # error, and a command that only reads the catalog (train: a kind's secrets) says nothing.
+            log.info("worker plugin %s (%s) failed to load: %s", ep.name, source, exc)
             broken.append(BrokenWorker(ep.name, source, f"failed to load: {type(exc).__name__}: {exc}"))
             continue
         error = _conflict(plugin, owners)
         if error:
-            log.warning("worker plugin %s (%s): %s", ep.name, source, error)
+            log.info("worker plugin %s (%s): %s", ep.name, source, error)
             broken.append(BrokenWorker(ep.name, source, error))
             continue
         plugins[plugin.kind] = plugin

@@ -9,6 +9,7 @@ the same field whether the form or the daemon refuses it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,10 +112,23 @@ class WorkerModel(RunModel):
     render_fps: float = 10.0
     # Remembered field values, kept until the plugin's description arrives and builds the parameters.
     saved_params: dict[str, Any] = field(default_factory=dict)
+    # The kind's secrets (WorkerSpec.secrets) as typed, "" where nothing was: handed to the worker only
+    # (secret_env), never in values() or the config.
+    secrets: dict[str, str] = field(default_factory=dict)
 
     def use_parameters(self, specs: list[dict[str, Any]]) -> None:
+        """Show the parameters the plugin describes; what was typed into fields the user edited stays
+        (an env's new description brings new defaults, not a lost edit)."""
+        self.saved_params.update(self.params.raws(edited_only=True))
         self.params = Params(specs)
         self.params.restore(self.saved_params)
+
+    def secret_env(self) -> dict[str, str]:
+        """Each secret as typed, else as the environment gym_gui was started from holds it."""
+        found = {
+            name: value.strip() or os.environ.get(name, "").strip() for name, value in self.secrets.items()
+        }
+        return {name: value for name, value in found.items() if value}
 
     def errors(self) -> dict[str, str]:
         errors = super().errors()
@@ -142,7 +156,9 @@ class WorkerModel(RunModel):
             "budget_kind": self.budget_kind,
             "budget": self.budget,
             "render_fps": self.render_fps,
-            "params": {**self.saved_params, **self.params.raws()},
+            # Fields as they started are not remembered: a default that depends on the env (a prompt
+            # template) or changed with the plugin's version comes back new.
+            "params": {**self.saved_params, **self.params.raws(edited_only=True)},
         }
 
     def restore(self, values: dict[str, Any]) -> None:

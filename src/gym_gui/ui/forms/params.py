@@ -12,7 +12,7 @@ from gym_gui.core.errors import ConfigError
 
 SCRIPT_DEFAULT = "(script default)"  # the choice that leaves a choice argument to the script
 
-Editor = Literal["check", "choice", "text"]
+Editor = Literal["check", "choice", "text", "multiline"]
 
 
 # ------------------------------------------------------------------ values typed by hand
@@ -84,7 +84,8 @@ def display(value: Any) -> str:
 class Param:
     """One parameter as its worker describes it — a CleanRL script argument, or an entry of a
     plugin's ``parameters`` (name, type, default, help, choices, flag, boolean style) — and
-    ``raw``, what its field holds: a bool (``check``), a choice (``choice``) or text (``text``).
+    ``raw``, what its field holds: a bool (``check``), a choice (``choice``) or text (``text``, and
+    ``multiline`` for parameters of type ``text``, such as a prompt template).
 
     int and float are text validated as typed (so ``1e6`` and an empty "script default" work),
     lists are text of space-separated items.
@@ -106,6 +107,8 @@ class Param:
             self.editor = "check"
         elif self.choices is not None and not self.is_list:
             self.editor = "choice"
+        elif self.kind == "text":
+            self.editor = "multiline"
         else:
             self.editor = "text"
         self.raw: Any = self.pristine()
@@ -159,6 +162,8 @@ class Param:
             return checked
         if self.editor == "choice":
             return self.raw
+        if self.editor == "multiline":  # kept as typed: its lines and spacing are the value
+            return str(self.raw) if str(self.raw).strip() else None
         text = str(self.raw).strip()
         if not text:
             if self.required:

@@ -117,6 +117,12 @@ class ParamEditor:
                 combo.addItem(label, value)
             combo.currentIndexChanged.connect(lambda _i: self._write(combo.currentData(), changed))
             self.widget = combo
+        elif param.editor == "multiline":
+            text = QPlainTextEdit()
+            text.setFont(monospace())
+            text.setMinimumHeight(120)
+            text.textChanged.connect(lambda: self._write(text.toPlainText(), changed))
+            self.widget = text
         else:
             edit = QLineEdit()
             if param.default is None:
@@ -142,6 +148,8 @@ class ParamEditor:
                 widget.setCurrentIndex(max(widget.findData(raw), 0))
             elif isinstance(widget, QLineEdit):
                 widget.setText(str(raw))
+            elif isinstance(widget, QPlainTextEdit) and widget.toPlainText() != str(raw):
+                widget.setPlainText(str(raw))
         finally:
             widget.blockSignals(False)
 

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QLineEdit,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -25,9 +26,14 @@ from gym_gui.workers import worker_catalog
 
 
 class WorkerForm(RunForm):
-    """The form of a worker kind from its plugin: environment, seed, budget, render rate, and the
+    """The form of a worker kind from its plugin: environment, seed, budget, render rate, the
     parameters the plugin describes (``parameters`` in its DescribeWorker answer: name, type,
-    default, help, choices — the shape CleanRL script arguments have), sent as ``params``."""
+    default, help, choices — the shape CleanRL script arguments have), sent as ``params``, and a
+    password field per secret the kind takes (``WorkerSpec.secrets``), sent as the run's secrets only.
+
+    The plugin is asked again for the chosen environment (query ``env_id``) whenever it changes, so a
+    default may depend on it (the LLM worker's system prompt template is its family's).
+    """
 
     model: WorkerModel
 
@@ -56,6 +62,19 @@ class WorkerForm(RunForm):
         self.dry_run_check = QCheckBox("Dry run")
         self.params_box = ParamEditors("Parameters", "")
         self.params_box.hide()
+        self.secret_edits: dict[str, QLineEdit] = {}
+        for name in spec.secrets:
+            edit = QLineEdit()
+            edit.setObjectName(f"secret:{name}")
+            edit.setEchoMode(QLineEdit.EchoMode.Password)
+            edit.setPlaceholderText(f"default: {name} of gym_gui's environment; never stored")
+            edit.setToolTip(
+                f"Handed to this run's worker only; empty: {name} as gym_gui's environment holds it"
+            )
+            self.model.secrets.setdefault(name, "")
+            edit.textChanged.connect(lambda text, name=name: self._secret_typed(name, text))
+            self.secret_edits[name] = edit
+        self._described_env: str | None = None
 
         budget_row = QHBoxLayout()
         budget_row.addWidget(self.budget_spin, 1)
@@ -66,6 +85,8 @@ class WorkerForm(RunForm):
         form.addRow("Seed", self.seed_spin)
         form.addRow("Budget", budget_row)
         form.addRow("Render fps", self.render_fps_spin)
+        for name, edit in self.secret_edits.items():
+            form.addRow(name, edit)
         form.addRow("", self.dry_run_check)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -87,13 +108,32 @@ class WorkerForm(RunForm):
         ]
         self.restore_settings()
         self._validate()
+        self._describe()
+
+    def _describe(self) -> None:
+        """Ask the plugin for its parameters for the chosen environment (once per environment)."""
+        env_id = self.model.env_id.strip()
+        if env_id == self._described_env:
+            return
+        self._described_env = env_id
+        display_name = worker_catalog().spec(self.worker_kind).display_name
         self.link.call(
-            lambda client: client.describe_worker(kind),
-            self._described,
-            lambda message: self._show_error(f"the daemon could not describe {spec.display_name}: {message}"),
+            lambda client: client.describe_worker(self.worker_kind, env_id=env_id),
+            lambda description: self._described(env_id, description),
+            lambda message: self._show_error(f"the daemon could not describe {display_name}: {message}"),
         )
 
-    def _described(self, description: WorkerDescription) -> None:
+    def _changed(self) -> None:
+        super()._changed()
+        self._describe()
+
+    def _secret_typed(self, name: str, text: str) -> None:
+        self.model.secrets[name] = text
+        self._changed()
+
+    def _described(self, env_id: str, description: WorkerDescription) -> None:
+        if env_id != self._described_env:
+            return  # an answer for an environment since left
         params = description.details.get("parameters") or []
         self.model.use_parameters(params)
         self.params_box.show_params(self.model.params, self._changed)

@@ -1,0 +1,422 @@
+"""The LLM agent: episodes played concurrently, each asking the model for a plan and stepping through it.
+
+``parallel`` episodes run at once on one asyncio loop, each with its own environment, so the model's
+latency is spent waiting together. Within an episode the agent asks the model, executes the plan it
+answers (up to ``plan_length`` actions), and asks again when the plan is used up, when an action
+changed nothing the model can see, or after ``replan_every`` steps. A reply that is not a plan is
+counted as invalid and the ``fallback`` action is taken.
+
+Every step is sent with the call that chose its action in its ``info["llm"]`` (see
+docs/runbooks/llm.md, "What a run stores"); the system prompt, the same for every call of a run, is
+sent once as an event and named by its id in each call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gym_gui_sdk import encoding, render
+from gym_gui_sdk.worker import WorkerSession
+
+from gym_gui_llm_worker import prompts, replies
+from gym_gui_llm_worker.endpoint import ChatEndpoint, Reply
+from gym_gui_llm_worker.params import LLMParams
+from gym_gui_llm_worker.responses import ResponseLog, request_key
+
+# How often a stop request is looked for while calls are in flight.
+_STOP_POLL_SECONDS = 0.05
+# Games whose success is reaching the end (every step costs, so the return says little).
+_SUCCESS_IS_TERMINATION = frozenset({"cliffwalking", "taxi"})
+
+
+@dataclass
+class Call:
+    """One question to the model and what came of it."""
+
+    number: int  # the run's call number, from 0
+    actions: list[int]
+    record: dict[str, Any]  # what the step that made the call carries under info["llm"]
+    valid: bool
+    reply: Reply
+
+
+@dataclass
+class Totals:
+    """The run's counts behind its metrics."""
+
+    steps: int = 0
+    episodes: int = 0
+    successes: int = 0
+    calls: int = 0
+    invalid: int = 0
+    cached: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+
+
+class LLMAgent:
+    """Plays a run's episodes with a model's plans and reports every step to ``session``."""
+
+    def __init__(
+        self,
+        session: WorkerSession,
+        config: dict[str, Any],
+        params: LLMParams,
+        endpoint: ChatEndpoint,
+        log: ResponseLog,
+    ) -> None:
+        self.session = session
+        self.config = config
+        self.params = params
+        self.endpoint = endpoint
+        self.log = log
+        self.env_id: str = config["env_id"]
+        budget = config["budget"]
+        self.max_episodes: int | None = budget.get("episodes")
+        self.max_steps: int | None = budget.get("timesteps")
+        self.seed: int | None = config.get("seed")
+        self.totals = Totals()
+        self._next_episode = 0
+        self._steps_reserved = 0
+        self._pause = asyncio.Lock()
+        self._envs: list[gym.Env[Any, Any]] = []
+        self.text: prompts.EnvText
+        self.system = ""
+        self.prefix_id = ""
+        self.render_kind = render.NONE
+        self._last_frame = 0.0
+
+    # ------------------------------------------------------------ setup
+
+    def make_env(self) -> gym.Env[Any, Any]:
+        """One environment of the run (each concurrent episode plays in its own)."""
+        if self.env_id.startswith(("MiniGrid-", "BabyAI-")):
+            import minigrid  # noqa: F401 - registers its ids
+
+        creator = gym.envs.registration.load_env_creator(gym.spec(self.env_id).entry_point)  # type: ignore[arg-type]
+        modes = getattr(creator, "metadata", {}).get("render_modes", [])
+        env = gym.make(
+            self.env_id,
+            render_mode="rgb_array" if "rgb_array" in modes else None,
+            **(self.config.get("env_kwargs") or {}),
+        )
+        self._envs.append(env)
+        return env
+
+    def prepare(self) -> None:
+        """The system prompt and the environment's description; tells the daemon the run started."""
+        env = self.make_env()
+        self.text = prompts.env_text(env, self.env_id)
+        self.render_kind = render.render_kind_of(env)
+        template = self.params.system_prompt or prompts.template(self.text.family)
+        self.system = prompts.system_prompt(
+            template,
+            self.text,
+            self.params.plan_length,
+            replies.instructions(self.params.reply_format, self.params.plan_length),
+        )
+        self.prefix_id = hashlib.sha256(self.system.encode("utf-8")).hexdigest()[:16]
+        self.session.started(
+            render_kind=self.render_kind,
+            spaces={"observation": str(env.observation_space), "action": str(env.action_space)},
+        )
+        # The prefix of every prompt, stored once: each call names it by its id.
+        self.session.event(
+            "INFO",
+            f"system prompt {self.prefix_id} ({len(self.system)} characters, {self.text.family} template)",
+            {"llm_prefix": {"id": self.prefix_id, "messages": [{"role": "system", "content": self.system}]}},
+        )
+
+    # ------------------------------------------------------------ the run
+
+    async def run(self) -> str:
+        """Play until the budget is spent or a stop is asked; returns "completed" or "stopped".
+
+        Raises:
+            EndpointError: the endpoint stopped answering; every step sent so far is kept.
+        """
+        envs = [self._envs[0]] + [self.make_env() for _ in range(self.params.parallel - 1)]
+        players = [asyncio.create_task(self._player(env)) for env in envs]
+        watcher = asyncio.create_task(self._watch_stop(players))
+        try:
+            await asyncio.gather(*players)
+        except asyncio.CancelledError:
+            if not self.session.stop_requested.is_set():
+                raise
+            return "stopped"
+        finally:
+            watcher.cancel()
+            for task in players:
+                task.cancel()
+            await asyncio.gather(*players, watcher, return_exceptions=True)
+            for env in self._envs:
+                env.close()
+        return "stopped" if self.session.stop_requested.is_set() else "completed"
+
+    async def _watch_stop(self, players: list[asyncio.Task[None]]) -> None:
+        while not self.session.stop_requested.is_set():
+            await asyncio.sleep(_STOP_POLL_SECONDS)
+        for task in players:
+            task.cancel()
+
+    async def _player(self, env: gym.Env[Any, Any]) -> None:
+        while True:
+            episode = self._take_episode()
+            if episode is None:
+                return
+            await self._episode(env, episode)
+
+    def _take_episode(self) -> int | None:
+        if self.max_episodes is not None and self._next_episode >= self.max_episodes:
+            return None
+        if self.max_steps is not None and self._steps_reserved >= self.max_steps:
+            return None
+        episode = self._next_episode
+        self._next_episode += 1
+        return episode
+
+    def _take_step(self) -> bool:
+        if self.max_steps is not None and self._steps_reserved >= self.max_steps:
+            return False
+        self._steps_reserved += 1
+        return True
+
+    async def _unpaused(self) -> None:
+        # One episode waits out a pause (reporting PAUSED and RESUMED once); the others queue behind it.
+        if not self.session.paused:
+            return
+        async with self._pause:
+            if self.session.paused:
+                await asyncio.to_thread(self.session.wait_if_paused)
+
+    async def _episode(self, env: gym.Env[Any, Any], episode: int) -> None:
+        params = self.params
+        episode_seed = None if self.seed is None else self.seed + episode
+        rng = np.random.default_rng(episode_seed)
+        observation, info = env.reset(seed=episode_seed)
+        grid = render.grid_description(env) if self.render_kind == render.GRID else None
+        seen = prompts.observation_text(self.text, observation, grid)
+        history: deque[str] = deque(maxlen=params.history)
+        started_at = time.time()
+        plan: list[int] = []
+        call: Call | None = None
+        since_call = 0
+        last_action: int | None = None
+        total_reward = 0.0
+        step = 0
+        counts = Totals()
+        terminated = truncated = False
+        while not (terminated or truncated):
+            await self._unpaused()
+            if not self._take_step():
+                truncated = True
+                break
+            if call is None or not plan or (params.replan_every and since_call >= params.replan_every):
+                call = await self._ask(seen, history, step, rng, last_action)
+                plan = list(call.actions)
+                since_call = 0
+                counts.calls += 1
+                counts.invalid += not call.valid
+                counts.tokens_in += call.reply.tokens_in
+                counts.tokens_out += call.reply.tokens_out
+                counts.cost_usd += self._cost(call.reply)
+            action = plan.pop(0)
+            observation, reward_value, terminated, truncated, info = env.step(action)
+            reward = float(reward_value)
+            total_reward += reward
+            grid = render.grid_description(env) if self.render_kind == render.GRID else None
+            now_seen = prompts.observation_text(self.text, observation, grid)
+            changed = now_seen != seen
+            llm: dict[str, Any] = {"call": call.number, "index": since_call}
+            if since_call == 0:
+                llm.update(call.record)
+            if not changed:
+                llm["unchanged"] = True
+                plan.clear()  # the model asked for something that did nothing: ask again
+            self.session.step(
+                episode,
+                step,
+                reward,
+                bool(terminated),
+                bool(truncated),
+                encoding.dumps(action),
+                encoding.dumps(observation),
+                encoding.dumps({**info, "llm": llm}),
+                self._payload(env, grid),
+            )
+            name = self.text.action_names[action]
+            history.append(
+                f"step {step}: {name}, reward {reward:g}" + ("" if changed else " (nothing changed)")
+            )
+            seen = now_seen
+            last_action = action
+            since_call += 1
+            step += 1
+        if step:  # an episode the step budget ran out on before its first step is no episode
+            self._end_episode(
+                episode, episode_seed, started_at, step, total_reward, terminated, truncated, counts
+            )
+
+    def _payload(self, env: gym.Env[Any, Any], grid: dict[str, Any] | None) -> bytes:
+        if grid is not None:
+            return json.dumps(grid, separators=(",", ":")).encode("utf-8")
+        if self.render_kind == render.PIXELS and self.session.render_fps > 0:
+            now = time.monotonic()
+            if now - self._last_frame >= 1.0 / self.session.render_fps:
+                self._last_frame = now
+                frame = env.render()
+                if frame is not None:
+                    return render.frame_payload(frame)  # type: ignore[arg-type]
+        return b""
+
+    async def _ask(
+        self,
+        seen: str,
+        history: deque[str],
+        step: int,
+        rng: np.random.Generator,
+        last_action: int | None,
+    ) -> Call:
+        params = self.params
+        lines = [f"Step {step} of this episode."]
+        if history:
+            lines += ["Recent steps:", *history]
+        lines += ["Now:", seen]
+        user = {"role": "user", "content": "\n".join(lines)}
+        action_count = len(self.text.action_names)
+        request: dict[str, Any] = {
+            "model": params.model,
+            "messages": [{"role": "system", "content": self.system}, user],
+            "temperature": params.temperature,
+            "max_tokens": params.max_tokens,
+            **replies.request_options(params.reply_format, action_count, params.plan_length),
+        }
+        key = request_key(request)
+        known = self.log.get(key)
+        if known is not None:
+            reply = Reply.from_record(known)
+        else:
+            reply = await self.endpoint.complete(request)
+            self.log.put(key, params.model, reply.record())
+        number = self.totals.calls
+        self.totals.calls += 1
+        error = ""
+        fallback = ""
+        try:
+            actions = replies.parse(
+                params.reply_format, reply.content, reply.tool_calls, action_count, params.plan_length
+            )
+        except replies.InvalidReply as exc:
+            error = str(exc)
+            fallback = params.fallback
+            actions = [self._fallback(rng, last_action)]
+        self._count(reply, valid=not error)
+        record: dict[str, Any] = {
+            "prompt": {"prefix": self.prefix_id, "messages": [user]},
+            "reply": reply.content if not reply.tool_calls else None,
+            "tool_calls": [{"name": name, "arguments": arguments} for name, arguments in reply.tool_calls],
+            "actions": actions,
+            "valid": not error,
+            "error": error,
+            "fallback": fallback,
+            "latency_ms": round(reply.latency_ms, 3),
+            "tokens_in": reply.tokens_in,
+            "tokens_out": reply.tokens_out,
+            "attempts": reply.attempts,
+            "source": reply.source,
+        }
+        return Call(number, actions, record, not error, reply)
+
+    def _fallback(self, rng: np.random.Generator, last_action: int | None) -> int:
+        fallback = self.params.fallback
+        if fallback == "noop" and self.text.noop is not None:
+            return self.text.noop
+        if fallback == "repeat" and last_action is not None:
+            return last_action
+        return int(rng.integers(len(self.text.action_names)))
+
+    def _count(self, reply: Reply, valid: bool) -> None:
+        totals = self.totals
+        totals.invalid += not valid
+        totals.tokens_in += reply.tokens_in
+        totals.tokens_out += reply.tokens_out
+        if reply.source == "cache":
+            totals.cached += 1
+            return
+        totals.latencies_ms.append(reply.latency_ms)
+        totals.cost_usd += self._cost(reply)
+
+    def _cost(self, reply: Reply) -> float:
+        """What a reply cost in USD at the prices given (nothing when it came from a response log)."""
+        if reply.source == "cache":
+            return 0.0
+        return (reply.tokens_in * self.params.price_in + reply.tokens_out * self.params.price_out) / 1e6
+
+    def success(self, total_reward: float, terminated: bool) -> bool:
+        """Whether an episode reached its goal: the end itself where every step costs (CliffWalking,
+        Taxi), else a positive return (FrozenLake, MiniGrid, Blackjack, …)."""
+        if self.text.game in _SUCCESS_IS_TERMINATION:
+            return terminated
+        return total_reward > 0
+
+    def _end_episode(
+        self,
+        episode: int,
+        seed: int | None,
+        started_at: float,
+        steps: int,
+        total_reward: float,
+        terminated: bool,
+        truncated: bool,
+        counts: Totals,
+    ) -> None:
+        totals = self.totals
+        success = self.success(total_reward, terminated)
+        totals.steps += steps
+        totals.episodes += 1
+        totals.successes += success
+        self.session.episode(
+            episode,
+            steps=steps,
+            total_reward=total_reward,
+            terminated=bool(terminated),
+            truncated=bool(truncated),
+            started_at=started_at,
+            seed=seed,
+            info=encoding.dumps(
+                {
+                    "success": success,
+                    "calls": counts.calls,
+                    "invalid": counts.invalid,
+                    "tokens_in": counts.tokens_in,
+                    "tokens_out": counts.tokens_out,
+                    "cost_usd": counts.cost_usd,
+                }
+            ),
+        )
+        at = totals.steps
+        latencies = totals.latencies_ms
+        points = [
+            ("episode/return", at, total_reward),
+            ("episode/length", at, float(steps)),
+            ("llm/success_rate", at, totals.successes / totals.episodes),
+            ("llm/invalid_reply_rate", at, totals.invalid / max(totals.calls, 1)),
+            ("llm/tokens_per_episode", at, float(counts.tokens_in + counts.tokens_out)),
+            ("llm/calls", at, float(totals.calls)),
+            ("llm/cached_calls", at, float(totals.cached)),
+            ("llm/cost_usd", at, totals.cost_usd),
+        ]
+        if latencies:
+            p50, p95 = np.percentile(latencies, [50, 95])
+            points += [("llm/latency_p50_ms", at, float(p50)), ("llm/latency_p95_ms", at, float(p95))]
+        self.session.metrics(points)
