@@ -101,7 +101,7 @@ def test_bad_config_names_the_field(client: DaemonClient, config_json: str, fiel
 
 
 def test_unavailable_worker_kind_is_refused_with_its_reason(client: DaemonClient) -> None:
-    config = random_config().model_copy(update={"worker": "spade_bdi"})
+    config = random_config().model_copy(update={"worker": "llm"})
     with pytest.raises(ConfigError, match="unavailable"):
         client.submit(config)
 

@@ -39,13 +39,15 @@ def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWi
     names = window.control.roster.display_names()
     assert names[:4] == [
         "Human-Only",
-        "Spade BDI Worker (unavailable)",
+        "Spade BDI Worker",
         "LLM Multi-Step Worker (unavailable)",
         "CleanRL Worker",
     ]
     assert "Random Baseline" in names
     spade = window.control.roster.item(1)
-    assert "unavailable" in spade.toolTip() and not spade.flags() & spade.flags().ItemIsEnabled
+    assert spade.flags() & spade.flags().ItemIsEnabled
+    llm = window.control.roster.item(2)
+    assert "unavailable" in llm.toolTip() and not llm.flags() & llm.flags().ItemIsEnabled
     # A first start (nothing remembered yet) opens on a playable game, not an empty picker.
     assert window.control.env_picker.env_id == "FrozenLake-v1"
 
@@ -62,7 +64,7 @@ def test_broken_worker_plugins_are_listed_greyed_with_their_error(
         names = roster.display_names()
         assert names[:4] == [
             "Human-Only",
-            "Spade BDI Worker (unavailable)",
+            "Spade BDI Worker",
             "LLM Multi-Step Worker (unavailable)",
             "CleanRL Worker",
         ]

@@ -63,9 +63,9 @@ def test_the_installed_catalog_is_the_roster_in_order() -> None:
         "Random Baseline",
     ]
     assert catalog.broken == ()
-    assert list(catalog.bundles()) == ["cleanrl"]
+    assert sorted(catalog.bundles()) == ["cleanrl", "spade_bdi"]
     assert catalog.spec("human").launch is Launch.CLIENT
-    assert not catalog.spec("spade_bdi").available
+    assert catalog.spec("spade_bdi").available and not catalog.spec("llm").available
     cleanrl = catalog.plugin("cleanrl")
     assert cleanrl.spec.capabilities.checkpoint and cleanrl.spec.capabilities.evaluation
     assert cleanrl.tabs(Lane.ANALYTICS) == LANE_TABS[Lane.ANALYTICS]
@@ -142,7 +142,7 @@ def test_cli_lists_broken_plugins_and_the_daemon_still_runs_workers(tmp_path: Pa
             ("random", "Random Baseline"),
         ):
             assert any(kind in line and name in line for line in lines), listed.stdout
-        assert any("spade_bdi" in line and "unavailable" in line for line in lines)
+        assert any("llm" in line and "unavailable" in line for line in lines)
         broken = [line for line in lines if "broken" in line]
         assert len(broken) == 3 and any("a_module_that_is_not_installed" in line for line in broken)
 
