@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/spade_bdi_worker/pyproject.toml
 
-.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-gui screenshots proto clean
+.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-bdi bench-gui screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -53,6 +53,9 @@ bench: install
 
 bench-cleanrl: install bundles
 	$(BIN)/python bench/cleanrl_overhead.py
+
+bench-bdi: install bundles
+	$(BIN)/python bench/bdi_frozenlake.py
 
 bench-gui: install
 	$(BIN)/python bench/gui_live.py
