@@ -29,7 +29,11 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
-from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
+from _daemon import (  # bench/ is on sys.path when a bench runs as a script
+    fresh_home,
+    release,
+    running_seconds,
+)
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
@@ -103,9 +107,8 @@ def through_gym_gui(client: DaemonClient, episodes: int, mode: str) -> Measured:
     wall = time.monotonic() - submitted
     if final.state is not RunState.COMPLETED:
         raise BenchError(f"run {record.run_id} ended {final.state.value}: {final.reason}")
-    history = client.get_run(record.run_id).history
-    running_at = next((c.time for c in history if c.to_state == RunState.RUNNING.value), None)
-    if running_at is None:
+    running = running_seconds(client, record.run_id)
+    if running is None:
         raise BenchError(f"run {record.run_id} has no RUNNING transition in its history")
     reader = TelemetryReader(RunDir(client.get_run(record.run_id).record.run_dir).telemetry_path)
     try:
@@ -115,7 +118,7 @@ def through_gym_gui(client: DaemonClient, episodes: int, mode: str) -> Measured:
         reader.close()
     if len(played) != episodes or stored != sum(e.steps for e in played):
         raise BenchError(f"run {record.run_id} stored {stored} steps of {len(played)} episodes: not lossless")
-    return Measured(episodes, stored, history[-1].time - running_at, wall)
+    return Measured(episodes, stored, running, wall)
 
 
 def main() -> int:
