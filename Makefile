@@ -4,9 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/llm_worker/pyproject.toml
+PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/spade_bdi_worker/pyproject.toml workers/llm_worker/pyproject.toml
 
-.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-gui bench-llm screenshots proto clean
+.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-bdi bench-gui bench-llm screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -24,6 +24,7 @@ install: sysdeps $(STAMP)
 # Worker venvs (bundles/*.txt); a no-op once installed, rebuilt when a requirements file changes.
 bundles: install
 	$(BIN)/gym-gui bundles install cleanrl
+	$(BIN)/gym-gui bundles install spade_bdi
 	$(BIN)/gym-gui bundles install llm
 
 sysdeps:
@@ -32,7 +33,7 @@ sysdeps:
 $(STAMP): $(PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e sdk -e workers/random_worker -e workers/cleanrl_worker -e workers/llm_worker -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e sdk -e workers/random_worker -e workers/cleanrl_worker -e workers/spade_bdi_worker -e workers/llm_worker -e ".[dev]"
 	@touch $(STAMP)
 
 lint:
@@ -53,6 +54,9 @@ bench: install
 
 bench-cleanrl: install bundles
 	$(BIN)/python bench/cleanrl_overhead.py
+
+bench-bdi: install bundles
+	$(BIN)/python bench/bdi_frozenlake.py
 
 bench-gui: install
 	$(BIN)/python bench/gui_live.py

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 
 
@@ -47,3 +48,12 @@ def release(client: DaemonClient, root: Path, keep: bool) -> None:
         print(f"kept {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def running_seconds(client: DaemonClient, run_id: str) -> float | None:
+    """An ended run's RUNNING span from its history: from the daemon reading the worker's STARTED (just
+    before its first step) to the final transition (after the worker flushed, the stream drained
+    into SQLite and the process exited). None when the run never ran."""
+    history = client.get_run(run_id).history
+    running_at = next((c.time for c in history if c.to_state == RunState.RUNNING.value), None)
+    return None if running_at is None else history[-1].time - running_at

@@ -32,7 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
+from _daemon import (  # bench/ is on sys.path when a bench runs as a script
+    fresh_home,
+    release,
+    running_seconds,
+)
 from gym_gui_random_worker.__main__ import make_env
 
 from gym_gui.core.config import parse_run_config
@@ -107,11 +111,9 @@ def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float)
     # from the first env.step to its commit on disk, and leaves out what is not the telemetry
     # path: interpreter start-up, imports and env creation of the worker process (~1 s,
     # which would dominate a short run). The supervisor's 0.1 s tick is still inside it.
-    history = client.get_run(record.run_id).history
-    running_at = next((c.time for c in history if c.to_state == RunState.RUNNING.value), None)
-    if running_at is None:
+    running = running_seconds(client, record.run_id)
+    if running is None:
         raise BenchError(f"run {record.run_id} has no RUNNING transition in its history")
-    running = history[-1].time - running_at
 
     telemetry = RunDir(home.run_dir(record.run_id)).telemetry_path
     conn = sqlite3.connect(telemetry.resolve().as_uri() + "?mode=ro", uri=True)

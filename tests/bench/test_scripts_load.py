@@ -17,6 +17,7 @@ def test_there_are_bench_scripts() -> None:
         "telemetry_throughput.py",
         "cleanrl_overhead.py",
         "gui_live.py",
+        "bdi_frozenlake.py",
     }
 
 

@@ -100,12 +100,6 @@ def test_bad_config_names_the_field(client: DaemonClient, config_json: str, fiel
     assert field in str(info.value)
 
 
-def test_unavailable_worker_kind_is_refused_with_its_reason(client: DaemonClient) -> None:
-    config = random_config().model_copy(update={"worker": "spade_bdi"})
-    with pytest.raises(ConfigError, match="unavailable"):
-        client.submit(config)
-
-
 @pytest.mark.parametrize("bad_id", ["../registry", "a/b", "..", ".hidden", ""])
 def test_run_ids_from_outside_are_validated(client: DaemonClient, bad_id: str) -> None:
     for call in (client.get_run, client.cancel, client.delete):

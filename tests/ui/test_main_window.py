@@ -21,7 +21,7 @@ from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
 from tests.support import pid_alive, run_record, wait_until
-from tests.workers.test_registry import BROKEN_SET, make_plugin_distribution
+from tests.workers.test_registry import BROKEN_SET, LATER_SET, make_plugin_distribution
 
 
 def run_info(worker: str, lane: str, state: RunState = RunState.COMPLETED) -> RunRecord:
@@ -35,25 +35,26 @@ def test_use_trained_says_so_when_no_run_has_a_model(window: MainWindow) -> None
     assert not panel.button.isEnabledTo(panel)
 
 
-def test_roster_is_exactly_as_named_with_unavailable_kinds_greyed(window: MainWindow) -> None:
+def test_roster_is_exactly_as_named_and_every_kind_can_run(window: MainWindow) -> None:
     names = window.control.roster.display_names()
     assert names[:4] == [
         "Human-Only",
-        "Spade BDI Worker (unavailable)",
+        "Spade BDI Worker",
         "LLM Multi-Step Worker",
         "CleanRL Worker",
     ]
     assert "Random Baseline" in names
-    spade = window.control.roster.item(1)
-    assert "unavailable" in spade.toolTip() and not spade.flags() & spade.flags().ItemIsEnabled
+    for row in range(4):
+        item = window.control.roster.item(row)
+        assert item.flags() & item.flags().ItemIsEnabled
     # A first start (nothing remembered yet) opens on a playable game, not an empty picker.
     assert window.control.env_picker.env_id == "FrozenLake-v1"
 
 
-def test_broken_worker_plugins_are_listed_greyed_with_their_error(
+def test_broken_and_unavailable_worker_plugins_are_listed_greyed_with_why(
     qtbot: QtBot, home: Home, link: DaemonLink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(make_plugin_distribution(tmp_path / "site", BROKEN_SET)))
+    monkeypatch.syspath_prepend(str(make_plugin_distribution(tmp_path / "site", {**BROKEN_SET, **LATER_SET})))
     worker_catalog.cache_clear()
     try:
         window = MainWindow(link, Settings(home.root))
@@ -62,13 +63,16 @@ def test_broken_worker_plugins_are_listed_greyed_with_their_error(
         names = roster.display_names()
         assert names[:4] == [
             "Human-Only",
-            "Spade BDI Worker (unavailable)",
+            "Spade BDI Worker",
             "LLM Multi-Step Worker",
             "CleanRL Worker",
         ]
         assert sorted(names[-3:]) == sorted(f"{name} (broken)" for name in BROKEN_SET)
         broken = roster.item(roster.count() - 3)
         assert not broken.flags() & broken.flags().ItemIsEnabled
+        later = roster.item(names.index("Later Worker (unavailable)"))
+        assert "it does not run on this platform yet" in later.toolTip()
+        assert not later.flags() & later.flags().ItemIsEnabled
         tips = " ".join(roster.item(row).toolTip() for row in range(roster.count()))
         assert "a_module_that_is_not_installed" in tips and "already taken by gym-gui-random-worker" in tips
         # The working kinds are still selectable.

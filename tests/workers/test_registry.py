@@ -26,6 +26,14 @@ SECOND_RANDOM = WorkerPlugin(
     launcher=lambda context: ModuleLauncher(context, "tp_plugins"),
 )
 NOT_A_PLUGIN = {"kind": "dict"}
+LATER = WorkerPlugin(
+    WorkerSpec(
+        kind="tp_later",
+        display_name="Later Worker",
+        lane=Lane.TELEMETRY,
+        unavailable_reason="it does not run on this platform yet",
+    )
+)
 """
 
 
@@ -50,6 +58,8 @@ BROKEN_SET = {
     "tp_second_random": "tp_plugins:SECOND_RANDOM",
     "tp_not_a_plugin": "tp_plugins:NOT_A_PLUGIN",
 }
+# A kind that is listed but cannot run (its spec says why).
+LATER_SET = {"tp_later": "tp_plugins:LATER"}
 
 
 def test_the_installed_catalog_is_the_roster_in_order() -> None:
@@ -63,9 +73,9 @@ def test_the_installed_catalog_is_the_roster_in_order() -> None:
         "Random Baseline",
     ]
     assert catalog.broken == ()
-    assert sorted(catalog.bundles()) == ["cleanrl", "llm"]
+    assert sorted(catalog.bundles()) == ["cleanrl", "llm", "spade_bdi"]
     assert catalog.spec("human").launch is Launch.CLIENT
-    assert not catalog.spec("spade_bdi").available
+    assert catalog.spec("spade_bdi").available
     llm = catalog.spec("llm")
     assert llm.available and llm.lane is Lane.HYBRID and llm.bundle == "llm"
     assert llm.secrets == ("LLM_API_KEY",)
@@ -133,7 +143,7 @@ def cli(*args: str, home: Path, pythonpath: Path) -> subprocess.CompletedProcess
 
 
 def test_cli_lists_broken_plugins_and_the_daemon_still_runs_workers(tmp_path: Path) -> None:
-    site = make_plugin_distribution(tmp_path / "site", BROKEN_SET)
+    site = make_plugin_distribution(tmp_path / "site", {**BROKEN_SET, **LATER_SET})
     home = tmp_path / "home"
     try:
         listed = cli("workers", home=home, pythonpath=site)
@@ -145,7 +155,7 @@ def test_cli_lists_broken_plugins_and_the_daemon_still_runs_workers(tmp_path: Pa
             ("random", "Random Baseline"),
         ):
             assert any(kind in line and name in line for line in lines), listed.stdout
-        assert any("spade_bdi" in line and "unavailable" in line for line in lines)
+        assert any("tp_later" in line and "unavailable: it does not run" in line for line in lines)
         broken = [line for line in lines if "broken" in line]
         assert len(broken) == 3 and any("a_module_that_is_not_installed" in line for line in broken)
 
@@ -179,6 +189,19 @@ def test_cli_lists_broken_plugins_and_the_daemon_still_runs_workers(tmp_path: Pa
             refused.stderr.startswith("error: ")
             and "the 'tp_broken' worker plugin is broken" in refused.stderr
         )
+        later = cli(
+            "train",
+            "--worker",
+            "tp_later",
+            "--env",
+            "FrozenLake-v1",
+            "--episodes",
+            "5",
+            home=home,
+            pythonpath=site,
+        )
+        assert later.returncode == 1 and later.stderr.startswith("error: ")
+        assert "'Later Worker' is unavailable: it does not run on this platform yet" in later.stderr
     finally:
         cli("daemon", "stop", home=home, pythonpath=site)
 

@@ -7,10 +7,11 @@ import logging
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -513,6 +514,43 @@ class WorkerSession:
                 except WorkerError:
                     return
             self._closed.wait(min(self.batch_seconds, self.heartbeat_seconds) / 2)
+
+
+def run_worker(
+    name: str,
+    body: Callable[[WorkerSession, Registration], str],
+    known_errors: tuple[type[BaseException], ...] = (),
+) -> int:
+    """The life of a worker process: register with the daemon, take the run's telemetry batching,
+    run ``body`` and report how it ended; returns the process's exit status.
+
+    ``body`` returns ``"stopped"`` (the run ends CANCELLED) or anything else (COMPLETED). An
+    exception of a ``known_errors`` type fails the run with its message, one line the user reads;
+    any other fails it with its type and is raised again (its traceback goes to the worker's log).
+    """
+    session = WorkerSession.from_env()
+    session.install_signal_handlers()
+    registration = session.start()
+    telemetry = registration.config.get("telemetry") or {}
+    session.batch_steps = int(telemetry.get("batch_steps", session.batch_steps))
+    session.batch_seconds = float(telemetry.get("batch_seconds", session.batch_seconds))
+    try:
+        outcome = body(session, registration)
+    except WorkerError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 1
+    except known_errors as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        session.finish(Phase.FAILED, str(exc))
+        return 1
+    except Exception as exc:
+        session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    if outcome == "stopped":
+        session.finish(Phase.CANCELLED, "stopped on request")
+    else:
+        session.finish(Phase.COMPLETED, "budget reached")
+    return 0
 
 
 _RETRYABLE = frozenset(

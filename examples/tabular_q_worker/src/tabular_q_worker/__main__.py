@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gym_gui_sdk import encoding, render
-from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
+from gym_gui_sdk.worker import WorkerSession, run_worker
 
 from tabular_q_worker.agent import QLearner
 from tabular_q_worker.params import resolve
@@ -147,26 +147,11 @@ def _learn(
 
 
 def main() -> int:
-    session = WorkerSession.from_env()
-    session.install_signal_handlers()
-    registration = session.start()
-    config = registration.config
-    telemetry = config.get("telemetry") or {}
-    session.batch_steps = int(telemetry.get("batch_steps", session.batch_steps))
-    session.batch_seconds = float(telemetry.get("batch_seconds", session.batch_seconds))
-    try:
-        outcome = train(session, config, Path(registration.run_dir))
-    except WorkerError as exc:
-        print(f"tabular_q worker: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
-        raise
-    if outcome == "stopped":
-        session.finish(Phase.CANCELLED, "stopped on request")
-    else:
-        session.finish(Phase.COMPLETED, "budget reached")
-    return 0
+    # Registers, runs train with the run's config, and reports how it ended (the SDK's run_worker).
+    return run_worker(
+        "tabular_q worker",
+        lambda session, registration: train(session, registration.config, Path(registration.run_dir)),
+    )
 
 
 if __name__ == "__main__":

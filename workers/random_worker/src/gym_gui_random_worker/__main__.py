@@ -9,7 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 from gym_gui_sdk import encoding, render
-from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
+from gym_gui_sdk.worker import WorkerSession, run_worker
 
 # Environment families that register their ids on import.
 _FAMILY_MODULES = {"MiniGrid-": "minigrid", "BabyAI-": "minigrid", "ALE/": "ale_py"}
@@ -102,26 +102,7 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    session = WorkerSession.from_env()
-    session.install_signal_handlers()
-    registration = session.start()
-    config = registration.config
-    telemetry = config.get("telemetry") or {}
-    session.batch_steps = int(telemetry.get("batch_steps", session.batch_steps))
-    session.batch_seconds = float(telemetry.get("batch_seconds", session.batch_seconds))
-    try:
-        outcome = play(session, config)
-    except WorkerError as exc:
-        print(f"random worker: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
-        raise
-    if outcome == "stopped":
-        session.finish(Phase.CANCELLED, "stopped on request")
-    else:
-        session.finish(Phase.COMPLETED, "budget reached")
-    return 0
+    return run_worker("random worker", lambda session, registration: play(session, registration.config))
 
 
 if __name__ == "__main__":

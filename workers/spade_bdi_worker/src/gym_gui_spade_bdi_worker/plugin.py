@@ -1,0 +1,155 @@
+"""The Spade BDI worker's plugin: how gym_gui lists, checks, describes and launches its runs.
+
+This module runs in gym_gui's own environment (the daemon loads it through the ``gym_gui.workers``
+entry point), with the plain modules it shares with the worker (params, environments, checkpoint);
+everything that imports SPADE runs inside the spade_bdi bundle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gym_gui.core.config import RunConfig
+from gym_gui.core.errors import ConfigError, InvalidRunId
+from gym_gui.core.ids import validate_run_id
+from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
+from gym_gui.envs.check import check_env
+from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModuleLauncher, WorkerPlugin
+from gym_gui_spade_bdi_worker.checkpoint import FINAL, CheckpointRefused, QTableFile
+from gym_gui_spade_bdi_worker.environments import EnvRefused, grid_map, make_env, run_env_kwargs, table_shape
+from gym_gui_spade_bdi_worker.params import PARAMETERS, PASSWORD_ENV, problems, resolve
+
+PACKAGE = "gym_gui_spade_bdi_worker"
+
+BUNDLE = BundleSpec(
+    name="spade_bdi",
+    requirements="bundles/spade_bdi.txt",
+    local_packages=("sdk", "workers/spade_bdi_worker"),
+    check_imports=("spade", "spade_bdi", "pyjabber", "gymnasium", "gym_gui_sdk", PACKAGE),
+)
+
+
+class SpadeBDILauncher(ModuleLauncher):
+    """``python -m gym_gui_spade_bdi_worker`` in the spade_bdi bundle, after checking what it cannot learn."""
+
+    def __init__(self, context: LaunchContext) -> None:
+        super().__init__(context, PACKAGE, bundle=BUNDLE.name)
+
+    def validate(self, config: RunConfig) -> None:
+        """Refuse, before the run is stored, parameters it does not have, environments without a
+        table, plans that are not there, and Q-tables of another environment, shape or content.
+
+        Raises:
+            ConfigError: naming the field and what is wrong.
+        """
+        self._q_table(config)
+
+    def _q_table(self, config: RunConfig) -> Path | None:
+        """The checked Q-table the run starts from (warm start, or the one an evaluation plays)."""
+        if config.mode not in ("train", "evaluate"):
+            raise ConfigError(f"field 'mode': the Spade BDI worker trains or evaluates, got {config.mode!r}")
+        for name, problem in problems(config.params):
+            raise ConfigError(f"field 'params.{name}': {problem}")
+        values = resolve(config.params)
+        asl = str(values["asl"]).strip()
+        if asl:
+            path = Path(asl)
+            if not path.is_absolute():
+                raise ConfigError(
+                    f"field 'params.asl': must be an absolute path (got {asl!r}); the daemon has another working directory"
+                )
+            if not path.is_file():
+                raise ConfigError(f"field 'params.asl': no plans file at {path}")
+        check_env(config.env_id)
+        source: Path | None = None
+        if config.mode == "evaluate":
+            if config.evaluation is None or config.budget.episodes is None:
+                raise ConfigError("field 'budget.episodes': an evaluation plays a number of episodes")
+            field = "evaluation.checkpoint"
+            source = self._in_run(config.evaluation.run_id, config.evaluation.checkpoint, field)
+        elif str(values["warm_start"]).strip():
+            run_id, _, inside = str(values["warm_start"]).strip().partition("/")
+            field = "params.warm_start"
+            source = self._in_run(run_id, inside or None, field)
+        table = None
+        if source is not None:
+            try:
+                table = QTableFile.load(source)
+            except CheckpointRefused as exc:
+                raise ConfigError(f"field '{field}': {exc}") from None
+        try:
+            env = make_env(config.env_id, run_env_kwargs(config.model_dump(), table))
+        except EnvRefused as exc:
+            raise ConfigError(str(exc)) from None
+        try:
+            shape, grid = table_shape(env), grid_map(env)
+        finally:
+            env.close()
+        if table is None or source is None:
+            return None
+        try:
+            table.check_fits(config.env_id, shape, grid, source)
+        except CheckpointRefused as exc:
+            raise ConfigError(f"field '{field}': {exc}") from None
+        return source
+
+    def _in_run(self, run_id: str, inside: str | None, field: str) -> Path:
+        """A file inside run ``run_id`` (its final Q-table by default), refusing paths that leave it."""
+        try:
+            validate_run_id(run_id)
+        except InvalidRunId as exc:
+            raise ConfigError(f"field '{field}': {exc}") from None
+        run_dir = self.context.home.run_dir(run_id)
+        if not run_dir.is_dir():
+            raise ConfigError(f"field '{field}': no run {run_id}")
+        path = (run_dir / (inside or FINAL)).resolve()
+        if not path.is_relative_to(run_dir.resolve()):
+            raise ConfigError(f"field '{field}': {inside!r} is outside run {run_id}")
+        if not path.is_file():
+            raise ConfigError(f"field '{field}': run {run_id} has no Q-table at {inside or FINAL}")
+        return path
+
+    def plan(
+        self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
+    ) -> LaunchPlan:
+        source = self._q_table(config)
+        argv = [str(self.python()), "-m", PACKAGE]
+        if source is not None:
+            argv += ["--q-table", str(source)]
+        secrets: dict[str, str] = {}
+        if resolve(config.params)["xmpp_server"] == "external":
+            if not secret_env.get(PASSWORD_ENV):
+                raise ConfigError(
+                    f"field 'params.xmpp_server': an external XMPP server needs the agent's password "
+                    f"in the run's environment as {PASSWORD_ENV}"
+                )
+            secrets[PASSWORD_ENV] = secret_env[PASSWORD_ENV]
+        return LaunchPlan(
+            argv=argv, secrets=secrets, manifest={"q_table_source": str(source) if source else None}
+        )
+
+    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
+        """The parameters gym_gui's generated form shows, one editor each."""
+        return {"parameters": [parameter.describe() for parameter in PARAMETERS]}
+
+
+PLUGIN = WorkerPlugin(
+    WorkerSpec(
+        kind="spade_bdi",
+        display_name="Spade BDI Worker",
+        # Every step is stored: watched live, replayed with its Q-values, curves in Charts.
+        lane=Lane.TELEMETRY,
+        # Pause halts the reasoning cycle; Checkpoint now saves the Q-table; its tables play back greedily.
+        capabilities=Capabilities(pause=True, checkpoint=True, evaluation=True),
+        bundle=BUNDLE.name,
+        rank=10,
+        # An external XMPP server's password: from the submitter's shell (CLI) or the form, never stored.
+        secrets=(PASSWORD_ENV,),
+        description="A SPADE BDI agent whose AgentSpeak plans learn by Q-learning (FrozenLake, CliffWalking, Taxi).",
+    ),
+    bundle=BUNDLE,
+    launcher=SpadeBDILauncher,
+    tabs={Lane.TELEMETRY: ("live", "charts", "checkpoints", "replay")},
+)
