@@ -93,7 +93,6 @@ class CleanRLForm(RunForm):
         self.env_note = QLabel()
         self.env_note.setObjectName("envNote")
         self.env_note.setWordWrap(True)
-        self.env_note.hide()
         self.seed_spin = QSpinBox()
         self.seed_spin.setRange(0, SEED_MAX)
         self.timesteps_edit = QLineEdit()
@@ -138,9 +137,10 @@ class CleanRLForm(RunForm):
         gpu_row.addWidget(self.deterministic_check, 1, 1)
         gpu_row.setColumnStretch(2, 1)
         common = QGroupBox("Common")
-        form = QFormLayout(common)
+        form = self.common_rows = QFormLayout(common)
         form.addRow("Environment", self.env_combo)
         form.addRow("", self.env_note)
+        form.setRowVisible(self.env_note, False)  # shown when the envs are not known
         form.addRow("Seed", self.seed_spin)
         form.addRow("Total timesteps", self.timesteps_edit)
         form.addRow("Resources", gpu_row)
@@ -293,11 +293,13 @@ class CleanRLForm(RunForm):
             self._validate()
             return
         info = next((a for a in self.algorithms if a["name"] == algorithm), {})
-        envs = (description.details.get("envs") or {}).get("envs")
+        answer = description.details.get("envs") or {}
+        envs = answer.get("envs")
         self.model.use_script(algorithm, arguments, info.get("default_env") or "", envs)
         self._show_envs(
             envs,
-            f"{algorithm} makes its environments with {info.get('env_family') or 'its own library'}, "
+            answer.get("error")
+            or f"{algorithm} makes its environments with {info.get('env_family') or 'its own library'}, "
             "which gym_gui cannot list: the daemon checks the id typed here.",
         )
         self.params_box.show_params(
@@ -339,7 +341,7 @@ class CleanRLForm(RunForm):
         if envs is None and self.env_combo.findText(self.model.env_id) < 0:
             self.env_combo.insertItem(0, self.model.env_id)  # the script's own env is one to offer
         self.env_note.setText(unknown if envs is None else "")
-        self.env_note.setVisible(envs is None)
+        self.common_rows.setRowVisible(self.env_note, envs is None)
         self._show_model()
 
     def param_names(self) -> list[str]:

@@ -174,7 +174,10 @@ class CleanRLLauncher:
         }
         if query.get("algorithm"):
             description["arguments"] = self.arguments(source, query["algorithm"])
-            description["envs"] = self.envs(source, query["algorithm"])
+            try:
+                description["envs"] = self.envs(source, query["algorithm"])
+            except ConfigError as exc:  # the script's arguments are still worth showing
+                description["envs"] = {"envs": None, "error": f"its environments could not be listed: {exc}"}
         return description
 
     # ------------------------------------------------------------ checks
