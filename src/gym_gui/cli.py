@@ -597,6 +597,10 @@ def algorithms(
                 escape(param.get("help") or ""),
             )
         console.print(table)
+        envs = (description.details.get("envs") or {}).get("envs")
+        if envs is not None:  # the worker's word on what the script trains on in its bundle
+            trains = ", ".join(env["id"] for env in envs if not env.get("reason")) or "none"
+            console.print(f"{algo} trains on here: {trains}", markup=False, highlight=False)
         return
     table = Table("algorithm", "environments", "default env", "runnable")
     for entry in description.details.get("algorithms") or []:

@@ -176,6 +176,109 @@ def test_env_family_and_missing_modules_by_env_id(cleanrl_python: Path) -> None:
         assert "pip install" in cheetah and "mujoco" in cheetah
 
 
+# ---------------------------------------------------------------- the environments each script trains on
+
+
+def _envs(python: Path, algo: str, *also: str, scripts_dir: Path | None = None) -> dict[str, Any]:
+    where = ["--scripts-dir", str(scripts_dir)] if scripts_dir else []
+    return _describe_cli(python, *where, "--algo", algo, "--envs", *also)
+
+
+def test_the_bundle_makes_each_registered_env_once_and_says_why_not(cleanrl_python: Path) -> None:
+    table = _cached_cli(cleanrl_python, "--env-table")
+    rows = {(row["api"], row["env_id"]): row for row in table}
+    for api in ("gym", "gymnasium"):
+        cartpole = rows[(api, "CartPole-v1")]
+        assert (
+            cartpole["problem"] == "" and cartpole["action"] == "discrete" and cartpole["array_observations"]
+        )
+        lake = rows[(api, "FrozenLake-v1")]
+        assert (
+            lake["problem"] == ""
+            and not lake["array_observations"]
+            and "Discrete(16)" in lake["observation_space"]
+        )
+        assert rows[(api, "Pendulum-v1")]["action"] == "continuous"
+        # No Box2D in the bundle: its ids are registered, not made, and the hint says what to install.
+        lander = rows[(api, "LunarLander-v2")]["problem"]
+        assert "needs Box2D" in lander and "pip install box2d-py" in lander
+        # MuJoCo's maintained bindings make -v4; the -v3 ids want mujoco-py.
+        assert rows[(api, "HalfCheetah-v4")]["problem"] == "", rows[(api, "HalfCheetah-v4")]
+        assert rows[(api, "HalfCheetah-v4")]["action"] == "continuous"
+        assert "pip install free-mujoco-py" in rows[(api, "HalfCheetah-v3")]["problem"]
+    # Old gym reaches gymnasium's MuJoCo -v4 ids through the launcher's compat patch, as a run does.
+    assert ("gym", "Hopper-v4") in rows
+    # gymnasium's wrappers of another id are no environments of their own.
+    assert not any(env_id.startswith("GymV2") for _, env_id in rows)
+    # Nothing the app's gymnasium 1.4 has and the bundle's packages lack.
+    assert not {("gym", "Taxi-v4"), ("gymnasium", "Taxi-v4"), ("gymnasium", "HalfCheetah-v5")} & set(rows)
+
+
+def test_scripts_say_how_they_make_envs_and_what_actions_they_take(cleanrl_python: Path) -> None:
+    listed = {a["name"]: a for a in _cached_cli(cleanrl_python, "--list")}
+    expected = {
+        "ppo": ("gym", "discrete"),
+        "c51": ("gym", "discrete"),
+        "dqn": ("gymnasium", "discrete"),
+        "ppo_continuous_action": ("gymnasium", "continuous"),
+        "ddpg_continuous_action": ("gymnasium", "continuous"),
+        "sac_continuous_action": ("gym", "continuous"),
+        "td3_continuous_action": ("gym", "continuous"),
+    }
+    for name, (api, actions) in expected.items():
+        assert (listed[name]["env_api"], listed[name]["action_space"]) == (api, actions), name
+        assert listed[name]["array_observations"], name
+    tyro = _describe_cli(cleanrl_python, "--scripts-dir", str(TYRO_CHECKOUT), "--list")[0]
+    assert (tyro["env_api"], tyro["action_space"]) == ("gymnasium", "discrete")
+
+
+def test_each_script_is_offered_what_it_trains_on_and_told_why_not_the_rest(cleanrl_python: Path) -> None:
+    asked = ("CartPole-v1", "Taxi-v4", "LunarLander-v3", "HalfCheetah-v5", "Pendulum-v1", "FrozenLake-v1")
+    ppo = _envs(cleanrl_python, "ppo", *asked)
+    assert ppo["api"] == "gym 0.23.1"
+    reasons = {env["id"]: env["reason"] for env in ppo["envs"]}
+    trains = [env_id for env_id, reason in reasons.items() if not reason]
+    assert trains == ["CartPole-v0", "CartPole-v1", "MountainCar-v0", "Acrobot-v1"]
+    assert reasons["Taxi-v4"].startswith("Taxi-v4 is not registered in gym 0.23.1 here")
+    assert "it has Taxi-v3" in reasons["Taxi-v4"] and "Discrete(500)" in reasons["Taxi-v4"]
+    assert (
+        "it has LunarLander-v2" in reasons["LunarLander-v3"]
+        and "pip install box2d-py" in reasons["LunarLander-v3"]
+    )
+    assert "ppo trains discrete actions only" in reasons["Pendulum-v1"]
+    assert "ppo trains discrete actions only" in reasons["HalfCheetah-v5"]
+    assert "observation" in reasons["FrozenLake-v1"]
+    # What a missing module keeps from it is listed with the install hint; MuJoCo's old versions are not
+    # (their -v4 is made here, it is continuous, and nobody asked).
+    assert "pip install box2d-py" in reasons["LunarLander-v2"]
+    assert not any(env_id.startswith("HalfCheetah-v") and env_id != "HalfCheetah-v5" for env_id in reasons)
+
+    sac = {env["id"]: env["reason"] for env in _envs(cleanrl_python, "sac_continuous_action", *asked)["envs"]}
+    assert sac["Pendulum-v1"] == "" and sac["Hopper-v4"] == "" and sac["HalfCheetah-v4"] == ""
+    assert sac["HalfCheetah-v5"].endswith("choose HalfCheetah-v4")
+    assert "continuous actions only" in sac["CartPole-v1"]
+    dqn = _envs(cleanrl_python, "dqn", "CartPole-v1")
+    assert dqn["api"] == "gymnasium 0.29.1" and {"id": "CartPole-v1", "reason": ""} in dqn["envs"]
+    # EnvPool, Procgen …: their own library makes the envs, no registry lists them.
+    assert _envs(cleanrl_python, "ppo_procgen")["envs"] is None
+    tyro = _envs(cleanrl_python, "ppo", scripts_dir=TYRO_CHECKOUT)
+    assert tyro["api"] == "gymnasium 0.29.1" and {"id": "CartPole-v1", "reason": ""} in tyro["envs"]
+
+
+def test_a_run_on_an_env_its_script_cannot_train_on_is_refused_with_the_same_reason(
+    cleanrl_python: Path,
+) -> None:
+    refused = ("Taxi-v4", "Pendulum-v1", "LunarLander-v2", "FrozenLake-v1")
+    offered = {env["id"]: env["reason"] for env in _envs(cleanrl_python, "ppo", *refused)["envs"]}
+    for env_id in refused:
+        answer = _describe_cli(
+            cleanrl_python, "--algo", "ppo", "--values", "{}", "--env-id", env_id, expect_rc=1
+        )
+        assert answer["error"] == offered[env_id] != ""
+    resolved = _describe_cli(cleanrl_python, "--algo", "ppo", "--values", "{}", "--env-id", "Acrobot-v1")
+    assert resolved["argv"] == []
+
+
 # ---------------------------------------------------------------- argparse scripts (the PyPI release)
 
 

@@ -390,13 +390,18 @@ def test_sac_trains_on_its_default_mujoco_env_and_its_model_plays_with_frames_he
     assert isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.std() > 0  # a picture, not a blank
 
 
-def test_an_env_cleanrl_cannot_make_fails_with_its_message(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
+def test_an_env_the_bundle_does_not_have_is_refused_before_anything_is_stored(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
     client, _home = cleanrl_daemon
-    # A classic-control family the bundle has, in a version its gym does not know.
-    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v9", 2048))
-    final = client.wait_for_end(record.run_id, timeout=120)
-    assert final.state is RunState.FAILED
-    assert "CartPole" in final.reason and "v9" in final.reason
+    # A classic-control family the bundle has, in a version its gym does not know: refused at submit,
+    # with the versions it has, rather than a run that fails at start.
+    with pytest.raises(
+        ConfigError,
+        match=r"^CartPole-v9 is not registered in gym 0\.23\.1 here, .*choose CartPole-v0 or CartPole-v1$",
+    ):
+        client.submit(cleanrl_config("ppo", "CartPole-v9", 2048))
+    assert all(run.env_id != "CartPole-v9" for run in client.list_runs(include_archived=True))
 
 
 def _processes_mentioning(text: str) -> list[int]:

@@ -63,7 +63,7 @@ SCRIPT = [
     Step("gym-gui bundles list cleanrl", says="cleanrl"),
     Step("gym-gui bundles check cleanrl", says="ok"),
     Step("gym-gui algorithms", says="ppo"),
-    Step("gym-gui algorithms --algo ppo", says="--learning-rate"),
+    Step("gym-gui algorithms --algo ppo", says="trains on here: CartPole-v0, CartPole-v1"),
     Step(
         "gym-gui train --worker cleanrl --algo ppo --env CartPole-v1 --total-timesteps 20000 "
         "--param learning-rate=3e-4 --checkpoint-every 5000",

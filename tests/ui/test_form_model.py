@@ -122,6 +122,37 @@ def test_each_field_says_why_it_is_not_valid() -> None:
     assert config.params == {"buffer-size": 5000}
 
 
+def test_only_an_env_the_script_trains_on_in_its_bundle_makes_a_run() -> None:
+    envs = [
+        {"id": "CartPole-v1", "reason": ""},
+        {"id": "Acrobot-v1", "reason": ""},
+        {"id": "Taxi-v4", "reason": "Taxi-v4 is not registered in gym 0.23.1 here; it has Taxi-v3, but …"},
+    ]
+    # A remembered env the script cannot train on gives way to the script's default env …
+    model = CleanRLModel("cleanrl", mapped=dict(MAPPED))
+    model.restore({"algorithm": "dqn", "defaults_from": "dqn", "env_id": "Taxi-v4"})
+    model.use_script("dqn", SCRIPT, "Acrobot-v1", envs)
+    assert model.env_id == "Acrobot-v1" and model.errors() == {}
+    assert model.trainable_envs() == ["CartPole-v1", "Acrobot-v1"]
+    # … or, when that is not among them either, to the first one it trains on.
+    model.use_script("dqn", SCRIPT, "Pendulum-v1", [*envs, {"id": "Pendulum-v1", "reason": "continuous"}])
+    model.env_id = "Pendulum-v1"
+    assert model.errors() == {"env_id": "continuous"}
+    model.use_script("dqn", SCRIPT, "Pendulum-v1", [*envs, {"id": "Pendulum-v1", "reason": "continuous"}])
+    assert model.env_id == "CartPole-v1"
+
+    # Set anyway (a config file, a stale value), it is not a run: the reason names it.
+    model.env_id = "Taxi-v4"
+    assert model.errors() == {"env_id": envs[2]["reason"]}
+    with pytest.raises(ConfigError, match="field 'env_id': Taxi-v4 is not registered"):
+        model.to_config()
+    model.env_id = "MiniGrid-Empty-5x5-v0"
+    assert "not among the environments dqn trains on" in model.errors()["env_id"]
+    # While the bundle's word is not there (no bundle yet), any id goes to the daemon to judge.
+    model.forget_script()
+    assert model.envs is None and "env_id" not in model.errors()
+
+
 def test_tracking_and_the_key_that_is_never_remembered() -> None:
     model = _dqn()
     model.tracking.wandb_api_key = "key-9c1e"
@@ -203,9 +234,10 @@ def test_the_real_ppo_arguments_leave_nothing_changed(home: Home) -> None:
     assert launcher is not None
     described = launcher.describe({"algorithm": "ppo"})
     model = CleanRLModel("cleanrl", mapped=described["mapped"])
-    model.use_script("ppo", described["arguments"])
+    model.use_script("ppo", described["arguments"], "", described["envs"]["envs"])
     assert not set(described["mapped"]) & set(model.params.names())
     assert "learning-rate" in model.params.names() and model.errors() == {}
+    assert model.env_id == "CartPole-v1" and "Acrobot-v1" in model.trainable_envs()
     assert model.to_config().params == {}
 
 

@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QByteArray
+from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtWidgets import QCheckBox, QLineEdit, QMainWindow, QMessageBox
 from pytestqt.qtbot import QtBot
 
@@ -108,13 +108,11 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert "<cleanrl bundle>/bin/python -m gym_gui_cleanrl_worker train --script <cleanrl bundle>/" in preview
     assert "/cleanrl/ppo.py" in preview
     assert form.config().params == {"learning-rate": 0.0003}
-    # What only the daemon knows to refuse (an env family the bundle lacks) comes back from its validate.
+    # An env family the bundle lacks is greyed with its install hint, and cannot be chosen.
+    pong = form.env_combo.findText("ALE/Pong-v5")
+    assert pong >= 0 and "needs ale_py" in form.env_combo.itemData(pong, Qt.ItemDataRole.ToolTipRole)
     form.set_env("ALE/Pong-v5")
-    assert form.submit_button.isEnabled()
-    qtbot.waitUntil(lambda: "needs ale_py" in form.preview.error(), timeout=DESCRIBE_TIMEOUT)
-    assert form.preview.plan is None and form.preview.text() == ""
-    form.set_env("CartPole-v1")
-    _preview(qtbot, form, "--learning-rate 0.0003")
+    assert form.env_combo.currentText() == "CartPole-v1" and form.model.env_id == "CartPole-v1"
     assert form.preview.error() == ""
 
     # An empty value means "the script's default"; an int field refuses a fraction.
@@ -145,6 +143,9 @@ def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     qtbot.addWidget(form)
     qtbot.waitUntil(lambda: form.bundle_installed is False, timeout=30_000)
     assert "installed on first use" in form.bundle_note.text()
+    # Which envs a script trains on is the bundle's to say: until then any id, and how to get the bundle.
+    assert form.env_note.isVisibleTo(form) and "gym-gui bundles install cleanrl" in form.env_note.text()
+    assert form.env_combo.isEditable() and form.env_combo.findText("Taxi-v4") >= 0
     assert form.ready and form.algorithm() == "ppo" and form.param_names() == []
     assert form.submit_button.isEnabled()
     assert form.config().algorithm == "ppo"

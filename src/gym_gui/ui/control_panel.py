@@ -1,4 +1,5 @@
-"""The left dock: Human | Agent, the environment picker with its Game Info, the worker roster and its form."""
+"""The left dock: Human | Agent, then what that mode needs — Human: the environment picker with its Game
+Info; Agent: the worker roster and its form (whose environment field is the run's one choice)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,10 @@ class Roster(QListWidget):
                 item.setToolTip(f"{entry.display_name} is unavailable: {entry.reason}")
                 item.setText(f"{entry.display_name} ({'broken' if entry.spec is None else 'unavailable'})")
             self.addItem(item)
+        # Every kind in view at once: the roster never scrolls, the form below it takes the rest.
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        rows = sum(self.sizeHintForRow(row) for row in range(self.count()))
+        self.setFixedHeight(rows + 2 * self.frameWidth())
         self.currentItemChanged.connect(self._changed)
 
     def kind(self) -> str:
@@ -182,7 +187,12 @@ class UseTrainedPanel(QWidget):
 
 
 class ControlPanel(QWidget):
-    """Everything on the left: what to play or train, and how."""
+    """Everything on the left: what to play or train, and how.
+
+    One page per mode, so one environment choice is on screen at a time: in Human mode the picker
+    (what the centre plays), in Agent mode the form's own field (what the run trains on, among the
+    environments its worker can run). The Agent page gives the form all the height the roster leaves.
+    """
 
     mode_changed = Signal(str)
     env_changed = Signal(str)
@@ -223,16 +233,23 @@ class ControlPanel(QWidget):
         self.forms.addWidget(self.trained)
         self._forms: dict[str, QWidget] = {}
 
-        self.agent_box = QGroupBox("Agent")
+        self.agent_box = QWidget()
+        self.agent_box.setObjectName("agentPage")
         agent_layout = QVBoxLayout(self.agent_box)
+        agent_layout.setContentsMargins(0, 0, 0, 0)
         agent_layout.addWidget(self.roster)
         agent_layout.addLayout(train_row)
         agent_layout.addWidget(self.forms, 1)
 
+        self.env_box = env_box
+        self.pages = QStackedWidget()
+        self.pages.setObjectName("controlPages")
+        self.pages.addWidget(env_box)
+        self.pages.addWidget(self.agent_box)
+
         layout = QVBoxLayout(self)
         layout.addLayout(mode_row)
-        layout.addWidget(env_box, 2)
-        layout.addWidget(self.agent_box, 3)
+        layout.addWidget(self.pages, 1)
 
         self.human.toggled.connect(self._mode)
         self.env_picker.env_changed.connect(self.env_changed)
@@ -248,7 +265,7 @@ class ControlPanel(QWidget):
         (self.human if mode == HUMAN else self.agent).setChecked(True)
 
     def _mode(self, _checked: bool) -> None:
-        self.agent_box.setEnabled(self.mode == AGENT)
+        self.pages.setCurrentWidget(self.agent_box if self.mode == AGENT else self.env_box)
         self.mode_changed.emit(self.mode)
 
     def _worker(self, kind: str) -> None:

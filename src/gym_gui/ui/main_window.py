@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -97,10 +97,14 @@ class RunView(QWidget):
 
 
 FIRST_ENV = "FrozenLake-v1"
+# The left dock's width on a first start: a run's form is the main thing there, so it starts wide; the
+# user widens or narrows it, and the next window opens as it was left (Settings: the window's state).
+CONTROL_WIDTH = 480
 
 
 class MainWindow(QMainWindow):
-    """Left: what to play or train. Centre: human play or the selected run's tabs. Bottom: the runs."""
+    """Left, the whole height: what to play or train (the run's form). Centre: human play or the selected
+    run's tabs. Bottom: the runs. Docks keep the size the user gives them across starts."""
 
     def __init__(self, link: DaemonLink, settings: Settings) -> None:
         super().__init__()
@@ -114,6 +118,9 @@ class MainWindow(QMainWindow):
         left.setObjectName("controlDock")
         left.setWidget(self.control)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, left)
+        self.control_dock = left
+        # The left dock runs down to the status bar: the runs dock sits under the centre only.
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
 
         self.human_play = HumanPlayWidget(link)
         self.run_view = RunView(link)
@@ -135,6 +142,7 @@ class MainWindow(QMainWindow):
         bottom.setObjectName("runsDock")
         bottom.setWidget(bottom_split)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, bottom)
+        self.runs_dock = bottom
 
         self.connection = QLabel("connecting to the daemon…")
         self.reconnect_button = QPushButton("Start daemon")
@@ -200,6 +208,9 @@ class MainWindow(QMainWindow):
             action.setShortcut(QKeySequence(f"Ctrl+{index + 1}"))
             action.triggered.connect(lambda _=False, i=index: self.run_view.tabs.setCurrentIndex(i))
             view_menu.addAction(action)
+        view_menu.addSeparator()
+        for dock in (self.control_dock, self.runs_dock, self.compare_dock):
+            view_menu.addAction(dock.toggleViewAction())  # a closed dock comes back from here
         help_menu = self.menuBar().addMenu("&Help")
         shortcuts = QAction("Keyboard shortcuts", self)
         shortcuts.triggered.connect(self.show_shortcuts)
@@ -311,7 +322,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ state across starts
 
     def _restore(self) -> None:
-        self.settings.restore_window(self)
+        # Nothing saved yet: the control dock gets its first width once the window is shown.
+        self._first_start = not self.settings.restore_window(self)
         sizes = self.settings.splitter_sizes("bottom")
         if sizes:
             self.bottom_split.setSizes(sizes)
@@ -324,6 +336,12 @@ class MainWindow(QMainWindow):
         if mode:
             self.control.set_mode(mode)
         self._mode(self.control.mode)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._first_start:  # a dock size given before the window is shown does not hold
+            self._first_start = False
+            self.resizeDocks([self.control_dock], [CONTROL_WIDTH], Qt.Orientation.Horizontal)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Closing the window leaves the daemon and its runs going; the next window re-attaches."""

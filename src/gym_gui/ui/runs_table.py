@@ -38,13 +38,14 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QPlainTextEdit,
-    QPushButton,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionProgressBar,
     QStyleOptionViewItem,
     QTableView,
     QTabWidget,
+    QToolBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -426,6 +427,14 @@ def _latest_metric(path: Path, tag: str, since_step: int | None) -> tuple[int, f
     return (points[-1].step, points[-1].value) if points else None
 
 
+def _button(text: str) -> QToolButton:
+    """A button of the runs' tool bar: as wide as its text (a push button's style minimum is wider)."""
+    button = QToolButton()
+    button.setText(text)
+    button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+    return button
+
+
 class RunsTable(QWidget):
     """Every run of the home, current through the link's WatchRuns stream.
 
@@ -474,12 +483,12 @@ class RunsTable(QWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(PROGRESS, 170)
 
-        self.cancel_button = QPushButton("Cancel")
-        self.pause_button = QPushButton("Pause")
+        self.cancel_button = _button("Cancel")
+        self.pause_button = _button("Pause")
         self.pause_button.setObjectName("runsPause")
-        self.resume_button = QPushButton("Resume")
+        self.resume_button = _button("Resume")
         self.resume_button.setObjectName("runsResume")
-        self.checkpoint_button = QPushButton("Checkpoint now")
+        self.checkpoint_button = _button("Checkpoint now")
         self.checkpoint_button.setObjectName("runsCheckpoint")
         # The run controls, enabled from the selected runs' states and their workers' capabilities.
         self.control_buttons = {
@@ -487,10 +496,10 @@ class RunsTable(QWidget):
             Control.RESUME: self.resume_button,
             Control.CHECKPOINT: self.checkpoint_button,
         }
-        self.archive_button = QPushButton("Archive")
-        self.delete_button = QPushButton("Delete…")
-        self.open_button = QPushButton("Open folder")
-        self.export_button = QPushButton("Export…")
+        self.archive_button = _button("Archive")
+        self.delete_button = _button("Delete…")
+        self.open_button = _button("Open folder")
+        self.export_button = _button("Export…")
         self.show_archived_check = QCheckBox("Show archived")
         self.message_label = QLabel()
         self.message_label.setObjectName("runsMessage")
@@ -506,9 +515,16 @@ class RunsTable(QWidget):
             self.open_button,
             self.export_button,
         )
-        buttons = QHBoxLayout()
+        # The buttons sit in a tool bar, which folds those that do not fit into its » menu: the runs
+        # dock never holds the dock beside it (a run's form) narrow. A long message is cut, in full
+        # as its tooltip, for the same reason.
+        self.button_bar = QToolBar()
+        self.button_bar.setObjectName("runsButtons")
         for button in self.action_buttons:
-            buttons.addWidget(button)
+            self.button_bar.addWidget(button)
+        self.message_label.setMinimumWidth(1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.button_bar)
         buttons.addWidget(self.message_label, 1)
         buttons.addWidget(self.show_archived_check)
         layout = QVBoxLayout(self)
@@ -725,13 +741,15 @@ class RunsTable(QWidget):
     # -------------------------------------------------------- actions
 
     def _error(self, message: str) -> None:
-        self.message_label.setStyleSheet("color: #c62828;")
-        self.message_label.setText(message)
-        self.message.emit(message)
+        self._say(message, "color: #c62828;")
 
     def _note(self, message: str) -> None:
-        self.message_label.setStyleSheet("")
+        self._say(message, "")
+
+    def _say(self, message: str, style: str) -> None:
+        self.message_label.setStyleSheet(style)
         self.message_label.setText(message)
+        self.message_label.setToolTip(message)
         self.message.emit(message)
 
     def cancel(self, run_ids: list[str] | None = None) -> None:

@@ -8,11 +8,11 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
-    QHBoxLayout,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
-    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -29,7 +29,16 @@ from gym_gui.ui.forms.params import Params
 from gym_gui.ui.forms.preview import CommandPreview, plan_text
 from gym_gui.ui.forms.scripts import ScriptPicker
 from gym_gui.ui.forms.tracking import TrackingBox
-from gym_gui.ui.forms.widgets import ParamEditors, bind, env_combo, mark, monospace, set_combo_text
+from gym_gui.ui.forms.widgets import (
+    ParamEditors,
+    bind,
+    env_combo,
+    mark,
+    monospace,
+    scrolled,
+    set_combo_text,
+    show_env_choices,
+)
 from gym_gui.ui.settings import Settings
 
 
@@ -81,6 +90,9 @@ class CleanRLForm(RunForm):
         self.install_progress = self.picker.install_progress
 
         self.env_combo = env_combo()
+        self.env_note = QLabel()
+        self.env_note.setObjectName("envNote")
+        self.env_note.setWordWrap(True)
         self.seed_spin = QSpinBox()
         self.seed_spin.setRange(0, SEED_MAX)
         self.timesteps_edit = QLineEdit()
@@ -119,34 +131,25 @@ class CleanRLForm(RunForm):
         self.params_box = ParamEditors("Algorithm parameters", "Loading the script's arguments…")
         self.preview = CommandPreview(self.link, self._preview_request)
 
-        gpu_row = QHBoxLayout()
-        gpu_row.addWidget(self.gpu_check)
-        gpu_row.addWidget(self.gpu_mandatory_check)
-        gpu_row.addWidget(self.deterministic_check)
-        gpu_row.addStretch(1)
+        gpu_row = QGridLayout()  # two lines: the GPU box names what the bundle has, which can be long
+        gpu_row.addWidget(self.gpu_check, 0, 0, 1, 3)
+        gpu_row.addWidget(self.gpu_mandatory_check, 1, 0)
+        gpu_row.addWidget(self.deterministic_check, 1, 1)
+        gpu_row.setColumnStretch(2, 1)
         common = QGroupBox("Common")
-        form = QFormLayout(common)
+        form = self.common_rows = QFormLayout(common)
         form.addRow("Environment", self.env_combo)
+        form.addRow("", self.env_note)
+        form.setRowVisible(self.env_note, False)  # shown when the envs are not known
         form.addRow("Seed", self.seed_spin)
         form.addRow("Total timesteps", self.timesteps_edit)
         form.addRow("Resources", gpu_row)
         form.addRow("Checkpoint every", self.checkpoint_every_edit)
         form.addRow("Notes", self.notes_edit)
 
-        inner = QWidget()
-        inner_layout = QVBoxLayout(inner)
-        inner_layout.addWidget(self.picker)
-        inner_layout.addWidget(common)
-        inner_layout.addWidget(self.tracking)
-        inner_layout.addWidget(self.params_box)
-        inner_layout.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(inner)
-
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(scrolled(self.picker, common, self.tracking, self.params_box), 1)
         layout.addWidget(self.preview)
         layout.addWidget(self.dry_run_output)
         layout.addWidget(self.dry_run_check)
@@ -239,6 +242,11 @@ class CleanRLForm(RunForm):
         if not description.bundle_installed:
             # Without the bundle there is no script to read; the daemon installs it when a run needs it.
             self.picker.show_missing_bundle(description.bundle, self.model.algorithm)
+            self._show_envs(
+                None,
+                f"Which environments a script trains on is known once the {description.bundle} bundle is "
+                f"installed: gym-gui bundles install {description.bundle} (or the first run installs it).",
+            )
             self.params_box.say("Parameters appear once the bundle is installed.")
             self._loading = False
             self._validate()
@@ -285,10 +293,15 @@ class CleanRLForm(RunForm):
             self._validate()
             return
         info = next((a for a in self.algorithms if a["name"] == algorithm), {})
-        fresh = self.model.defaults_from != algorithm
-        self.model.use_script(algorithm, arguments, info.get("default_env") or "")
-        if fresh and self.env_combo.findText(self.model.env_id) < 0:
-            self.env_combo.insertItem(0, self.model.env_id)  # the script's own env is one to offer
+        answer = description.details.get("envs") or {}
+        envs = answer.get("envs")
+        self.model.use_script(algorithm, arguments, info.get("default_env") or "", envs)
+        self._show_envs(
+            envs,
+            answer.get("error")
+            or f"{algorithm} makes its environments with {info.get('env_family') or 'its own library'}, "
+            "which gym_gui cannot list: the daemon checks the id typed here.",
+        )
         self.params_box.show_params(
             self.model.params, self._changed, "This script has no parameters besides the common ones."
         )
@@ -318,7 +331,18 @@ class CleanRLForm(RunForm):
         self.picker.set_algorithm(name)
 
     def set_env(self, env_id: str) -> None:
+        """Choose an environment as the user could (one the script trains on, while that is known)."""
         set_combo_text(self.env_combo, env_id)
+
+    def _show_envs(self, envs: list[dict[str, str]] | None, unknown: str) -> None:
+        """Offer the environments the script trains on (the rest greyed with why), or say why that is
+        not known and take any id typed."""
+        show_env_choices(self.env_combo, envs)
+        if envs is None and self.env_combo.findText(self.model.env_id) < 0:
+            self.env_combo.insertItem(0, self.model.env_id)  # the script's own env is one to offer
+        self.env_note.setText(unknown if envs is None else "")
+        self.common_rows.setRowVisible(self.env_note, envs is None)
+        self._show_model()
 
     def param_names(self) -> list[str]:
         """The script arguments with an editor, in the script's order."""

@@ -227,6 +227,9 @@ class CleanRLModel(RunModel):
 
     ``mapped`` is the daemon's word on which script flags come from which RunConfig field
     (DescribeWorker's ``mapped``); a newly chosen script brings its defaults for those fields.
+    ``envs`` is the worker's word on the environments the chosen script trains on in its bundle
+    (DescribeWorker's ``envs``: ``{"id", "reason"}`` each, reason "" when it trains on it); None while
+    that is not known (no bundle yet, or a script whose environments no registry lists).
     """
 
     algorithm: str = "ppo"  # the chosen script, or the one wanted until the scripts are listed
@@ -243,15 +246,25 @@ class CleanRLModel(RunModel):
     mapped: dict[str, str] = field(default_factory=dict)
     defaults_from: str = ""  # the script whose env, seed and budget defaults the fields hold
     saved_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # script → name → raw
+    envs: list[dict[str, str]] | None = None
 
     # -------------------------------------------------------- the chosen script
 
-    def use_script(self, algorithm: str, arguments: dict[str, Any], default_env: str = "") -> None:
+    def use_script(
+        self,
+        algorithm: str,
+        arguments: dict[str, Any],
+        default_env: str = "",
+        envs: list[dict[str, str]] | None = None,
+    ) -> None:
         """Show ``algorithm``'s own arguments: a script chosen anew brings its env, seed and budget
-        (``default_env`` first, then its own env default); what was typed for it comes back."""
+        (``default_env`` first, then its own env default); what was typed for it comes back. With
+        ``envs`` known, an env the script cannot train on gives way to its default, else to the first
+        one it trains on."""
         self.forget_script()
         self.algorithm = algorithm
         self.script = arguments
+        self.envs = envs
         specs: list[dict[str, Any]] = arguments["params"]
         self.params = Params(specs, skip=frozenset(self.mapped))
         if self.defaults_from != algorithm:
@@ -265,19 +278,42 @@ class CleanRLModel(RunModel):
             if (seed := _seed({"seed": defaults.get("seed")})) is not None:
                 self.seed = seed
             self.defaults_from = algorithm
+        if self.env_refusal():
+            trains = self.trainable_envs()
+            fallback = default_env if default_env in trains else next(iter(trains), "")
+            if fallback:
+                self.env_id = fallback
         self.params.restore(self.saved_params.get(algorithm, {}))
+
+    def trainable_envs(self) -> list[str]:
+        """The env ids the chosen script trains on in its bundle (empty while not known)."""
+        return [env["id"] for env in self.envs or [] if not env.get("reason")]
+
+    def env_refusal(self, env_id: str | None = None) -> str:
+        """Why the chosen script cannot train on ``env_id`` (the model's env by default); "" when it can
+        or when that is not known."""
+        env_id = (self.env_id if env_id is None else env_id).strip()
+        if self.envs is None or not env_id:
+            return ""
+        for env in self.envs:
+            if env["id"] == env_id:
+                return env.get("reason") or ""
+        return f"{env_id} is not among the environments {self.algorithm} trains on in its bundle"
 
     def forget_script(self) -> None:
         """Keep what was typed for the shown script (it comes back with it), then show none."""
         if self.script is not None:
             self.saved_params[self.script.get("algo", self.algorithm)] = self.params.raws(edited_only=True)
         self.script = None
+        self.envs = None
         self.params = Params()
 
     # -------------------------------------------------------- validation and the run
 
     def errors(self) -> dict[str, str]:
         errors = super().errors()
+        if "env_id" not in errors and (refusal := self.env_refusal()):
+            errors["env_id"] = refusal
         if error := _positive(self.total_timesteps, required=True):
             errors["budget.timesteps"] = error
         if error := _positive(self.checkpoint_every, required=False):

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QProgressBar, QVBo
 
 from gym_gui.core.records import BundleProgress, EventRecord
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
+from gym_gui.ui.forms.widgets import greyed
 
 
 class ScriptPicker(QWidget):
@@ -74,8 +75,7 @@ class ScriptPicker(QWidget):
                 item = QStandardItem(info["name"])
                 item.setData(info["name"], Qt.ItemDataRole.UserRole)
                 if not info.get("runnable", True):
-                    item.setEnabled(False)
-                    item.setToolTip(f"cannot run here: {info.get('reason', '')}")
+                    greyed(item, f"cannot run here: {info.get('reason', '')}")
                 else:
                     item.setToolTip(
                         f"{info.get('env_family', '')} · default env {info.get('default_env', '')}"

@@ -6,17 +6,21 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontDatabase, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QScrollArea,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -37,25 +41,79 @@ def mark(widget: QWidget, error: str, help_text: str = "") -> None:
     widget.setToolTip(f"{error}\n\n{help_text}".strip() if error else help_text)
 
 
+def scrolled(*parts: QWidget) -> QScrollArea:
+    """A form's fields, one under the other, in the form's one scroll area (its command, messages and
+    Submit button stay in view below it)."""
+    inner = QWidget()
+    layout = QVBoxLayout(inner)
+    for part in parts:
+        layout.addWidget(part)
+    layout.addStretch(1)
+    scroll = QScrollArea()
+    scroll.setObjectName("formFields")
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setWidget(inner)
+    return scroll
+
+
 def monospace() -> QFont:
     return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+
+def greyed(item: QStandardItem, reason: str) -> QStandardItem:
+    """A list entry that cannot be chosen, with why not as its tooltip."""
+    item.setEnabled(False)
+    item.setSelectable(False)
+    item.setToolTip(reason)
+    return item
 
 
 def env_combo() -> QComboBox:
     """The env id field: the catalog's ids, and any other registered id typed in (the daemon checks it)."""
     combo = QComboBox()
-    combo.setEditable(True)
     combo.setObjectName("envId")
-    for env_id in ENV_CATALOG:
-        if combo.findText(env_id) < 0:
-            combo.addItem(env_id)
     combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+    show_env_choices(combo, None)
     return combo
 
 
+def show_env_choices(combo: QComboBox, envs: list[dict[str, str]] | None) -> None:
+    """Fill an env id field. With ``envs`` (``{"id", "reason"}`` each, as a worker says what its script
+    trains on) the ids it trains on are choices, the others follow a separator greyed with their reason,
+    and nothing else can be typed; with None (not known) the catalog's ids, and any id typed in."""
+    model = combo.model()
+    assert isinstance(model, QStandardItemModel)  # a QComboBox's own model
+    combo.blockSignals(True)
+    try:
+        combo.clear()
+        combo.setEditable(envs is None)
+        if envs is None:
+            for env_id in ENV_CATALOG:
+                combo.addItem(env_id)
+            return
+        for env in envs:
+            if not env.get("reason"):
+                combo.addItem(env["id"])
+        refused = [env for env in envs if env.get("reason")]
+        if refused:
+            combo.insertSeparator(combo.count())
+        for env in refused:
+            model.appendRow(greyed(QStandardItem(env["id"]), env["reason"]))
+    finally:
+        combo.blockSignals(False)
+
+
+def choosable(combo: QComboBox, index: int) -> bool:
+    """Whether the combo's entry at ``index`` can be chosen (not greyed, not a separator)."""
+    flags = combo.model().flags(combo.model().index(index, combo.modelColumn()))
+    return bool(flags & Qt.ItemFlag.ItemIsEnabled and flags & Qt.ItemFlag.ItemIsSelectable)
+
+
 def set_combo_text(combo: QComboBox, text: str) -> None:
+    """Show ``text``: its entry when it can be chosen, else the typed text of an editable combo."""
     index = combo.findText(text)
-    if index >= 0:
+    if index >= 0 and choosable(combo, index):
         combo.setCurrentIndex(index)
     elif combo.isEditable():
         combo.setEditText(text)

@@ -20,7 +20,7 @@ from gym_gui.core.records import WorkerDescription
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import BUDGET_KINDS, SEED_MAX, WorkerModel
-from gym_gui.ui.forms.widgets import ParamEditors, bind, env_combo, mark, set_combo_text
+from gym_gui.ui.forms.widgets import ParamEditors, bind, env_combo, mark, scrolled, set_combo_text
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
 
@@ -90,12 +90,10 @@ class WorkerForm(RunForm):
         form.addRow("", self.dry_run_check)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(box)
-        layout.addWidget(self.params_box)
+        layout.addWidget(scrolled(box, self.params_box), 1)
         layout.addWidget(self.error_label)
         layout.addWidget(self.status_label)
         layout.addWidget(self.submit_button)
-        layout.addStretch(1)
 
         model = self.model
         self._shows = [

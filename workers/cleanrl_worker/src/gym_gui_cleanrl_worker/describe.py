@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gym_gui_cleanrl_worker.scripts import find_algorithm, list_algorithms, missing_for_env
+from gym_gui_cleanrl_worker.envs import env_table, refusal, script_envs_answer
+from gym_gui_cleanrl_worker.scripts import find_algorithm, list_algorithms
 
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
@@ -582,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--algo", help="describe the script with this name (file stem), e.g. ppo")
     what.add_argument("--all", action="store_true", help="describe every runnable script")
     what.add_argument("--list", action="store_true", help="list the scripts without executing any")
+    what.add_argument(
+        "--env-table", action="store_true", help="every env id gym and gymnasium register here, made once"
+    )
     parser.add_argument(
         "--values", help="with --algo: the user's parameters (JSON object) to check and turn into flags"
     )
@@ -589,7 +593,13 @@ def main(argv: list[str] | None = None) -> int:
         "--mapped", default="{}", help="with --values: flags derived from the run config (JSON)"
     )
     parser.add_argument(
-        "--env-id", default=None, help="with --values: refuse an env whose family is not installed here"
+        "--env-id", default=None, help="with --values: refuse an env the script cannot train on here"
+    )
+    parser.add_argument(
+        "--envs",
+        nargs="*",
+        default=None,
+        help="with --algo: the environments the script trains on here (and a verdict on each id given)",
     )
     args = parser.parse_args(argv)
     result: Any
@@ -599,6 +609,10 @@ def main(argv: list[str] | None = None) -> int:
             result = [dataclasses.asdict(info) for info in list_algorithms(args.scripts_dir)]
         elif args.all:
             result = describe_all(args.scripts_dir)
+        elif args.env_table:
+            result = [dataclasses.asdict(row) for row in env_table()]
+        elif args.envs is not None:
+            result = script_envs_answer(args.algo, args.envs, args.scripts_dir)
         else:
             if args.values is not None:
                 # Before running anything: the script must be runnable here, and so must the env.
@@ -606,11 +620,9 @@ def main(argv: list[str] | None = None) -> int:
                 info = infos.get(args.algo)
                 if info is not None and not info.runnable:
                     raise ValueError(f"{args.algo} cannot run here: {info.reason}")
-                hint = (
-                    missing_for_env(args.env_id, info.env_family if info else None) if args.env_id else None
-                )
-                if hint:
-                    raise ValueError(hint)
+                reason = refusal(info, args.env_id) if args.env_id else ""
+                if reason:
+                    raise ValueError(reason)
             result = describe_algo(args.algo, args.scripts_dir)
             failed = "error" in result
             if args.values is not None and not failed:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui.core.config import RunConfig, ScriptSource
+from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.storage.run_dir import RunDir
@@ -145,11 +146,25 @@ class CleanRLLauncher:
             "gym_gui_cleanrl_worker.describe", *self._dir_args(source), "--algo", algorithm
         )
 
+    def envs(self, source: ScriptSource, algorithm: str) -> dict[str, Any]:
+        """The environments the script trains on in its interpreter, asked of that interpreter: ``envs``
+        lists ``{"id", "reason"}`` (reason "" when it trains on it; gym_gui's catalog ids are answered
+        too), or is None when the script's environments come from no registry there."""
+        return BundleCall(self.python(source))(
+            "gym_gui_cleanrl_worker.describe",
+            *self._dir_args(source),
+            "--algo",
+            algorithm,
+            "--envs",
+            *ENV_CATALOG,
+        )
+
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
         """The scripts present (``algorithms``), whether torch sees a GPU, the flags gym_gui sets from
         the config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that
-        script's own ``arguments``; ``scripts_dir`` and ``python`` name a user's checkout and
-        interpreter. Empty while the bundle is not installed and no interpreter is named."""
+        script's own ``arguments`` and the environments it trains on (``envs``, :meth:`envs`);
+        ``scripts_dir`` and ``python`` name a user's checkout and interpreter. Empty while the bundle
+        is not installed and no interpreter is named."""
         source = ScriptSource(
             scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
         )
@@ -162,6 +177,10 @@ class CleanRLLauncher:
         }
         if query.get("algorithm"):
             description["arguments"] = self.arguments(source, query["algorithm"])
+            try:
+                description["envs"] = self.envs(source, query["algorithm"])
+            except ConfigError as exc:  # the script's arguments are still worth showing
+                description["envs"] = {"envs": None, "error": f"its environments could not be listed: {exc}"}
         return description
 
     # ------------------------------------------------------------ checks

@@ -47,6 +47,8 @@ PIP_NAMES: dict[str, str] = {
 # script needs. Classic-control/MuJoCo scripts are not here: the same script runs Pendulum-v1 or HalfCheetah-v4,
 # so for them the family is a property of the env id chosen at launch (see missing_for_env).
 _FIXED_FAMILIES = ("isaacgym", "envpool", "procgen", "pettingzoo", "atari")
+# Families whose scripts make their environments with the family's own library, not gym's registry.
+OWN_MAKERS = ("envpool", "procgen", "pettingzoo", "isaacgym")
 
 _CLASSIC_CONTROL = {"CartPole", "Acrobot", "MountainCar", "MountainCarContinuous", "Pendulum"}
 _BOX2D = {"LunarLander", "LunarLanderContinuous", "BipedalWalker", "BipedalWalkerHardcore", "CarRacing"}
@@ -155,7 +157,13 @@ _VERSIONED_ID = re.compile(r"^(?:(?P<ns>[\w.-]+)/)?(?P<name>[\w.-]+?)(?:-v(?P<ve
 
 @dataclass
 class AlgorithmInfo:
-    """One CleanRL script: what it is called, where it is, what it trains on, and whether it can run here."""
+    """One CleanRL script: what it is called, where it is, what it trains on, and whether it can run here.
+
+    ``env_api`` is the package the script makes its environments with ("gym" or "gymnasium"; "" when its
+    source does not say), ``action_space`` the kind of actions it asserts ("discrete", "continuous"; ""
+    when it asserts none) and ``array_observations`` whether it sizes its network from
+    ``observation_space.shape`` (so an env whose observations are one integer cannot feed it).
+    """
 
     name: str
     path: str
@@ -164,6 +172,9 @@ class AlgorithmInfo:
     requires: list[str] = field(default_factory=list)
     runnable: bool = True
     reason: str = ""
+    env_api: str = ""
+    action_space: str = ""
+    array_observations: bool = False
 
 
 def _looks_like_scripts(directory: Path) -> bool:
@@ -295,6 +306,65 @@ def _default_env(tree: ast.Module) -> str:
     return ""
 
 
+# The gym and gymnasium space classes a script's action-space assertion names, as the kind of actions.
+_ACTION_KINDS = {"Discrete": "discrete", "Box": "continuous"}
+ENV_APIS = ("gym", "gymnasium")
+
+
+def _env_api(tree: ast.Module) -> str:
+    """The package the script calls ``make`` of (``gym.make``, with ``import gymnasium as gym`` read as
+    gymnasium); the one it imports when no call says; "" when it imports neither or both and calls none."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in ENV_APIS:
+                    aliases[alias.asname or alias.name] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "make"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in aliases
+        ):
+            return aliases[node.func.value.id]
+    apis = set(aliases.values())
+    return apis.pop() if len(apis) == 1 else ""
+
+
+def _action_space(tree: ast.Module) -> str:
+    """The kind of actions the script asserts: ``isinstance(envs.single_action_space, gym.spaces.Discrete)``."""
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+        ):
+            continue
+        subject, kind = node.args
+        if (
+            isinstance(subject, ast.Attribute)
+            and subject.attr in ("single_action_space", "action_space")
+            and isinstance(kind, ast.Attribute)
+            and kind.attr in _ACTION_KINDS
+        ):
+            return _ACTION_KINDS[kind.attr]
+    return ""
+
+
+def _array_observations(tree: ast.Module) -> bool:
+    """Whether the script reads ``observation_space.shape`` (its network's input size comes from it)."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "shape"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr in ("single_observation_space", "observation_space")
+        for node in ast.walk(tree)
+    )
+
+
 def env_family_of(env_id: str) -> str:
     """The environment family of an env id, from its form alone (no registry is imported).
 
@@ -386,7 +456,7 @@ def missing_for_env(env_id: str, family: str | None = None) -> str | None:
     to one ("envpool": EnvPool makes "Pong-v5" itself, without ale_py). Only importlib.util.find_spec is used,
     so nothing heavy (ale_py, mujoco) is imported. The hint names the missing modules and the pip command.
     """
-    family = family if family in ("envpool", "procgen", "pettingzoo", "isaacgym") else env_family_of(env_id)
+    family = family if family in OWN_MAKERS else env_family_of(env_id)
     modules, hint = _family_modules(family, env_id)
     missing = _missing(modules)
     if not missing:
@@ -452,6 +522,9 @@ def _describe_path(path: Path) -> AlgorithmInfo:
         requires=requires,
         runnable=not requires,
         reason=reason,
+        env_api=_env_api(tree),
+        action_space=_action_space(tree),
+        array_observations=_array_observations(tree),
     )
 
 
@@ -476,3 +549,8 @@ def find_algorithm(name: str, user_dir: str | None = None) -> Path:
     close = difflib.get_close_matches(name, list(paths), n=3)
     suggestion = f"; did you mean {' or '.join(close)}?" if close else ""
     raise KeyError(f"no CleanRL script named {name!r} in {scripts_dir(user_dir)}{suggestion}")
+
+
+def algorithm_info(name: str, user_dir: str | None = None) -> AlgorithmInfo:
+    """list_algorithms' entry of the script called name, reading that script only; KeyError as find_algorithm."""
+    return _describe_path(find_algorithm(name, user_dir))

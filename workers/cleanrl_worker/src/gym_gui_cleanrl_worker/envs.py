@@ -1,0 +1,263 @@
+"""The environments this interpreter can make, and which of them each CleanRL script can train on.
+
+The table (:func:`env_table`) holds every id registered with gym and with gymnasium here, after the
+patches the launcher applies (old gym then knows gymnasium's MuJoCo -v4 ids), each made once to read
+its action and observation spaces, or with why it cannot be made and the install hint. Making them
+all takes about a second; the table is kept in the interpreter's prefix until its packages change.
+
+Whether a script trains on an id (:func:`refusal`) is one rule over that table and what the script's
+source says (``scripts.AlgorithmInfo``): the id is registered in the package the script makes its
+envs with, it can be made, its actions are of the kind the script asserts, and its observations are
+arrays when the script sizes its network from their shape. The daemon refuses a run by that rule and
+the form lists a script's environments by it (:func:`script_envs`), so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gym_gui_cleanrl_worker.scripts import (
+    ENV_APIS,
+    OWN_MAKERS,
+    PIP_NAMES,
+    AlgorithmInfo,
+    algorithm_info,
+    env_family_of,
+    missing_for_env,
+)
+
+_VERSION = re.compile(r"-v\d+$")
+
+
+@dataclasses.dataclass
+class EnvInfo:
+    """One registered id of one package (gym or gymnasium) in this interpreter.
+
+    ``action`` is "discrete" or "continuous" (or the space's class name for other kinds) and ``problem``
+    why the id cannot be made here, with the install hint when a module is missing; both from making it.
+    """
+
+    env_id: str
+    api: str
+    family: str
+    action: str = ""
+    action_space: str = ""
+    observation_space: str = ""
+    array_observations: bool = False
+    problem: str = ""
+
+
+def _kind(space: Any) -> str:
+    name = type(space).__name__
+    return {"Discrete": "discrete", "Box": "continuous"}.get(name, name)
+
+
+def _problem(env_id: str, exc: BaseException) -> str:
+    """Why ``env_id`` could not be made: the family's install hint, else the missing module's, else the error."""
+    hint = missing_for_env(env_id)
+    if hint:
+        return hint
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        module = exc.name.split(".")[0]
+        return f"{env_id} needs {module}, missing in {sys.executable}: pip install {PIP_NAMES.get(module, module)}"
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return f"{env_id} cannot be made here: {type(exc).__name__}: {first}"
+
+
+def _registered(api: str) -> list[tuple[str, Any]]:
+    """``(id, spec)`` of every id ``api`` registers, in its registry's order."""
+    module = importlib.import_module(api)
+    registry = module.envs.registry
+    specs = getattr(registry, "env_specs", registry)  # old gym keeps them in env_specs
+    return list(specs.items())
+
+
+def _probe(api: str) -> list[EnvInfo]:
+    module = importlib.import_module(api)
+    rows = []
+    for env_id, spec in _registered(api):
+        if not isinstance(spec.entry_point, str):
+            # gymnasium's GymV21Environment-v0 / GymV26Environment-v0 wrap another id given as an argument.
+            continue
+        row = EnvInfo(env_id, api, env_family_of(env_id))
+        try:
+            env = module.make(env_id)
+        except Exception as exc:  # a missing module, a broken optional dependency: the id is there, unusable
+            row.problem = _problem(env_id, exc)
+        else:
+            try:
+                row.action = _kind(env.action_space)
+                row.action_space = str(env.action_space)
+                row.observation_space = str(env.observation_space)
+                shape = getattr(env.observation_space, "shape", None)
+                row.array_observations = type(env.observation_space).__name__ == "Box" and bool(shape)
+            finally:
+                with contextlib.suppress(Exception):
+                    env.close()
+        rows.append(row)
+    return rows
+
+
+def _apis() -> list[str]:
+    return [api for api in ENV_APIS if importlib.util.find_spec(api) is not None]
+
+
+def _cache_file() -> Path:
+    """The table's file for this interpreter's exact package set and this module's (and compat's) source."""
+    packages = sorted(
+        f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions()
+    )
+    here = Path(__file__).parent
+    sources = [
+        f"{path.name}:{path.stat().st_mtime_ns}:{path.stat().st_size}"
+        for path in (here / "envs.py", here / "compat.py", here / "scripts.py")
+    ]
+    key = "\n".join([sys.version, *packages, *sources])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return Path(sys.prefix) / ".gym_gui_describe_cache" / f"envs-{digest}.json"
+
+
+def build_table() -> list[EnvInfo]:
+    """Make every registered id of gym and gymnasium here (stdout kept clean for the JSON answer)."""
+    from gym_gui_cleanrl_worker import compat
+
+    compat.install()  # as the launcher does: old gym learns gymnasium's MuJoCo -v4 ids
+    rows: list[EnvInfo] = []
+    with contextlib.redirect_stdout(sys.stderr):
+        apis = [importlib.import_module(api).__name__ for api in _apis()]
+        # After the imports: gymnasium's logger sets a filter of its own when it is imported.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for api in apis:
+                rows += _probe(api)
+    return rows
+
+
+def env_table() -> list[EnvInfo]:
+    """:func:`build_table`, remembered in this interpreter's prefix until a package or this code changes."""
+    cache = _cache_file()
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        return [EnvInfo(**row) for row in json.loads(cache.read_text(encoding="utf-8"))]
+    rows = build_table()
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([dataclasses.asdict(row) for row in rows]), encoding="utf-8")
+        os.replace(tmp, cache)
+    return rows
+
+
+# ---------------------------------------------------------------- what a script trains on
+
+
+def _name(env_id: str) -> str:
+    return _VERSION.sub("", env_id)
+
+
+def _version(api: str) -> str:
+    try:
+        return f"{api} {importlib.metadata.version(api)}"
+    except importlib.metadata.PackageNotFoundError:
+        return api
+
+
+def listable(info: AlgorithmInfo) -> bool:
+    """Whether the script's environments come from a registry here (not EnvPool's, Procgen's …, not unknown)."""
+    return info.env_family not in OWN_MAKERS and info.env_api in _apis()
+
+
+def _fit(info: AlgorithmInfo, row: EnvInfo) -> str:
+    """Why ``info``'s script cannot train on a registered ``row`` ("" when it can)."""
+    if row.problem:
+        return row.problem
+    if info.action_space and row.action != info.action_space:
+        return (
+            f"{info.name} trains {info.action_space} actions only; "
+            f"{row.env_id}'s actions are {row.action} ({row.action_space})"
+        )
+    if info.array_observations and not row.array_observations:
+        return (
+            f"{info.name} sizes its network from the observation's shape; "
+            f"{row.env_id}'s observations are {row.observation_space}, not an array"
+        )
+    return ""
+
+
+def refusal(info: AlgorithmInfo | None, env_id: str, table: Sequence[EnvInfo] | None = None) -> str:
+    """Why the script cannot train on ``env_id`` here, with the install hint where one helps; "" when it can.
+
+    Scripts whose environments come from no registry here (EnvPool, Procgen, PettingZoo, Isaac Gym, or a
+    source that names neither gym nor gymnasium) are checked for the family's modules only.
+    """
+    if info is None or not listable(info):
+        return missing_for_env(env_id, info.env_family if info else None) or ""
+    rows = {row.env_id: row for row in (env_table() if table is None else table) if row.api == info.env_api}
+    row = rows.get(env_id)
+    if row is not None:
+        return _fit(info, row)
+    reason = (
+        f"{env_id} is not registered in {_version(info.env_api)} here, "
+        f"which {info.name} makes its environments with"
+    )
+    others = [other for other in rows.values() if _name(other.env_id) == _name(env_id)]
+    trains = [other.env_id for other in others if not _fit(info, other)]
+    if trains:
+        return f"{reason}; choose {' or '.join(trains)}"
+    if others:  # another version is here: why that one does not do either (with its install hint)
+        return f"{reason}; it has {others[-1].env_id}, but {_fit(info, others[-1])}"
+    # A family that registers its ids once installed (ALE) says what to install.
+    return missing_for_env(env_id) or reason
+
+
+def script_envs(info: AlgorithmInfo, also: Iterable[str] = ()) -> list[dict[str, str]] | None:
+    """The environments to offer for the script, each ``{"id", "reason"}`` ("" when it trains on it).
+
+    First every id it trains on here, in its registry's order; then the ``also`` ids it cannot train on
+    (the ids a user knows from elsewhere, e.g. gym_gui's catalog) and the registry's ids that a missing
+    module keeps from it while no other version of theirs can be made, each with why not. Ids of the other
+    action kind that nobody asked about are left out. None when the script's environments come from no
+    registry here (:func:`listable`).
+    """
+    if not listable(info):
+        return None
+    table = [row for row in env_table() if row.api == info.env_api]
+    trains = [row.env_id for row in table if not _fit(info, row)]
+    made = {_name(row.env_id) for row in table if not row.problem}
+    listed = [{"id": env_id, "reason": ""} for env_id in trains]
+    seen = set(trains)
+    for env_id in also:
+        if env_id not in seen:
+            seen.add(env_id)
+            listed.append({"id": env_id, "reason": refusal(info, env_id, table) or ""})
+    for row in table:
+        if row.env_id not in seen and row.problem and _name(row.env_id) not in made:
+            seen.add(row.env_id)
+            listed.append({"id": row.env_id, "reason": row.problem})
+    return listed
+
+
+def script_envs_answer(algorithm: str, also: Iterable[str], user_dir: str | None = None) -> dict[str, Any]:
+    """``describe --algo NAME --envs [ID …]``: the package the script makes its environments with and
+    :func:`script_envs`. Raises ValueError for a script that is not there."""
+    try:
+        info = algorithm_info(algorithm, user_dir)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+    return {
+        "algo": info.name,
+        "api": _version(info.env_api) if info.env_api else "",
+        "envs": script_envs(info, also),
+    }
