@@ -7,12 +7,11 @@ threads and can hang before it execs (QtWebEngine's helper processes then never 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import wait_until
+import pytest
 
 # Imports gym_gui, then forks children that exit at once for as long as another thread waits
 # inside gRPC for a server that is not there (3 s).
@@ -44,33 +43,28 @@ print("forked", forks)
 HANDLERS_RAN = "skipping fork() handlers"  # what gRPC's pre-fork handler logs beside a waiting thread
 
 
-def start(setting: str | None, stderr: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
-    if setting is not None:
-        env["GRPC_ENABLE_FORK_SUPPORT"] = setting
-    with stderr.open("w") as err:
-        return subprocess.Popen(
-            [sys.executable, "-c", FORK_BESIDE_A_CALL],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            start_new_session=True,
-        )
-
-
 def test_forking_beside_a_waiting_grpc_call_runs_no_grpc_handlers(tmp_path: Path) -> None:
-    process = start(None, tmp_path / "stderr")
-    out, _ = process.communicate(timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    with (tmp_path / "stderr").open("w") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-c", FORK_BESIDE_A_CALL], env=env, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+        out, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and out.startswith("forked ") and int(out.split()[1]) > 0
     assert HANDLERS_RAN not in (tmp_path / "stderr").read_text()
 
 
-def test_a_users_own_fork_setting_wins(tmp_path: Path) -> None:
-    stderr = tmp_path / "stderr"
-    process = start("1", stderr)
-    try:
-        wait_until(lambda: HANDLERS_RAN in stderr.read_text(), timeout=60, what="gRPC's fork handlers")
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)  # its forked children may hang: the whole group
-        process.communicate(timeout=30)
+@pytest.mark.parametrize(("given", "seen"), [(None, "0"), ("1", "1")])
+def test_gym_gui_sets_the_fork_setting_before_grpc_reads_it_and_a_users_own_wins(
+    given: str | None, seen: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    if given is not None:
+        env["GRPC_ENABLE_FORK_SUPPORT"] = given
+    # gRPC reads the setting once, when it is imported: importing gym_gui must not import it first.
+    probe = "import os, sys, gym_gui; print(os.environ['GRPC_ENABLE_FORK_SUPPORT'], 'grpc' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [seen, "False"]

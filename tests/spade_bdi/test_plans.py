@@ -20,8 +20,9 @@ SHIPPED = (
     / "workers/spade_bdi_worker/src/gym_gui_spade_bdi_worker/asl/q_learning.asl"
 )
 # Stop exploring for good once the success rate passes a threshold: placed before the shipped
-# schedule, this plan is the one chosen whenever its context holds.
-GREEDY_ONCE_GOOD = "+!explore : success_rate(R) & R >= 0.5 <- -+epsilon(0).\n"
+# schedule, this plan is the one chosen whenever its context holds. (The belief is replaced by
+# removing the one held: AgentSpeak's `-+epsilon(0)` removes only a belief `epsilon(0)`.)
+GREEDY_ONCE_GOOD = "+!explore : success_rate(R) & R >= 0.5 & epsilon(E) <- -epsilon(E); +epsilon(0).\n"
 
 
 def test_deliberate_mode_learns_and_stores_beliefs_and_intention_with_every_step(
