@@ -64,9 +64,11 @@ bench-gui: install
 bench-llm: install
 	$(BIN)/python bench/llm_worker.py
 
-# Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them).
+# Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
+# SCENES="bdi llm" renders only those (scripts/screenshots.py names them).
+SCENES ?=
 screenshots: install bundles
-	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python scripts/screenshots.py docs/screenshots
+	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python scripts/screenshots.py docs/screenshots $(SCENES)
 
 # The committed stubs are checked against this by tests/protocol/test_stubs.py.
 proto:

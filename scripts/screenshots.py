@@ -1,8 +1,12 @@
 """Render the cockpit's main views into PNG files (`make screenshots`, a real window under Xvfb).
 
-A fresh temporary GYM_GUI_HOME and a real daemon: a human FrozenLake episode, a random-agent run
-live on CartPole, a short CleanRL PPO run's charts, saved models and captured videos, and the
-replay of the human episode.
+A fresh temporary GYM_GUI_HOME and a real daemon, one scene after the other: ``human`` (a human
+FrozenLake episode and its replay), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
+short CleanRL PPO run's charts, saved models and captured videos), ``bdi`` (a deliberate Spade BDI
+run live, with its value map and its mind) and ``llm`` (an LLM run live with its conversation,
+against the test suite's chat server). Usage::
+
+    python scripts/screenshots.py OUT_DIR [SCENE ...]     # every scene when none is named
 """
 
 from __future__ import annotations
@@ -12,18 +16,25 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
-from gym_gui.core.config import parse_run_config
-from gym_gui.core.states import RunState
-from gym_gui.storage.home import Home
-from gym_gui.ui.control_panel import AGENT, HUMAN
-from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.main_window import MainWindow
-from gym_gui.ui.settings import Settings
-from gym_gui.ui.tabs.replay import ReplayTab
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the suite's chat server
+
+from gym_gui.core.config import parse_run_config  # noqa: E402
+from gym_gui.core.states import RunState  # noqa: E402
+from gym_gui.protocol.client import DaemonClient  # noqa: E402
+from gym_gui.storage.home import Home  # noqa: E402
+from gym_gui.ui.control_panel import AGENT, HUMAN  # noqa: E402
+from gym_gui.ui.daemon_link import DaemonLink  # noqa: E402
+from gym_gui.ui.main_window import MainWindow  # noqa: E402
+from gym_gui.ui.settings import Settings  # noqa: E402
+from gym_gui.ui.tabs.live import LiveTab  # noqa: E402
+from gym_gui.ui.tabs.replay import ReplayTab  # noqa: E402
+from tests.llm.chat_server import MODEL, ChatServer, solver  # noqa: E402
 
 
 def pump(until: Callable[[], bool], timeout: float, what: str) -> None:
@@ -50,15 +61,165 @@ def shoot(window: MainWindow, out: Path, name: str) -> None:
     print(f"wrote {path}")
 
 
-def open_tab(window: MainWindow, title: str) -> None:
+def open_tab(window: MainWindow, title: str) -> QWidget:
+    """Show the selected run's tab called ``title``; the tab."""
     tabs = window.run_view.tabs
     index = next((i for i in range(tabs.count()) if tabs.tabText(i) == title), -1)
     if index < 0:
         raise SystemExit(f"screenshots: the selected run has no {title} tab")
     tabs.setCurrentIndex(index)
+    page = tabs.widget(index)
+    assert page is not None
+    return page
 
 
-def main(out_dir: str) -> int:
+def start(window: MainWindow, client: DaemonClient, config: dict[str, Any]) -> str:
+    """Submit the run ``config`` describes with its worker's form beside it, and select it; its id."""
+    window.control.set_mode(AGENT)
+    window.control.roster.select(config["worker"])
+    record, _ = client.submit(parse_run_config(config))
+    pump(lambda: window.runs.info(record.run_id) is not None, 30, f"the {config['worker']} run")
+    window.select_run(record.run_id)
+    return record.run_id
+
+
+def human_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """A few moves on FrozenLake by hand, then their replay."""
+    window.control.set_mode(HUMAN)
+    window.control.env_picker.set_env("FrozenLake-v1")
+    play = window.human_play
+    play.start_episode()
+    pump(lambda: play.session_ready(), 30, "the human episode")
+    for key in ("Right", "Right", "Down"):
+        play.press(key)
+        settle(0.2)
+    shoot(window, out, "human-play")
+    human_run = play.run_id
+    if not human_run:
+        return
+    # The episode ends (its run is confirmed) before it is replayed.
+    play.close_session()
+    pump(lambda: client.get_run(human_run).record.state != "RUNNING", 30, "the human run to end")
+    pump(lambda: window.runs.info(human_run) is not None, 30, "the human run row")
+    window.select_run(human_run)
+    open_tab(window, "Replay")
+    settle(1)
+    shoot(window, out, "replay")
+
+
+def live_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """A random agent live on CartPole."""
+    run_id = start(
+        window,
+        client,
+        {
+            "worker": "random",
+            "env_id": "CartPole-v1",
+            "budget": {"timesteps": 50_000_000},
+            "telemetry": {"render_fps": 30},
+        },
+    )
+    open_tab(window, "Live")
+    settle(3)
+    shoot(window, out, "live")
+    client.cancel(run_id)
+
+
+def cleanrl_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """CleanRL PPO: its charts, its saved models, and its captured videos in its Replay tab."""
+    run_id = start(
+        window,
+        client,
+        {
+            "worker": "cleanrl",
+            "algorithm": "ppo",
+            "env_id": "CartPole-v1",
+            "budget": {"timesteps": 30_000},
+            "tracking": {"capture_video": True},
+        },
+    )
+    open_tab(window, "Charts")
+    final = client.wait_for_end(run_id, timeout=600)
+    if final.state is not RunState.COMPLETED:
+        raise SystemExit(f"screenshots: PPO run ended {final.state.value}: {final.reason}")
+    settle(2)
+    shoot(window, out, "charts")
+    open_tab(window, "Checkpoints")
+    shoot(window, out, "checkpoints")
+
+    # The latest captured video, paused halfway.
+    replay = open_tab(window, "Replay")
+    assert isinstance(replay, ReplayTab)
+    panel = replay.videos
+    pump(lambda: bool(panel.videos), 30, "the captured videos")
+    panel.select_video(panel.videos[-1].path)
+    pump(lambda: panel.player.loaded and panel.player.duration > 0, 30, "the video")
+    panel.player.seek(panel.player.duration // 2)
+    pump(lambda: panel.player.frames_shown > 0, 30, "a video frame")
+    shoot(window, out, "videos")
+
+
+def bdi_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """A deliberate Spade BDI run on the 8x8 lake: its value map filling in, its intention and beliefs."""
+    run_id = start(
+        window,
+        client,
+        {
+            "worker": "spade_bdi",
+            "env_id": "FrozenLake-v1",
+            "seed": 0,
+            "budget": {"episodes": 100_000},
+            "params": {"map": "8x8", "slippery": False, "mode": "deliberate", "epsilon_decay": 0.99},
+        },
+    )
+    live = open_tab(window, "Live")
+    assert isinstance(live, LiveTab)
+    value_map = live.panes.value_map
+    # The bundle may be built first (minutes); then the way to the goal is learned in seconds.
+    pump(lambda: value_map.best is not None and int((value_map.best > 0).sum()) >= 14, 900, "a value map")
+    shoot(window, out, "bdi-live")
+    client.cancel(run_id)
+
+
+def llm_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """An LLM run on FrozenLake live with its conversation, against the suite's scripted chat server."""
+    with ChatServer(solver, latency=0.4) as server:
+        run_id = start(
+            window,
+            client,
+            {
+                "worker": "llm",
+                "env_id": "FrozenLake-v1",
+                "seed": 0,
+                "budget": {"episodes": 1000},
+                "env_kwargs": {"is_slippery": False},
+                "params": {"base_url": server.url, "model": MODEL, "parallel": 1, "plan_length": 2},
+            },
+        )
+        live = open_tab(window, "Live")
+        assert isinstance(live, LiveTab)
+        pump(
+            lambda: live.steps_seen >= 8 and "reply" in live.panes.conversation.text(), 900, "a conversation"
+        )
+        settle(1)
+        shoot(window, out, "llm-live")
+        client.cancel(run_id)
+        pump(lambda: client.get_run(run_id).record.state.terminal, 60, "the LLM run to end")
+
+
+SCENES: dict[str, Callable[[MainWindow, DaemonClient, Path], None]] = {
+    "human": human_scene,
+    "live": live_scene,
+    "cleanrl": cleanrl_scene,
+    "bdi": bdi_scene,
+    "llm": llm_scene,
+}
+
+
+def main(out_dir: str, scenes: list[str]) -> int:
+    unknown = [name for name in scenes if name not in SCENES]
+    if unknown:
+        raise SystemExit(f"screenshots: no scene {', '.join(unknown)}; the scenes are {', '.join(SCENES)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication(sys.argv)
@@ -73,82 +234,10 @@ def main(out_dir: str) -> int:
         client = link.client
         assert client is not None
         try:
-            # Human play: a few moves on FrozenLake.
-            window.control.set_mode(HUMAN)
-            window.control.env_picker.set_env("FrozenLake-v1")
-            play = window.human_play
-            play.start_episode()
-            pump(lambda: play.session_ready(), 30, "the human episode")
-            for key in ("Right", "Right", "Down"):
-                play.press(key)
-                settle(0.2)
-            shoot(window, out, "human-play")
-            human_run = play.run_id
-
-            # A random agent live on CartPole.
-            record, _ = client.submit(
-                parse_run_config(
-                    {
-                        "worker": "random",
-                        "env_id": "CartPole-v1",
-                        "budget": {"timesteps": 50_000_000},
-                        "telemetry": {"render_fps": 30},
-                    }
-                )
-            )
-            window.control.set_mode(AGENT)
-            pump(lambda: window.runs.info(record.run_id) is not None, 30, "the random run")
-            window.select_run(record.run_id)
-            settle(3)
-            shoot(window, out, "live")
-            client.cancel(record.run_id)
-
-            # CleanRL PPO: its charts.
-            window.control.roster.select("cleanrl")
-            ppo, _ = client.submit(
-                parse_run_config(
-                    {
-                        "worker": "cleanrl",
-                        "algorithm": "ppo",
-                        "env_id": "CartPole-v1",
-                        "budget": {"timesteps": 30_000},
-                        "tracking": {"capture_video": True},
-                    }
-                )
-            )
-            pump(lambda: window.runs.info(ppo.run_id) is not None, 30, "the PPO run")
-            window.select_run(ppo.run_id)
-            open_tab(window, "Charts")
-            final = client.wait_for_end(ppo.run_id, timeout=600)
-            if final.state is not RunState.COMPLETED:
-                raise SystemExit(f"screenshots: PPO run ended {final.state.value}: {final.reason}")
-            settle(2)
-            shoot(window, out, "charts")
-            open_tab(window, "Checkpoints")
-            shoot(window, out, "checkpoints")
-
-            # Its captured videos, in its Replay tab: the latest one, paused halfway.
-            open_tab(window, "Replay")
-            replay = window.run_view.tabs.currentWidget()
-            assert isinstance(replay, ReplayTab)
-            panel = replay.videos
-            pump(lambda: bool(panel.videos), 30, "the captured videos")
-            panel.select_video(panel.videos[-1].path)
-            pump(lambda: panel.player.loaded and panel.player.duration > 0, 30, "the video")
-            panel.player.seek(panel.player.duration // 2)
-            pump(lambda: panel.player.frames_shown > 0, 30, "a video frame")
-            shoot(window, out, "videos")
-
-            # The human episode, replayed.
-            if human_run:
-                play.close_session()
-                pump(lambda: window.runs.info(human_run) is not None, 30, "the human run row")
-                window.select_run(human_run)
-                open_tab(window, "Replay")
-                settle(1)
-                shoot(window, out, "replay")
+            for name in scenes or SCENES:
+                SCENES[name](window, client, out)
         finally:
-            # The human episode ends (its run is confirmed) before the daemon stops and the home goes.
+            # A human episode still open ends (its run is confirmed) before the daemon stops and the home goes.
             human = window.human_play
             if human.run_id:
                 human.close_session()
@@ -162,4 +251,4 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots", sys.argv[2:]))

@@ -287,6 +287,31 @@ def test_last_step_of_an_episode_and_the_latest_render_before_a_step(
     reader.close()
 
 
+def test_step_infos_after_a_key_in_key_order(writer: TelemetryWriter, db_path: Path) -> None:
+    writer.start()
+    writer.put_steps(step_rows(1, 0, 3))
+    writer.put_steps(step_rows(0, 0, 5))
+    assert writer.flush(timeout=WAIT)
+    reader = TelemetryReader(db_path)
+    keys = [(e, s) for e in (0, 1) for s in range(5 if e == 0 else 3)]
+    assert [(e, s) for e, s, _info in reader.step_infos()] == keys
+    assert [(e, s) for e, s, _info in reader.step_infos(after=(0, 3))] == keys[4:]
+    assert [(e, s) for e, s, _info in reader.step_infos(after=(0, 1), limit=2)] == [(0, 2), (0, 3)]
+    assert reader.step_infos(after=(1, 2)) == []
+    assert reader.step_infos(limit=1) == [(0, 0, "{}")]
+    # Only what follows the key is read: a range of the primary key, never a scan of the run.
+    plan = " ".join(
+        str(row[-1])
+        for row in reader._conn().execute(
+            "EXPLAIN QUERY PLAN SELECT episode, step, info FROM steps WHERE (episode, step) > (?, ?) "
+            "ORDER BY episode, step LIMIT ?",
+            (0, 1, 2),
+        )
+    )
+    assert "SEARCH steps USING PRIMARY KEY" in plan and "TEMP B-TREE" not in plan
+    reader.close()
+
+
 def test_metrics_by_tag_and_since_step(writer: TelemetryWriter, db_path: Path) -> None:
     writer.start()
     writer.put_metrics(

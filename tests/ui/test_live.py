@@ -9,7 +9,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
-from gym_gui.core.records import RunRecord, StepBatch
+from gym_gui.core.records import RunRecord, StepBatch, StepRow
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.live import MAX_PLAYBACK_DELAY, FramePacer, LiveTab, StepTableModel
@@ -134,6 +134,11 @@ def test_analytics_banner_subscribes_to_no_steps(qtbot: QtBot, client: DaemonCli
     qtbot.waitUntil(lambda: tab.steps_seen > 0, timeout=60_000)
 
 
+def payload(row: StepRow | None) -> bytes | None:
+    """The render payload of a step the pacer hands out."""
+    return None if row is None else row[8]
+
+
 def test_frame_pacer_plays_a_batch_at_the_pace_of_its_steps() -> None:
     # 30 steps 10 ms apart, each with a payload, arriving 50 ms after the last one happened.
     batch = StepBatch(
@@ -147,16 +152,16 @@ def test_frame_pacer_plays_a_batch_at_the_pace_of_its_steps() -> None:
     # follow at the pace of their steps, the newest 0.29 s later.
     assert pacer.delay == pytest.approx(0.34)
     assert pacer.next_due() == pytest.approx(50.0)
-    assert pacer.pop_due(50.0) == b"{0}"
-    assert pacer.pop_due(50.1) == b"{9}"
+    assert payload(pacer.pop_due(50.0)) == b"{0}"
+    assert payload(pacer.pop_due(50.1)) == b"{9}"
     assert pacer.pop_due(50.1) is None
-    assert pacer.pop_due(50.3) == b"{29}"
+    assert payload(pacer.pop_due(50.3)) == b"{29}"
     assert len(pacer) == 0
 
     # A batch far behind plays no more than MAX_PLAYBACK_DELAY late: what is older is skipped.
     pacer.add(batch, arrived_wall=1010.0, arrived_mono=60.0)
     assert pacer.delay == MAX_PLAYBACK_DELAY
-    assert pacer.pop_due(60.0) == b"{29}"
+    assert payload(pacer.pop_due(60.0)) == b"{29}"
 
     # Batches without payloads queue nothing.
     assert pacer.add(StepBatch([(0, 0, 0.0, False, False, "0", "0", "{}", None, 1.0)]), 2.0, 70.0) == 0

@@ -1,5 +1,6 @@
 """The LLM Multi-Step Worker in the window: picked in the roster, started from its generated form against
-the test chat server, and watched live (steps with their conversation, the lake drawn) in the Live tab."""
+the test chat server, watched live (the lake drawn, beside it the conversation of each step) in the Live
+tab, and replayed with the prompt and reply of each step's call, the later steps of a plan included."""
 
 from __future__ import annotations
 
@@ -9,19 +10,46 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QLineEdit, QPlainTextEdit
 from pytestqt.qtbot import QtBot
 
+from gym_gui.core.records import StepRecord
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
 from gym_gui.ui.control_panel import AGENT
+from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.worker import WorkerForm
 from gym_gui.ui.main_window import MainWindow
+from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.live import LiveTab
+from gym_gui.ui.tabs.replay import ReplayTab
 from tests.llm.chat_server import MODEL, ChatServer, solver
+from tests.llm.support import completed, llm_config, stored
+from tests.ui.test_replay import make_tab
 from tests.ui.test_scenario import click, click_run, open_tab, type_into
 
 KEY = "sk-window-7d3a91"
 
 
+def shows_its_call(panes: AgentPanes, home: Home, run_id: str) -> bool:
+    """Whether the conversation pane shows, in full, the call that chose the step the panes show."""
+    shown = panes.shown
+    if shown is None or shown.call is None or not panes.pane_visible(panes.conversation):
+        return False
+    run = stored(home, run_id)
+    steps = {(step.episode, step.step): step for step in run.steps}
+    made = run.llm(steps[(shown.episode, shown.step - shown.call.index)])
+    text = panes.conversation.text()
+    # A message's trailing newline is not drawn.
+    expected = [
+        *(m["content"].rstrip("\n") for m in run.prefixes[made["prompt"]["prefix"]]),
+        *(m["content"].rstrip("\n") for m in made["prompt"]["messages"]),
+        made["reply"],
+        f"actions [{', '.join(map(str, made['actions']))}] · valid",
+        f"{made['tokens_in']} tokens in",
+    ]
+    return all(part in text for part in expected)
+
+
 def test_an_llm_run_starts_from_its_form_and_is_watched_live_with_its_conversation(
-    qtbot: QtBot, window: MainWindow, client: DaemonClient
+    qtbot: QtBot, window: MainWindow, client: DaemonClient, home: Home
 ) -> None:
     window.activateWindow()  # clicks and typing go where a user's would: to the active window
     qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
@@ -76,7 +104,40 @@ def test_an_llm_run_starts_from_its_form_and_is_watched_live_with_its_conversati
         assert llm["actions"] == [json.loads(row[2])] and llm["valid"]
         assert {r.authorization for r in server.received} == {f"Bearer {KEY}"}
 
+        # Beside the lake, the conversation of the step shown: the system prompt, the observation as
+        # the model read it, its reply and what was made of it.
+        panes = live.panes
+        qtbot.waitUntil(lambda: shows_its_call(panes, home, run_id), timeout=30_000)
+        assert not panes.pane_visible(panes.value_map) and not panes.pane_visible(panes.values)
+
+        # Replay: the prompt and reply of a step's call.
+        replay = open_tab(window, ReplayTab)
+        qtbot.waitUntil(lambda: replay.episode_combo.count() > 0, timeout=30_000)
+        replay.select_episode(0)
+        replay.seek(1)
+        qtbot.waitUntil(lambda: shows_its_call(replay.panes, home, run_id), timeout=30_000)
+        assert replay.panes.shown is not None and replay.panes.shown.key == (0, 1)
+
         table = window.runs
         qtbot.waitUntil(lambda: table.cancel_button.isEnabled(), timeout=30_000)
         click(table.cancel_button)
         qtbot.waitUntil(lambda: table.state_of(run_id) == "CANCELLED", timeout=60_000)
+
+
+def test_replay_shows_the_call_of_each_step_of_a_plan(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home
+) -> None:
+    # Plans of three actions: the lake's six steps take two calls, each recorded by its first step.
+    with ChatServer(solver) as server:
+        run = completed(client, llm_config(server.url, episodes=1, plan_length=3))
+    steps: list[StepRecord] = stored(home, run.run_id).steps
+    assert [json.loads(step.info)["llm"]["index"] for step in steps] == [0, 1, 2, 0, 1, 2]
+    tab = make_tab(qtbot, link, run)
+    tab.select_episode(0)
+    for step in (2, 4, 3):
+        tab.seek(step)
+        qtbot.waitUntil(lambda: shows_its_call(tab.panes, home, run.run_id), timeout=30_000)
+        index = step % 3
+        assert (
+            "its first action" if index == 0 else f"action {index + 1} of its plan"
+        ) in tab.panes.conversation.text()

@@ -701,6 +701,24 @@ class TelemetryReader:
             raise StorageError(f"{_WHAT} {self._path}: step {step} of episode {episode} is not stored")
         return self._step(rows[0])
 
+    def step_infos(self, after: tuple[int, int] | None = None, limit: int = -1) -> list[tuple[int, int, str]]:
+        """``(episode, step, info)`` of the steps after the key ``after`` (all when None), in key order.
+
+        At most ``limit`` rows (-1: no limit). A range of the primary key: a view that follows a
+        run reads only what is new since its last read, however long the run.
+        """
+        if after is None:
+            rows = self._rows(
+                "SELECT episode, step, info FROM steps ORDER BY episode, step LIMIT ?", (limit,)
+            )
+        else:
+            rows = self._rows(
+                "SELECT episode, step, info FROM steps WHERE (episode, step) > (?, ?) "
+                "ORDER BY episode, step LIMIT ?",
+                (after[0], after[1], limit),
+            )
+        return [(episode, step, info) for episode, step, info in rows]
+
     def step_count(self, episode: int | None = None) -> int:
         """Number of stored steps, of one episode or of the whole run."""
         if episode is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from gym_gui_sdk.render import decode_payload
-from PySide6.QtCore import QPointF, QRect, QRectF, Qt, QTimer
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -83,8 +83,10 @@ class EnvView(QWidget):
     when their turn to be drawn comes, so coalesced PNG frames are never decoded.
 
     ``frames_drawn`` counts the pictures actually painted (a bench reads it); ``grid``,
-    ``frame`` and ``message`` hold the picture last applied.
+    ``frame`` and ``message`` hold the picture last applied; ``applied`` is emitted each time one is.
     """
+
+    applied = Signal()
 
     def __init__(self, parent: QWidget | None = None, *, max_fps: float = 30.0) -> None:
         super().__init__(parent)
@@ -176,6 +178,7 @@ class EnvView(QWidget):
             self._changed()
         else:
             self._set_message(str(value))
+        self.applied.emit()
 
     def _set_message(self, message: str) -> None:
         self.grid, self.frame, self._image, self.message = None, None, None, message

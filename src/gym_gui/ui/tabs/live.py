@@ -1,4 +1,5 @@
-"""LiveTab: a run's live view — the current frame, the latest steps, the episode-return chart, its controls, badges."""
+"""LiveTab: a run's live view — the current frame and the agent panes beside it, the latest steps, the
+episode-return chart, its controls, badges."""
 
 from __future__ import annotations
 
@@ -24,12 +25,14 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.records import EpisodeRecord, RunRecord, StateTransition, StepBatch
+from gym_gui.core.records import StepRow as StreamRow  # a step as the stream carries it
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.env_view import EnvView
+from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.run_controls import RunControlBar
 from gym_gui.ui.tabs.base import RunTab
 
@@ -172,7 +175,7 @@ class FramePacer:
     """
 
     def __init__(self) -> None:
-        self._frames: deque[tuple[float, bytes]] = deque()  # (due on the monotonic clock, payload)
+        self._frames: deque[tuple[float, StreamRow]] = deque()  # (due on the monotonic clock, its step)
         self._lags: deque[float] = deque(maxlen=DELAY_WINDOW)
         self.delay = 0.0
 
@@ -181,14 +184,14 @@ class FramePacer:
 
     def add(self, batch: StepBatch, arrived_wall: float, arrived_mono: float) -> int:
         """Queue the payloads of ``batch``, which arrived at those times; returns how many were kept."""
-        picked: list[tuple[float, bytes]] = []
-        newest: tuple[float, bytes] | None = None
+        picked: list[tuple[float, StreamRow]] = []
+        newest: tuple[float, StreamRow] | None = None
         last = -math.inf
         for row in batch.rows:
             payload, wall_time = row[8], row[9]
             if not payload:
                 continue
-            newest = (wall_time, payload)
+            newest = (wall_time, row)
             if wall_time - last >= FRAME_SPACING:
                 picked.append(newest)
                 last = wall_time
@@ -199,11 +202,11 @@ class FramePacer:
         self._lags.append(arrived_wall - picked[0][0])
         self.delay = min(MAX_PLAYBACK_DELAY, max(0.0, *self._lags))
         floor = self._frames[-1][0] if self._frames else arrived_mono
-        for wall_time, payload in picked:
+        for wall_time, row in picked:
             wait = min(MAX_PLAYBACK_DELAY, max(0.0, wall_time + self.delay - arrived_wall))
             # Never before a payload queued earlier: the picture only moves forward.
             floor = max(floor, arrived_mono + wait)
-            self._frames.append((floor, payload))
+            self._frames.append((floor, row))
         # A stream far faster than the view can hold only so much: what is overdue is skipped.
         while len(self._frames) > MAX_QUEUED_FRAMES:
             self._frames.popleft()
@@ -213,12 +216,12 @@ class FramePacer:
         """When the oldest queued payload is due (monotonic clock), or None when none waits."""
         return self._frames[0][0] if self._frames else None
 
-    def pop_due(self, now: float) -> bytes | None:
-        """The newest payload due by ``now`` (older due ones are skipped), or None."""
-        payload = None
+    def pop_due(self, now: float) -> StreamRow | None:
+        """The step of the newest payload due by ``now`` (older due ones are skipped), or None."""
+        row = None
         while self._frames and self._frames[0][0] <= now:
-            payload = self._frames.popleft()[1]
-        return payload
+            row = self._frames.popleft()[1]
+        return row
 
     def clear(self) -> None:
         self._frames.clear()
@@ -236,7 +239,8 @@ class LiveTab(RunTab):
     granted back, so the daemon never sends more than the view has taken and coalesces the rest
     (STARVED, shown as a badge until RESUMED). Episode events feed the return chart. The chart
     and the table (rows inserted in bulk, the oldest dropped beyond its capacity) are redrawn at
-    ~10 Hz by a timer, never per event or batch.
+    ~10 Hz by a timer, never per event or batch. The :class:`AgentPanes` show the step whose
+    picture the EnvView draws, and read the run's storage for their value map at the redraw.
 
     With a banner (:meth:`set_banner`, for analytics-lane runs) the tab subscribes to nothing: it
     shows the banner and the run's state.
@@ -359,11 +363,16 @@ class LiveTab(RunTab):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.chart)
         right.addWidget(self.table)
+        self.panes = AgentPanes(follow_table=True)
+        # The panes show the step whose picture the view has just drawn: picture and panes agree.
+        self.env_view.applied.connect(lambda: self.panes.show_offered(self.env_view.grid))
         self.body = QSplitter(Qt.Orientation.Horizontal)
         self.body.addWidget(self.env_view)
+        self.body.addWidget(self.panes)
         self.body.addWidget(right)
         self.body.setStretchFactor(0, 1)
         self.body.setStretchFactor(1, 1)
+        self.body.setStretchFactor(2, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.banner)
         layout.addLayout(header)
@@ -433,6 +442,7 @@ class LiveTab(RunTab):
             self.status.setText(f"{run.run_id}: not connected to the daemon")
             return
         self.subscription = subscription
+        self.panes.attach(run)
         subscription.steps.connect(self._on_steps)
         subscription.episode.connect(self._on_episode)
         subscription.state.connect(self._on_state)
@@ -466,6 +476,7 @@ class LiveTab(RunTab):
         self._rows.clear()
         self.model.clear()
         self.env_view.clear("No run attached.")
+        self.panes.detach()
         self.controls.set_run(None)
         self.control_message.clear()
         self.paused_badge.hide()
@@ -501,10 +512,16 @@ class LiveTab(RunTab):
         pending, self._pending = self._pending, []
         if subscription is None or not pending:
             return
+        undrawn: StreamRow | None = None
         for batch, arrived_wall, arrived_mono in pending:
             self.steps_seen += len(batch.rows)
             self._rows.extend(batch_rows(batch, self.model.capacity))
-            self._pacer.add(batch, arrived_wall, arrived_mono)
+            if not self._pacer.add(batch, arrived_wall, arrived_mono) and batch.rows:
+                undrawn = batch.rows[-1]
+        if undrawn is not None:
+            # Steps without pictures: the panes show the newest one taken.
+            self._offer_step(undrawn)
+            self.panes.show_offered()
         self.batches_taken += len(pending)
         self._schedule_frame()
         subscription.consumed(len(pending))
@@ -516,11 +533,16 @@ class LiveTab(RunTab):
         self._frame_timer.start(max(0, math.ceil((due - time.monotonic()) * 1000)))
 
     def _show_due_frame(self) -> None:
-        payload = self._pacer.pop_due(time.monotonic())
-        if payload is not None:
+        row = self._pacer.pop_due(time.monotonic())
+        if row is not None:
             self.frames_offered += 1
-            self.env_view.show_payload(payload)
+            self.env_view.show_payload(row[8])
+            self._offer_step(row)
         self._schedule_frame()
+
+    def _offer_step(self, row: StreamRow) -> None:
+        episode, step, _reward, _terminated, _truncated, action, _obs, info, _render, _wall = row
+        self.panes.offer(episode, step, action, info)
 
     # ------------------------------------------------------------ other events
 
@@ -618,6 +640,7 @@ class LiveTab(RunTab):
     def _redraw(self) -> None:
         self._update_counters()
         self._flush_rows()
+        self.panes.refresh(self.env_view.grid)
         if not self._chart_dirty:
             return
         self._chart_dirty = False

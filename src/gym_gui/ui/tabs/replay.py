@@ -31,6 +31,7 @@ from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_view import EnvView
+from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.ui.transport import Transport
 from gym_gui.ui.videos import VideosPanel
@@ -134,11 +135,15 @@ class ReplayTab(RunTab):
         form.addRow("Observation", self.observation_text)
         form.addRow("Info", self.info_text)
 
+        # The replayed step's action values, beliefs or conversation, when its payload carries them.
+        self.panes = AgentPanes(follow_table=False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.env_view)
+        splitter.addWidget(self.panes)
         splitter.addWidget(details)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(2, 2)
 
         self.transport = Transport("step", "Replay speed; 1× is the environment's own frame rate")
         self.transport.back.connect(self.step_back)
@@ -207,6 +212,7 @@ class ReplayTab(RunTab):
         self.episode_combo.blockSignals(False)
         self._clear_step("Loading…")
         self._set_videos(None)
+        self.panes.attach(run)
         self.refresh_episodes()  # selects the first episode
         self._update_polling()
         self.refresh_videos()
@@ -228,6 +234,7 @@ class ReplayTab(RunTab):
         self.episode_combo.clear()
         self.episode_combo.blockSignals(False)
         self._clear_step("No run selected.")
+        self.panes.detach()
         self._videos_generation += 1
         self._set_videos(None)
         super().detach()
@@ -488,6 +495,9 @@ class ReplayTab(RunTab):
         )
         self.info_text.setPlainText(_pretty(record.info))
         self._show_picture(record)
+        self.panes.offer(record.episode, record.step, record.action, record.info)
+        self.panes.show_offered()
+        self.panes.refresh()
 
     def _show_position(self) -> None:
         self.transport.set_position(self._step, f"step {self._step} / {max(0, self._last_step)}")
