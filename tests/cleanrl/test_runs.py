@@ -390,13 +390,53 @@ def test_sac_trains_on_its_default_mujoco_env_and_its_model_plays_with_frames_he
     assert isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.std() > 0  # a picture, not a blank
 
 
-def test_an_env_cleanrl_cannot_make_fails_with_its_message(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:
-    client, _home = cleanrl_daemon
-    # A classic-control family the bundle has, in a version its gym does not know.
-    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v9", 2048))
-    final = client.wait_for_end(record.run_id, timeout=120)
-    assert final.state is RunState.FAILED
-    assert "CartPole" in final.reason and "v9" in final.reason
+def test_an_env_cleanrl_cannot_make_is_refused_before_launch_with_its_libraries_words(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    before = set(home.runs_dir.iterdir())
+    # A classic-control family the bundle has, in a version its gym does not know; a misspelt id.
+    with pytest.raises(ConfigError, match=r"ppo cannot make CartPole-v9: gym 0\.23\.1: .*`v0`, `v1`"):
+        client.submit(cleanrl_config("ppo", "CartPole-v9", 2048))
+    result = gym_gui(
+        "train",
+        "--worker",
+        "cleanrl",
+        "--algo",
+        "dqn",
+        "--env",
+        "CartPol-v1",
+        "--total-timesteps",
+        "1000",
+        home=home.root,
+    )
+    assert_one_line_error(result, "dqn cannot make CartPol-v1: gymnasium 0.29.1", "Did you mean: `CartPole`?")
+    assert set(home.runs_dir.iterdir()) == before
+
+
+@pytest.mark.parametrize("env_id", ["../../../escaped/x", "../../etc/passwd", "/tmp/escaped", "ALE/../../x"])
+def test_an_env_id_that_is_a_path_is_refused_and_nothing_is_written_anywhere(
+    cleanrl_daemon: tuple[DaemonClient, Home], env_id: str
+) -> None:
+    _client, home = cleanrl_daemon
+    before = set(home.runs_dir.iterdir())
+    result = gym_gui(
+        "train",
+        "--worker",
+        "cleanrl",
+        "--algo",
+        "ppo",
+        "--env",
+        env_id,
+        "--total-timesteps",
+        "1000",
+        home=home.root,
+    )
+    assert_one_line_error(result, f"field 'env_id': {env_id!r} is not an environment id")
+    # No run and no stray directory under runs/, beside it or outside the home.
+    assert set(home.runs_dir.iterdir()) == before
+    assert not [path for path in home.root.rglob("*") if path.name in ("escaped", "etc", "x")]
+    assert not Path("/tmp/escaped").exists()
 
 
 def _processes_mentioning(text: str) -> list[int]:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gym_gui.core.errors import ConfigError, InvalidRunId
-from gym_gui.core.ids import validate_run_id
+from gym_gui.core.errors import ConfigError, GymGuiError
+from gym_gui.core.ids import validate_env_id, validate_run_id
 from gym_gui.core.workers import KIND_PATTERN
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
@@ -25,6 +26,14 @@ def looks_secret(key: object) -> bool:
 REDACTED = "***"
 # The most frames per second a run may ask a worker to encode (at start or while it runs).
 MAX_RENDER_FPS = 240.0
+
+
+def _field_check(check: Callable[[str], str], value: str) -> str:
+    """``check(value)``, its refusal raised as the ValueError pydantic reports under the field's name."""
+    try:
+        return check(value)
+    except GymGuiError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class _Strict(BaseModel):
@@ -184,10 +193,7 @@ class EvaluationOptions(_Strict):
     @field_validator("run_id")
     @classmethod
     def _safe_run_id(cls, value: str) -> str:
-        try:
-            return validate_run_id(value)
-        except InvalidRunId as exc:
-            raise ValueError(str(exc)) from None
+        return _field_check(validate_run_id, value)
 
 
 class RunConfig(_Strict):
@@ -223,6 +229,11 @@ class RunConfig(_Strict):
     notes: str = Field(default="", max_length=10_000, description="Free text kept with the run.")
     dry_run: bool = Field(default=False, description="Resolve and show what would run, launch nothing.")
 
+    @field_validator("env_id")
+    @classmethod
+    def _env_id_form(cls, value: str) -> str:
+        return _field_check(validate_env_id, value)
+
     @field_validator("params")
     @classmethod
     def _no_secret_params(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -246,6 +257,8 @@ class RunConfig(_Strict):
 def _describe_error(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "config"
     message = error["msg"]
+    if error["type"] == "value_error":
+        message = str(error.get("ctx", {}).get("error", message))  # our own words, without pydantic's prefix
     if error["type"] in ("missing",):
         return f"field '{where}': {message}"
     value = error.get("input")

@@ -27,7 +27,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gym_gui_cleanrl_worker.scripts import find_algorithm, list_algorithms, missing_for_env
+from gym_gui_cleanrl_worker.scripts import (
+    find_algorithm,
+    list_algorithms,
+    missing_for_env,
+    unregistered_env,
+)
 
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
@@ -609,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
                 hint = (
                     missing_for_env(args.env_id, info.env_family if info else None) if args.env_id else None
                 )
+                if not hint and args.env_id and info is not None:
+                    hint = unregistered_env(args.env_id, info)
                 if hint:
                     raise ValueError(hint)
             result = describe_algo(args.algo, args.scripts_dir)

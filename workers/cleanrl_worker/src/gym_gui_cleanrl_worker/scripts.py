@@ -394,6 +394,44 @@ def missing_for_env(env_id: str, family: str | None = None) -> str | None:
     return f"{env_id} ({family} environment) needs {', '.join(missing)}, missing in {sys.executable}: {hint}"
 
 
+# Families whose envs are not made from gym's or gymnasium's registry as the script finds it: made by
+# their own library (EnvPool, Procgen, PettingZoo, Isaac Gym), or registered by a package on its own
+# terms (ale_py, shimmy's dm_control). Their ids are not looked up there.
+_OWN_REGISTRIES = frozenset({"envpool", "procgen", "pettingzoo", "isaacgym", "atari", "dm_control"})
+_GYM_LIBRARIES = ("gymnasium", "gym")
+
+
+def unregistered_env(env_id: str, info: AlgorithmInfo) -> str | None:
+    """None when the library the script makes its envs with (gymnasium or old gym) knows env_id here;
+    else one line saying why not, with that library's own close matches.
+
+    The registry is the one a run sees: the worker's patches are installed first (old gym learns
+    gymnasium's MuJoCo ids). Ids of families in :data:`_OWN_REGISTRIES` are not looked up.
+    """
+    if info.env_family in _OWN_REGISTRIES or env_family_of(env_id) in _OWN_REGISTRIES:
+        return None
+    tree = _parse(Path(info.path))
+    imports: set[str] = set()
+    if tree is not None:
+        _imports_of(tree.body, imports)
+    libraries = [name for name in _GYM_LIBRARIES if name in imports]
+    if not libraries:
+        return None
+    from gym_gui_cleanrl_worker import compat
+
+    compat.install()
+    answers = []
+    for name in libraries:
+        library = importlib.import_module(name)
+        try:
+            library.spec(env_id)
+        except Exception as exc:  # each version raises its own error classes (NameNotFound, VersionNotFound…)
+            answers.append(f"{name} {library.__version__}: {exc}")
+        else:
+            return None
+    return f"{info.name} cannot make {env_id}: " + "; ".join(answers)
+
+
 def _local_module(module: str, directory: Path) -> bool:
     """A helper module next to the script (or at the checkout root, like cleanrl_utils) is not a missing import."""
     for base in (directory, directory.parent):
