@@ -6,7 +6,7 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import grpc
@@ -42,7 +42,7 @@ def human_run(client: DaemonClient) -> tuple[str, str]:
 
 
 def publish_raw(
-    client: DaemonClient, run_id: str, token: str, messages: list[pb.WorkerMessage]
+    client: DaemonClient, run_id: str, token: str, messages: Iterable[pb.WorkerMessage]
 ) -> grpc.RpcError | None:
     """Register as the run's worker and send ``messages`` as they are, bypassing the SDK's checks."""
     channel = grpc.insecure_channel(client.info.address)
@@ -105,7 +105,8 @@ BAD_STREAMS = {
         pb.WorkerMessage(seq=2, event=pb.WorkerEvent(level="INFO", message="m", data="{oops")),
     ],
     "has no body": [started(1), pb.WorkerMessage(seq=2)],
-    "storage rejected": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
+    "step 1 of episode 0 was sent again": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
+    "step 0 of episode 0 comes after step 1 of episode 0": [started(1), steps(2, 0, [1, 0])],
 }
 
 
@@ -119,13 +120,35 @@ def test_malformed_worker_messages_fail_the_run_and_the_daemon_keeps_serving(
     final = client.wait_for_end(run_id, timeout=30)
     assert final.state is RunState.FAILED
     assert reason in final.reason
-    if reason == "storage rejected":
+    if reason.startswith("step 1 of episode 0 was sent again"):
         reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
         assert [s.step for s in reader.steps(0)] == [0, 1]  # what was stored before stays intact
         reader.close()
     # The daemon still serves: a good run completes.
     record, _ = client.submit(random_config(episodes=3))
     assert client.wait_for_end(record.run_id, timeout=60).state is RunState.COMPLETED
+
+
+def test_a_repeated_step_on_a_stream_kept_open_is_refused_naming_it(client: DaemonClient, home: Home) -> None:
+    run_id, token = human_run(client)
+    release = threading.Event()
+
+    def kept_open() -> Iterator[pb.WorkerMessage]:
+        yield from (started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2]))
+        release.wait(60)  # the worker sends nothing more, and does not close its stream
+
+    try:
+        error = publish_raw(client, run_id, token, kept_open())
+    finally:
+        release.set()
+    assert error is not None and error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
+    assert "step 1 of episode 0 was sent again" in (error.details() or "")
+    final = client.wait_for_end(run_id, timeout=30)
+    assert final.state is RunState.FAILED
+    assert final.reason.startswith("step 1 of episode 0 was sent again"), final.reason
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+    assert [s.step for s in reader.steps(0)] == [0, 1]
+    reader.close()
 
 
 def test_a_stolen_token_cannot_publish_for_another_run(client: DaemonClient) -> None:

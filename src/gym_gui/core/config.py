@@ -28,6 +28,29 @@ REDACTED = "***"
 MAX_RENDER_FPS = 240.0
 
 
+# The longest path and file name Linux takes (PATH_MAX, NAME_MAX): a longer one names no file.
+_PATH_MAX = 4096
+_NAME_MAX = 255
+
+
+def check_path_text(path: str) -> str:
+    """Return ``path`` unchanged if it could name a file at all, else raise.
+
+    Raises:
+        ConfigError: it holds a NUL or another control character, or it or one of its parts is
+            longer than the filesystem allows (the message says which, without repeating the path).
+    """
+    if any(ord(char) < 32 or ord(char) == 127 for char in path):
+        raise ConfigError("holds a control character (NUL, newline, …), which no path has")
+    size = len(path.encode("utf-8", errors="surrogatepass"))
+    if size > _PATH_MAX:
+        raise ConfigError(f"is {size} bytes long; a path has at most {_PATH_MAX}")
+    longest = max((len(part.encode("utf-8", errors="surrogatepass")) for part in path.split("/")), default=0)
+    if longest > _NAME_MAX:
+        raise ConfigError(f"has a part of {longest} bytes; a file or directory name has at most {_NAME_MAX}")
+    return path
+
+
 def _field_check(check: Callable[[str], str], value: str) -> str:
     """``check(value)``, its refusal raised as the ValueError pydantic reports under the field's name."""
     try:
@@ -160,9 +183,12 @@ class ScriptSource(_Strict):
     @field_validator("scripts_dir", "python")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _field_check(check_path_text, value)
         # The daemon does not share the caller's working directory: a relative path would name
         # another place there. Clients resolve what a user typed (the CLI does) before sending it.
-        if value is not None and not PurePath(value).is_absolute():
+        if not PurePath(value).is_absolute():
             raise ValueError(
                 f"must be an absolute path (got {value!r}); the daemon has another working directory"
             )
@@ -194,6 +220,11 @@ class EvaluationOptions(_Strict):
     @classmethod
     def _safe_run_id(cls, value: str) -> str:
         return _field_check(validate_run_id, value)
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _checkpoint_path(cls, value: str | None) -> str | None:
+        return None if value is None else _field_check(check_path_text, value)
 
 
 class RunConfig(_Strict):

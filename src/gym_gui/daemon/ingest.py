@@ -53,7 +53,8 @@ class StreamIngest:
     def _watermarks(self) -> None:
         """On a reconnected stream, what is already stored (the worker sends again what it had
         not seen confirmed, and the daemon keeps each record once)."""
-        self._last_step: tuple[int, int] | None = None
+        self._last_step: tuple[int, int] | None = None  # stored before this stream: sent again, dropped
+        self._sent_step: tuple[int, int] | None = None  # the last step this stream sent
         self._last_episode: int | None = None
         self._metric_steps: dict[str, int] = {}
         writer = self.run.writer
@@ -77,14 +78,14 @@ class StreamIngest:
                 self._handle(message)
                 self.stored_seq = message.seq
         except ProtocolViolation as exc:
-            self.violation = str(exc)
+            self.violation = self.violation or str(exc)
         except GymGuiError as exc:
-            self.violation = _storage_failure(exc)
+            self.violation = self.violation or _storage_failure(exc)
         except grpc.RpcError:
             log.info("run %s: worker stream broke", run.run_id)
         except Exception as exc:  # a malformed message must fail the run, never the daemon
             log.exception("run %s: bad worker message", run.run_id)
-            self.violation = f"could not process a worker message: {exc}"
+            self.violation = self.violation or f"could not process a worker message: {exc}"
         finally:
             if run.writer is not None:
                 with contextlib.suppress(GymGuiError):
@@ -95,6 +96,11 @@ class StreamIngest:
                 self.supervisor.stream_failed(run, self.violation)
                 log.warning("run %s: %s", run.run_id, self.violation)
             self.done.set()
+
+    def storage_failed(self, error: GymGuiError) -> None:
+        """Storage refused the stream's data, found while no message arrives: the stream fails with it."""
+        self.violation = self.violation or _storage_failure(error)
+        self.supervisor.stream_failed(self.run, self.violation)
 
     def _put(self, fn: Callable[..., None], *args: Any) -> None:
         # Blocking here is the backpressure: the stream is not read while storage is behind.
@@ -125,6 +131,7 @@ class StreamIngest:
             if self._last_step is not None:
                 last = self._last_step
                 rows = [row for row in rows if (row[0], row[1]) > last]
+            self._check_order(rows)
             if self._store_steps and rows:
                 if not self._store_render:
                     rows = [(*row[:8], None, row[9]) for row in rows]
@@ -170,6 +177,24 @@ class StreamIngest:
                 ),
             )
             self.bus.publish(run.run_id, "event", event)
+
+    def _check_order(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Each step is sent once, in (episode, step) order: a repeat would fail storage without saying
+        which step, and a resumed stream could not tell a step it already stored."""
+        previous = self._sent_step
+        for row in rows:
+            key = (row[0], row[1])
+            if previous is not None and key <= previous:
+                how = (
+                    "was sent again"
+                    if key == previous
+                    else f"comes after step {previous[1]} of episode {previous[0]}"
+                )
+                raise ProtocolViolation(
+                    f"step {key[1]} of episode {key[0]} {how}: a worker sends each step once, in order"
+                )
+            previous = key
+        self._sent_step = previous
 
     def _episode(self, episode: pb.Episode) -> None:
         if self._last_episode is not None and episode.episode <= self._last_episode:

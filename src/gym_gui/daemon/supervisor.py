@@ -414,9 +414,10 @@ class Supervisor:
             run.manifest.add_artifact(kind, path, step, meta)
 
     def stream_failed(self, run: LiveRun, reason: str) -> None:
-        """The worker's stream broke the protocol or storage refused its data: the run fails with ``reason``."""
+        """The worker's stream broke the protocol or storage refused its data: the run fails with
+        ``reason`` (or the first reason it was given)."""
         with self.runs.lock:
-            run.violation = reason
+            run.violation = run.violation or reason
 
     def stream_ended(self, run: LiveRun) -> None:
         """The worker's Publish stream closed (its end, a broken connection, or a violation)."""
