@@ -70,7 +70,8 @@ def started(seq: int = 1) -> pb.WorkerMessage:
     return pb.WorkerMessage(seq=seq, lifecycle=pb.Lifecycle(phase=Phase.STARTED, render_kind="grid"))
 
 
-def steps(seq: int, episode: int, indices: list[int]) -> pb.WorkerMessage:
+def steps(seq: int, episode: int, indices: list[int], render: bytes = b"") -> pb.WorkerMessage:
+    """A step batch of ``indices`` in ``episode``, each step carrying ``render`` as its frame."""
     n = len(indices)
     return pb.WorkerMessage(
         seq=seq,
@@ -83,7 +84,7 @@ def steps(seq: int, episode: int, indices: list[int]) -> pb.WorkerMessage:
             action=["1"] * n,
             observation=["0"] * n,
             info=["{}"] * n,
-            render=[b""] * n,
+            render=[render] * n,
             wall_time=[1.0] * n,
         ),
     )

@@ -135,7 +135,7 @@ class StreamIngest:
             if self._store_steps and rows:
                 if not self._store_render:
                     rows = [(*row[:8], None, row[9]) for row in rows]
-                self._put(writer.put_steps, rows)
+                self._put(writer.put_steps, rows, batch.ByteSize())
             if batch.step:
                 self.bus.publish(run.run_id, STEPS, batch)
             for episode in batch.episodes:
