@@ -130,6 +130,19 @@ def test_malformed_worker_messages_fail_the_run_and_the_daemon_keeps_serving(
     assert client.wait_for_end(record.run_id, timeout=60).state is RunState.COMPLETED
 
 
+def test_steps_of_episodes_played_at_once_may_interleave(client: DaemonClient, home: Home) -> None:
+    run_id, token = human_run(client)
+    done = pb.WorkerMessage(seq=5, lifecycle=pb.Lifecycle(phase=Phase.COMPLETED, message="played"))
+    messages = [started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1]), steps(4, 0, [2]), done]
+    assert publish_raw(client, run_id, token, messages) is None
+    assert client.wait_for_end(run_id, timeout=30).state is RunState.COMPLETED
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+    try:
+        assert reader.steps_per_episode() == {0: 3, 1: 2}
+    finally:
+        reader.close()
+
+
 def test_a_repeated_step_on_a_stream_kept_open_is_refused_naming_it(client: DaemonClient, home: Home) -> None:
     run_id, token = human_run(client)
     release = threading.Event()

@@ -25,6 +25,8 @@ from gym_gui.storage.telemetry import TelemetryReader
 log = logging.getLogger(__name__)
 
 Phase = pb.Lifecycle.Phase
+# Episodes whose step order is followed at once (a worker playing more at once is not checked for all).
+_OPEN_EPISODES = 10_000
 
 
 class StreamIngest:
@@ -54,7 +56,7 @@ class StreamIngest:
         """On a reconnected stream, what is already stored (the worker sends again what it had
         not seen confirmed, and the daemon keeps each record once)."""
         self._last_step: tuple[int, int] | None = None  # stored before this stream: sent again, dropped
-        self._sent_step: tuple[int, int] | None = None  # the last step this stream sent
+        self._open_episodes: dict[int, int] = {}  # episode -> its last step sent, until it ends
         self._last_episode: int | None = None
         self._metric_steps: dict[str, int] = {}
         writer = self.run.writer
@@ -179,22 +181,31 @@ class StreamIngest:
             self.bus.publish(run.run_id, "event", event)
 
     def _check_order(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Each step is sent once, in (episode, step) order: a repeat would fail storage without saying
-        which step, and a resumed stream could not tell a step it already stored."""
-        previous = self._sent_step
+        """Each step is sent once, in step order within its episode (episodes may interleave: a worker
+        may play several at once). A repeat would fail storage without saying which step.
+
+        An episode is followed until its terminated or truncated step; a step repeated after that is
+        still refused, by storage ("storage rejected the worker's data: …").
+        """
+        open_episodes = self._open_episodes
         for row in rows:
-            key = (row[0], row[1])
-            if previous is not None and key <= previous:
+            episode, step = row[0], row[1]
+            previous = open_episodes.get(episode)
+            if previous is not None and step <= previous:
                 how = (
                     "was sent again"
-                    if key == previous
-                    else f"comes after step {previous[1]} of episode {previous[0]}"
+                    if step == previous
+                    else f"comes after step {previous} of episode {episode}"
                 )
                 raise ProtocolViolation(
-                    f"step {key[1]} of episode {key[0]} {how}: a worker sends each step once, in order"
+                    f"step {step} of episode {episode} {how}: a worker sends each step once, in order"
                 )
-            previous = key
-        self._sent_step = previous
+            if row[3] or row[4]:  # terminated or truncated: the episode is over
+                open_episodes.pop(episode, None)
+            else:
+                open_episodes[episode] = step
+                if len(open_episodes) > _OPEN_EPISODES:  # episodes never ended: forget the oldest
+                    del open_episodes[next(iter(open_episodes))]
 
     def _episode(self, episode: pb.Episode) -> None:
         if self._last_episode is not None and episode.episode <= self._last_episode:
