@@ -393,7 +393,8 @@ def test_sac_trains_on_its_default_mujoco_env_and_its_model_plays_with_frames_he
 def test_an_env_the_bundle_does_not_have_is_refused_before_anything_is_stored(
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:
-    client, _home = cleanrl_daemon
+    client, home = cleanrl_daemon
+    before = set(home.runs_dir.iterdir())
     # A classic-control family the bundle has, in a version its gym does not know: refused at submit,
     # with the versions it has, rather than a run that fails at start.
     with pytest.raises(
@@ -402,6 +403,46 @@ def test_an_env_the_bundle_does_not_have_is_refused_before_anything_is_stored(
     ):
         client.submit(cleanrl_config("ppo", "CartPole-v9", 2048))
     assert all(run.env_id != "CartPole-v9" for run in client.list_runs(include_archived=True))
+    # A misspelt id, from the command line: one line naming the library dqn makes its envs with.
+    result = gym_gui(
+        "train",
+        "--worker",
+        "cleanrl",
+        "--algo",
+        "dqn",
+        "--env",
+        "CartPol-v1",
+        "--total-timesteps",
+        "1000",
+        home=home.root,
+    )
+    assert_one_line_error(result, "CartPol-v1 is not registered in gymnasium 0.29.1 here", "which dqn makes")
+    assert set(home.runs_dir.iterdir()) == before
+
+
+@pytest.mark.parametrize("env_id", ["../../../escaped/x", "../../etc/passwd", "/tmp/escaped", "ALE/../../x"])
+def test_an_env_id_that_is_a_path_is_refused_and_nothing_is_written_anywhere(
+    cleanrl_daemon: tuple[DaemonClient, Home], env_id: str
+) -> None:
+    _client, home = cleanrl_daemon
+    before = set(home.runs_dir.iterdir())
+    result = gym_gui(
+        "train",
+        "--worker",
+        "cleanrl",
+        "--algo",
+        "ppo",
+        "--env",
+        env_id,
+        "--total-timesteps",
+        "1000",
+        home=home.root,
+    )
+    assert_one_line_error(result, f"field 'env_id': {env_id!r} is not an environment id")
+    # No run and no stray directory under runs/, beside it or outside the home.
+    assert set(home.runs_dir.iterdir()) == before
+    assert not [path for path in home.root.rglob("*") if path.name in ("escaped", "etc", "x")]
+    assert not Path("/tmp/escaped").exists()
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -769,44 +810,129 @@ def test_a_missing_bundle_is_reported_with_how_to_install_it(tmp_path: Path) -> 
         )
 
 
-CORRUPT_EVENTS = r"""
-import json, sys
+DAMAGED_EVENTS = r"""
+import json, os, sys
 from pathlib import Path
 from torch.utils.tensorboard import SummaryWriter
 from gym_gui_cleanrl_worker.bridge import EventFileTail
 
 root = Path(sys.argv[1])
 writer = SummaryWriter(str(root / "runs" / "a"))
-for step in range(5):
-    writer.add_scalar("charts/episodic_return", float(step), step)
-writer.flush()
+step = 0
+def write(n):
+    global step
+    for _ in range(n):
+        writer.add_scalar("losses/value_loss", float(step), step)
+        step += 1
+    writer.flush()
+
 tail = EventFileTail(root / "runs")
-first = tail.poll()
 path = next((root / "runs" / "a").glob("events.out.tfevents.*"))
+got = {}
+write(5)
+got["clean"] = tail.poll()
+# Garbage appended to the file the writer goes on appending to.
 with open(path, "ab") as f:
-    f.write(b"\x07\x00\x00\x00\x00\x00\x00\x00garbage-not-a-record")
-second = tail.poll()
-writer2 = SummaryWriter(str(root / "runs" / "b"))
-for step in range(3):
-    writer2.add_scalar("losses/value_loss", 1.0, step)
-writer2.flush()
-third = tail.poll()
-print(json.dumps({"first": len(first), "second": len(second), "third": [p[0] for p in third]}))
+    f.write(b"\x07\x00\x00\x00\x00\x00\x00\x00garbage-not-a-record" * 3)
+write(5)
+got["after garbage"] = tail.poll()
+# A record damaged in place: its data no longer matches its checksum.
+before = path.stat().st_size
+write(3)
+with open(path, "r+b") as f:
+    f.seek(before + 20)
+    byte = f.read(1)
+    f.seek(before + 20)
+    f.write(bytes([byte[0] ^ 0xFF]))
+got["one record damaged"] = tail.poll()
+# Truncated into its last record, then written again.
+with open(path, "r+b") as f:
+    f.truncate(path.stat().st_size - 10)
+write(4)
+got["truncated"] = tail.poll()
+# Zeros where a file was cut and its writer went on past the end.
+with open(path, "ab") as f:
+    f.write(bytes(300))
+write(2)
+got["zeros"] = tail.poll(final=True)
+print(json.dumps({"steps": {k: [p[1] for p in v] for k, v in got.items()}, "damage": tail.damage(),
+                  "summary": tail.summary()}))
 """
 
 
-def test_a_corrupt_event_file_does_not_stop_the_bridge(cleanrl_python: Path, tmp_path: Path) -> None:
+def test_a_damaged_event_file_keeps_every_readable_point_and_says_what_was_skipped(
+    cleanrl_python: Path, tmp_path: Path
+) -> None:
     result = subprocess.run(
-        [str(cleanrl_python), "-c", CORRUPT_EVENTS, str(tmp_path)],
+        [str(cleanrl_python), "-c", DAMAGED_EVENTS, str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    counts = json.loads(result.stdout.strip().splitlines()[-1])
-    assert counts["first"] == 5
-    assert counts["second"] == 0
-    assert counts["third"] == ["losses/value_loss"] * 3
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["steps"] == {
+        "clean": [0, 1, 2, 3, 4],
+        "after garbage": [5, 6, 7, 8, 9],
+        "one record damaged": [11, 12],  # step 10's record is the damaged one
+        "truncated": [13, 14, 15, 16],  # step 12's record was cut (read before), then 13… appended
+        "zeros": [17, 18],
+    }
+    damage = report["damage"]
+    name = "runs/a/events.out.tfevents."
+    assert all(line.startswith(name) for line in damage), damage
+    assert any("bytes that are no record skipped at byte" in line for line in damage)
+    assert any(
+        "is unreadable (its data does not match its checksum): its point is lost" in line for line in damage
+    )
+    assert any("truncated and written again" in line for line in damage)
+    assert any(
+        "300 bytes that are no record skipped" in line or "bytes that are no record" in line
+        for line in damage
+    )
+    [summary] = report["summary"]
+    assert (
+        summary.startswith(name)
+        and "1 unreadable records" in summary
+        and "every readable point was read" in summary
+    )
+
+
+def test_garbage_in_a_running_ppos_event_file_loses_no_point_written_after_it_and_warns(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, home = cleanrl_daemon
+    # 39 updates of 512 steps (4 envs x 128): one losses/value_loss point each, from the event file only.
+    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 20_000))
+    run_dir = home.run_dir(record.run_id)
+    telemetry = RunDir(run_dir).telemetry_path
+
+    def value_losses() -> int:
+        if not telemetry.exists():
+            return 0
+        reader = TelemetryReader(telemetry)
+        try:
+            return reader.metric_count("losses/value_loss")
+        finally:
+            reader.close()
+
+    wait_until(lambda: value_losses() >= 3, 240, "the first value_loss points")
+    event_file = next(run_dir.glob("runs/*/events.out.tfevents.*"))
+    with open(event_file, "ab") as damaged:
+        damaged.write(b"\x07\x00\x00\x00\x00\x00\x00\x00garbage-not-a-record" * 4)
+
+    final = client.wait_for_end(record.run_id, timeout=300)
+    assert final.state is RunState.COMPLETED, final.reason
+    assert value_losses() == 20_000 // 512
+    reader = TelemetryReader(telemetry)
+    try:
+        warnings = [e.message for e in reader.events() if e.level == "WARNING" and "event file" in e.message]
+    finally:
+        reader.close()
+    assert any(event_file.name in w and "bytes that are no record skipped at byte" in w for w in warnings), (
+        warnings
+    )
+    assert any("every readable point was read" in w for w in warnings), warnings
 
 
 def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[DaemonClient, Home]) -> None:

@@ -25,9 +25,9 @@ def stalled_storage(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     gate = threading.Event()
     original = TelemetryWriter.put_steps
 
-    def put_steps(self: TelemetryWriter, rows: Sequence[StepRow]) -> None:
+    def put_steps(self: TelemetryWriter, rows: Sequence[StepRow], size: int = 0) -> None:
         gate.wait(120)
-        original(self, rows)
+        original(self, rows, size)
 
     monkeypatch.setattr(TelemetryWriter, "put_steps", put_steps)
     return gate

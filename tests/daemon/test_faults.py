@@ -6,7 +6,7 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import grpc
@@ -42,7 +42,7 @@ def human_run(client: DaemonClient) -> tuple[str, str]:
 
 
 def publish_raw(
-    client: DaemonClient, run_id: str, token: str, messages: list[pb.WorkerMessage]
+    client: DaemonClient, run_id: str, token: str, messages: Iterable[pb.WorkerMessage]
 ) -> grpc.RpcError | None:
     """Register as the run's worker and send ``messages`` as they are, bypassing the SDK's checks."""
     channel = grpc.insecure_channel(client.info.address)
@@ -70,7 +70,8 @@ def started(seq: int = 1) -> pb.WorkerMessage:
     return pb.WorkerMessage(seq=seq, lifecycle=pb.Lifecycle(phase=Phase.STARTED, render_kind="grid"))
 
 
-def steps(seq: int, episode: int, indices: list[int]) -> pb.WorkerMessage:
+def steps(seq: int, episode: int, indices: list[int], render: bytes = b"") -> pb.WorkerMessage:
+    """A step batch of ``indices`` in ``episode``, each step carrying ``render`` as its frame."""
     n = len(indices)
     return pb.WorkerMessage(
         seq=seq,
@@ -83,7 +84,7 @@ def steps(seq: int, episode: int, indices: list[int]) -> pb.WorkerMessage:
             action=["1"] * n,
             observation=["0"] * n,
             info=["{}"] * n,
-            render=[b""] * n,
+            render=[render] * n,
             wall_time=[1.0] * n,
         ),
     )
@@ -105,7 +106,8 @@ BAD_STREAMS = {
         pb.WorkerMessage(seq=2, event=pb.WorkerEvent(level="INFO", message="m", data="{oops")),
     ],
     "has no body": [started(1), pb.WorkerMessage(seq=2)],
-    "storage rejected": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
+    "step 1 of episode 0 was sent again": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
+    "step 0 of episode 0 comes after step 1 of episode 0": [started(1), steps(2, 0, [1, 0])],
 }
 
 
@@ -119,13 +121,48 @@ def test_malformed_worker_messages_fail_the_run_and_the_daemon_keeps_serving(
     final = client.wait_for_end(run_id, timeout=30)
     assert final.state is RunState.FAILED
     assert reason in final.reason
-    if reason == "storage rejected":
+    if reason.startswith("step 1 of episode 0 was sent again"):
         reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
         assert [s.step for s in reader.steps(0)] == [0, 1]  # what was stored before stays intact
         reader.close()
     # The daemon still serves: a good run completes.
     record, _ = client.submit(random_config(episodes=3))
     assert client.wait_for_end(record.run_id, timeout=60).state is RunState.COMPLETED
+
+
+def test_steps_of_episodes_played_at_once_may_interleave(client: DaemonClient, home: Home) -> None:
+    run_id, token = human_run(client)
+    done = pb.WorkerMessage(seq=5, lifecycle=pb.Lifecycle(phase=Phase.COMPLETED, message="played"))
+    messages = [started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1]), steps(4, 0, [2]), done]
+    assert publish_raw(client, run_id, token, messages) is None
+    assert client.wait_for_end(run_id, timeout=30).state is RunState.COMPLETED
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+    try:
+        assert reader.steps_per_episode() == {0: 3, 1: 2}
+    finally:
+        reader.close()
+
+
+def test_a_repeated_step_on_a_stream_kept_open_is_refused_naming_it(client: DaemonClient, home: Home) -> None:
+    run_id, token = human_run(client)
+    release = threading.Event()
+
+    def kept_open() -> Iterator[pb.WorkerMessage]:
+        yield from (started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2]))
+        release.wait(60)  # the worker sends nothing more, and does not close its stream
+
+    try:
+        error = publish_raw(client, run_id, token, kept_open())
+    finally:
+        release.set()
+    assert error is not None and error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
+    assert "step 1 of episode 0 was sent again" in (error.details() or "")
+    final = client.wait_for_end(run_id, timeout=30)
+    assert final.state is RunState.FAILED
+    assert final.reason.startswith("step 1 of episode 0 was sent again"), final.reason
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+    assert [s.step for s in reader.steps(0)] == [0, 1]
+    reader.close()
 
 
 def test_a_stolen_token_cannot_publish_for_another_run(client: DaemonClient) -> None:

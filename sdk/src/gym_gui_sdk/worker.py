@@ -29,10 +29,14 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
-# Worker messages may carry encoded frames; both ends agree on this ceiling.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-# A step batch is sent early once its render payloads reach this size.
-_BATCH_RENDER_BYTES = 2 * 1024 * 1024
+# The largest message the daemon takes from a worker or client: a batch past it fails the run (gRPC
+# refuses it). With the daemon's bound on what a run may have queued, it bounds what one run's
+# stream holds in the daemon's memory.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# The largest message the daemon sends (a long list of runs, a viewer's batches).
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+# A step batch is sent early once its render payloads and observations reach this size.
+_BATCH_BYTES = 2 * 1024 * 1024
 _END = object()
 
 Phase = pb.Lifecycle.Phase
@@ -53,8 +57,17 @@ class Registration:
 
 
 def channel_options() -> list[tuple[str, int]]:
+    """A worker's or client's channel to the daemon: sends what the daemon takes, takes what it sends."""
     return [
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_receive_message_length", MAX_REPLY_BYTES),
+    ]
+
+
+def server_options() -> list[tuple[str, int]]:
+    """The daemon's server: the other side of :func:`channel_options`."""
+    return [
+        ("grpc.max_send_message_length", MAX_REPLY_BYTES),
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ]
 
@@ -281,9 +294,8 @@ class WorkerSession:
             self._b_info.append(info)
             self._b_render.append(render)
             self._b_wall_time.append(time.time() if wall_time is None else wall_time)
-            if render:
-                self._render_bytes += len(render)
-            if len(self._b_step) >= self.batch_steps or self._render_bytes >= _BATCH_RENDER_BYTES:
+            self._batch_bytes += len(render) + len(observation)
+            if len(self._b_step) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                 self._flush_steps_locked()
 
     def episode(
@@ -410,7 +422,7 @@ class WorkerSession:
         self._b_wall_time: list[float] = []
         self._b_episodes: list[pb.Episode] = []
         self._b_metrics: list[pb.Metric] = []
-        self._render_bytes = 0
+        self._batch_bytes = 0
         self._batch_started = time.monotonic()
 
     def _flush_steps_locked(self) -> None:

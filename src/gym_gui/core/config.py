@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gym_gui.core.errors import ConfigError, InvalidRunId
-from gym_gui.core.ids import validate_run_id
+from gym_gui.core.errors import ConfigError, GymGuiError
+from gym_gui.core.ids import validate_env_id, validate_run_id
 from gym_gui.core.workers import KIND_PATTERN
 
 # "tokens" (plural) counts text, as in a model's max_tokens; a token (singular) is a credential.
@@ -26,6 +27,37 @@ def looks_secret(key: object) -> bool:
 REDACTED = "***"
 # The most frames per second a run may ask a worker to encode (at start or while it runs).
 MAX_RENDER_FPS = 240.0
+
+
+# The longest path and file name Linux takes (PATH_MAX, NAME_MAX): a longer one names no file.
+_PATH_MAX = 4096
+_NAME_MAX = 255
+
+
+def check_path_text(path: str) -> str:
+    """Return ``path`` unchanged if it could name a file at all, else raise.
+
+    Raises:
+        ConfigError: it holds a NUL or another control character, or it or one of its parts is
+            longer than the filesystem allows (the message says which, without repeating the path).
+    """
+    if any(ord(char) < 32 or ord(char) == 127 for char in path):
+        raise ConfigError("holds a control character (NUL, newline, …), which no path has")
+    size = len(path.encode("utf-8", errors="surrogatepass"))
+    if size > _PATH_MAX:
+        raise ConfigError(f"is {size} bytes long; a path has at most {_PATH_MAX}")
+    longest = max((len(part.encode("utf-8", errors="surrogatepass")) for part in path.split("/")), default=0)
+    if longest > _NAME_MAX:
+        raise ConfigError(f"has a part of {longest} bytes; a file or directory name has at most {_NAME_MAX}")
+    return path
+
+
+def _field_check(check: Callable[[str], str], value: str) -> str:
+    """``check(value)``, its refusal raised as the ValueError pydantic reports under the field's name."""
+    try:
+        return check(value)
+    except GymGuiError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class _Strict(BaseModel):
@@ -152,9 +184,12 @@ class ScriptSource(_Strict):
     @field_validator("scripts_dir", "python")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _field_check(check_path_text, value)
         # The daemon does not share the caller's working directory: a relative path would name
         # another place there. Clients resolve what a user typed (the CLI does) before sending it.
-        if value is not None and not PurePath(value).is_absolute():
+        if not PurePath(value).is_absolute():
             raise ValueError(
                 f"must be an absolute path (got {value!r}); the daemon has another working directory"
             )
@@ -185,10 +220,12 @@ class EvaluationOptions(_Strict):
     @field_validator("run_id")
     @classmethod
     def _safe_run_id(cls, value: str) -> str:
-        try:
-            return validate_run_id(value)
-        except InvalidRunId as exc:
-            raise ValueError(str(exc)) from None
+        return _field_check(validate_run_id, value)
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _checkpoint_path(cls, value: str | None) -> str | None:
+        return None if value is None else _field_check(check_path_text, value)
 
 
 class RunConfig(_Strict):
@@ -224,6 +261,11 @@ class RunConfig(_Strict):
     notes: str = Field(default="", max_length=10_000, description="Free text kept with the run.")
     dry_run: bool = Field(default=False, description="Resolve and show what would run, launch nothing.")
 
+    @field_validator("env_id")
+    @classmethod
+    def _env_id_form(cls, value: str) -> str:
+        return _field_check(validate_env_id, value)
+
     @field_validator("params")
     @classmethod
     def _no_secret_params(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +289,8 @@ class RunConfig(_Strict):
 def _describe_error(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "config"
     message = error["msg"]
+    if error["type"] == "value_error":
+        message = str(error.get("ctx", {}).get("error", message))  # our own words, without pydantic's prefix
     if error["type"] in ("missing",):
         return f"field '{where}': {message}"
     value = error.get("input")

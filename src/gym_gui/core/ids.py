@@ -6,10 +6,15 @@ import re
 import time
 from collections.abc import Callable
 
-from gym_gui.core.errors import InvalidRunId
+from gym_gui.core.errors import ConfigError, InvalidRunId
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# Gymnasium's own grammar of env ids, ``[namespace/]name[-vN]`` (gymnasium.envs.registration.ENV_ID_RE),
+# with a name that is not only dots: at most one "/", and neither part can be "." or "..". Workers
+# build paths from env ids (CleanRL's scripts write to runs/{env_id}__{exp_name}__{seed}__{time}),
+# so an id that passes stays inside the run directory.
+ENV_ID_PATTERN = re.compile(r"^(?:[\w:-]+/)?[\w:.-]*\w[\w:.-]*$")
 
 
 def validate_run_id(run_id: str) -> str:
@@ -27,6 +32,20 @@ def validate_run_id(run_id: str) -> str:
             "starting with a letter or digit"
         )
     return run_id
+
+
+def validate_env_id(env_id: str) -> str:
+    """Return ``env_id`` unchanged if it has the form of an environment id, else raise.
+
+    Raises:
+        ConfigError: naming the id and the form ids take.
+    """
+    if not ENV_ID_PATTERN.fullmatch(env_id):
+        raise ConfigError(
+            f"{env_id!r} is not an environment id: ids look like CartPole-v1 or ALE/Pong-v5 "
+            "(letters, digits, '_', ':', '.', '-' and at most one '/' after a namespace)"
+        )
+    return env_id
 
 
 def _component(text: str) -> str:

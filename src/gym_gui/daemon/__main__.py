@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import logging
 import signal
 import sys
@@ -14,6 +16,17 @@ from gym_gui.storage.home import Home
 
 # Exit status of a daemon that found another one already serving its home.
 EXIT_ALREADY_RUNNING = 3
+# glibc's mallopt parameter, and the size from which a block gets pages of its own (returned to the
+# system when freed). glibc raises its default threshold to the largest block freed, so after a few
+# large step batches every later one stays in the heap and the daemon's memory never shrinks back.
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD = 1024 * 1024
+
+
+def _release_large_blocks() -> None:
+    """Keep large blocks (step batches, frames) out of glibc's heap; no-op on another C library."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.min_free_mb < 0 or args.warn_free_mb < 0:
         parser.error("--min-free-mb and --warn-free-mb must not be negative")
 
+    _release_large_blocks()
     home = Home(args.home)
     home.ensure()
     configure_logging(home)

@@ -7,7 +7,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from gym_gui.core.errors import StorageError
+from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.executors import process_alive, signal_group, tail
@@ -84,10 +84,13 @@ def verdict(outcome: Outcome, heartbeat_timeout: float) -> tuple[RunState, str]:
 
 
 class Ending:
-    """Watches each run's worker (exit, heartbeats, cancel grace, registration) and finishes the run.
+    """Watches each run's worker (exit, heartbeats, cancel grace, registration, its directory) and
+    finishes the run.
 
-    Finishing is the last thing that happens to a run: its telemetry is flushed, its manifest gets
-    its end, the registry its final state; only then is its writer closed and its viewers let go.
+    Finishing is the last thing that happens to a run: its end is decided once (the first cause
+    stands), its telemetry is flushed, its manifest gets its end, the registry its final state;
+    only then is its writer closed and its viewers let go. An end that cannot be recorded yet is
+    held and tried again on every tick until it is.
     """
 
     def __init__(self, runs: LiveRuns, settings: SupervisorSettings) -> None:
@@ -96,6 +99,10 @@ class Ending:
 
     def check(self, run: LiveRun, now: float) -> None:
         """One look at a run (under the lock): note its exit, stop it if it must, finish it if it ended."""
+        if run.end is not None:
+            # Decided earlier but not recorded yet (the registry refused it): try again.
+            self.record_end(run)
+            return
         settings = self.settings
         if run.process is not None and run.exit_code is None:
             code = run.process.poll()
@@ -105,6 +112,10 @@ class Ending:
         elif run.orphan_pid is not None and run.exited_at is None and not process_alive(run.orphan_pid):
             run.exited_at = now
 
+        if not run.violation and not run.run_dir.is_dir():
+            # Its files are gone: nothing it stores from now on could be read, so it stops here.
+            run.violation = f"run directory {run.run_dir} was removed while the run was live"
+            log.error("run %s: %s", run.run_id, run.violation)
         if run.violation and not run.killed:
             self.kill(run)
         if (
@@ -140,6 +151,9 @@ class Ending:
             ended = (
                 (run.ever_streamed and run.stream_done.is_set()) or run.heartbeat_lost or bool(run.violation)
             )
+        elif not has_worker and not run.launching:
+            # Never launched (still queued): only a violation ends it before it starts.
+            ended = bool(run.violation)
         else:
             process_gone = run.exited_at is not None
             # Give the stream a moment to drain into storage after the process is gone.
@@ -161,18 +175,28 @@ class Ending:
             signal_group(run.orphan_pid, 9)
 
     def finish(self, run: LiveRun, state: RunState, reason: str) -> None:
-        """End a run in ``state`` (FAILED instead of COMPLETED when its telemetry could not be stored).
-
-        When the registry cannot record the end, the run stays live with its end held (see the
-        ``except`` below): the supervision loop finishes it again on its next tick.
+        """Decide a run's end as ``state`` (FAILED instead of COMPLETED when its telemetry could not be
+        stored) and record it. The first end decided stands: a later call records that one.
         """
-        run.finalized = True
-        writer = run.writer
-        if writer is not None:
-            with contextlib.suppress(StorageError):
-                writer.flush(timeout=60)
-            if writer.error is not None and state is RunState.COMPLETED:
-                state, reason = RunState.FAILED, f"storage failed: {writer.error}"
+        if run.end is None:
+            writer = run.writer
+            if writer is not None:
+                with contextlib.suppress(StorageError):
+                    writer.flush(timeout=60)
+                if writer.error is not None and state is RunState.COMPLETED:
+                    state, reason = RunState.FAILED, f"storage failed: {writer.error}"
+            run.end = (state, reason)
+        self.record_end(run)
+
+    def record_end(self, run: LiveRun) -> None:
+        """Record a run's decided end: its manifest, then the registry; then let the run go.
+
+        When the registry cannot take it (its disk is full and the space reserve spent, it is
+        locked, or anything else fails), the end is held: the run stays live with the reason as its
+        warning, and the supervision loop calls this again on its next tick.
+        """
+        assert run.end is not None
+        state, reason = run.end
         # Everything on disk is final before anyone hears the run ended.
         if run.manifest is not None:
             try:
@@ -181,20 +205,27 @@ class Ending:
                 if not run.held_end:  # said once, not on every try of a held end
                     log.error("run %s: its end is not in its manifest: %s", run.run_id, exc)
         try:
-            self.runs.transition(run, state, reason, exit_code=run.exit_code)
-        except StorageError as exc:
-            # The registry cannot take it (its disk is full and the space reserve spent): the end
-            # is held in memory, shown as the run's warning, and tried again every tick.
-            run.finalized = False
-            held = f"{exc}; its end ({state.value}: {reason}) is held until there is space to record it"
-            if run.held_end != held:
-                run.held_end = held
-                log.error("run %s: %s", run.run_id, held)
-                self.runs.publish_row(run.run_id)
+            if not self.runs.registry.get(run.run_id).state.terminal:
+                self.runs.transition(run, state, reason, exit_code=run.exit_code)
+        except Exception as exc:  # whatever it is, the run must not be forgotten unrecorded
+            self._hold(run, exc)
             return
+        writer = run.writer
         if writer is not None:
             writer.close()
             run.writer = None
         self.runs.remove(run.run_id)
         self.runs.bus.close_run(run.run_id)
         log.info("run %s: %s (%s)", run.run_id, state.value, reason)
+
+    def _hold(self, run: LiveRun, exc: Exception) -> None:
+        assert run.end is not None
+        state, reason = run.end
+        held = f"{exc}; its end ({state.value}: {reason}) is held until it can be recorded"
+        if run.held_end == held:
+            return
+        run.held_end = held
+        # gym_gui's own errors say what went wrong; anything else is a bug, logged with its traceback.
+        log.error("run %s: %s", run.run_id, held, exc_info=None if isinstance(exc, GymGuiError) else exc)
+        with contextlib.suppress(GymGuiError):
+            self.runs.publish_row(run.run_id)

@@ -25,6 +25,8 @@ from gym_gui.storage.telemetry import TelemetryReader
 log = logging.getLogger(__name__)
 
 Phase = pb.Lifecycle.Phase
+# Episodes whose step order is followed at once (a worker playing more at once is not checked for all).
+_OPEN_EPISODES = 10_000
 
 
 class StreamIngest:
@@ -53,7 +55,8 @@ class StreamIngest:
     def _watermarks(self) -> None:
         """On a reconnected stream, what is already stored (the worker sends again what it had
         not seen confirmed, and the daemon keeps each record once)."""
-        self._last_step: tuple[int, int] | None = None
+        self._last_step: tuple[int, int] | None = None  # stored before this stream: sent again, dropped
+        self._open_episodes: dict[int, int] = {}  # episode -> its last step sent, until it ends
         self._last_episode: int | None = None
         self._metric_steps: dict[str, int] = {}
         writer = self.run.writer
@@ -77,14 +80,14 @@ class StreamIngest:
                 self._handle(message)
                 self.stored_seq = message.seq
         except ProtocolViolation as exc:
-            self.violation = str(exc)
+            self.violation = self.violation or str(exc)
         except GymGuiError as exc:
-            self.violation = _storage_failure(exc)
+            self.violation = self.violation or _storage_failure(exc)
         except grpc.RpcError:
             log.info("run %s: worker stream broke", run.run_id)
         except Exception as exc:  # a malformed message must fail the run, never the daemon
             log.exception("run %s: bad worker message", run.run_id)
-            self.violation = f"could not process a worker message: {exc}"
+            self.violation = self.violation or f"could not process a worker message: {exc}"
         finally:
             if run.writer is not None:
                 with contextlib.suppress(GymGuiError):
@@ -95,6 +98,11 @@ class StreamIngest:
                 self.supervisor.stream_failed(run, self.violation)
                 log.warning("run %s: %s", run.run_id, self.violation)
             self.done.set()
+
+    def storage_failed(self, error: GymGuiError) -> None:
+        """Storage refused the stream's data, found while no message arrives: the stream fails with it."""
+        self.violation = self.violation or _storage_failure(error)
+        self.supervisor.stream_failed(self.run, self.violation)
 
     def _put(self, fn: Callable[..., None], *args: Any) -> None:
         # Blocking here is the backpressure: the stream is not read while storage is behind.
@@ -125,10 +133,11 @@ class StreamIngest:
             if self._last_step is not None:
                 last = self._last_step
                 rows = [row for row in rows if (row[0], row[1]) > last]
+            self._check_order(rows)
             if self._store_steps and rows:
                 if not self._store_render:
                     rows = [(*row[:8], None, row[9]) for row in rows]
-                self._put(writer.put_steps, rows)
+                self._put(writer.put_steps, rows, batch.ByteSize())
             if batch.step:
                 self.bus.publish(run.run_id, STEPS, batch)
             for episode in batch.episodes:
@@ -170,6 +179,33 @@ class StreamIngest:
                 ),
             )
             self.bus.publish(run.run_id, "event", event)
+
+    def _check_order(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Each step is sent once, in step order within its episode (episodes may interleave: a worker
+        may play several at once). A repeat would fail storage without saying which step.
+
+        An episode is followed until its terminated or truncated step; a step repeated after that is
+        still refused, by storage ("storage rejected the worker's data: …").
+        """
+        open_episodes = self._open_episodes
+        for row in rows:
+            episode, step = row[0], row[1]
+            previous = open_episodes.get(episode)
+            if previous is not None and step <= previous:
+                how = (
+                    "was sent again"
+                    if step == previous
+                    else f"comes after step {previous} of episode {episode}"
+                )
+                raise ProtocolViolation(
+                    f"step {step} of episode {episode} {how}: a worker sends each step once, in order"
+                )
+            if row[3] or row[4]:  # terminated or truncated: the episode is over
+                open_episodes.pop(episode, None)
+            else:
+                open_episodes[episode] = step
+                if len(open_episodes) > _OPEN_EPISODES:  # episodes never ended: forget the oldest
+                    del open_episodes[next(iter(open_episodes))]
 
     def _episode(self, episode: pb.Episode) -> None:
         if self._last_episode is not None and episode.episode <= self._last_episode:

@@ -92,9 +92,14 @@ class LiveRun:
     secret_env: dict[str, str] = field(default_factory=dict)
     controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
     manifest: ManifestWriter | None = None
-    finalized: bool = False
+    end: tuple[RunState, str] | None = None  # its end as decided (state, reason); recorded or not yet
     warning: str = ""  # what its viewers are warned of now (disk low), shown with its row
-    held_end: str = ""  # its end, decided but not yet recorded (the registry's disk is full)
+    held_end: str = ""  # why its decided end is not recorded yet (e.g. the registry's disk is full)
+
+    @property
+    def finalized(self) -> bool:
+        """Whether its end is decided: nothing starts, warns or judges it any more; it is only recorded."""
+        return self.end is not None
 
     def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
         self.controls.put(pb.ControlMessage(command=command, render_fps=render_fps, reason=reason))

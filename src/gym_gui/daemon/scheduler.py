@@ -58,14 +58,16 @@ class Scheduler:
                 log.exception("supervisor tick failed")
 
     def tick(self) -> None:
-        """One pass: finalize ended runs, enforce heartbeats and cancel grace, start queued runs."""
+        """One pass: finish ended runs (again, for an end not recorded yet), enforce heartbeats and
+        cancel grace, start queued runs."""
         with self.runs.lock:
             self.disk.check()
             now = time.monotonic()
             for run in self.runs.all():
-                if run.finalized:
-                    continue
-                self.ending.check(run, now)
+                try:
+                    self.ending.check(run, now)
+                except Exception:  # one run's trouble must not keep the others from being looked at
+                    log.exception("run %s: checking it failed", run.run_id)
             self._start_queued()
 
     def _start_queued(self) -> None:
@@ -80,7 +82,7 @@ class Scheduler:
             if active >= self.settings.max_concurrent:
                 return
             run = self.runs.get(record.run_id)
-            if run is None or run.launching or run.spec.launch is not Launch.DAEMON:
+            if run is None or run.launching or run.finalized or run.spec.launch is not Launch.DAEMON:
                 continue
             if not self.launching.bundle_ready(run, then=self.tick):
                 continue

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import channel_options
+from gym_gui_sdk.worker import server_options
 
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RunBus
@@ -85,7 +85,7 @@ class DaemonServer:
         server = grpc.server(
             ThreadPoolExecutor(max_workers=256, thread_name_prefix="grpc"),
             interceptors=[TokenInterceptor(self.token, self._is_worker_token)],
-            options=channel_options(),
+            options=server_options(),
         )
         port = server.add_insecure_port(f"{self.host}:{self.port}")
         self.address = f"{self.host}:{port}"

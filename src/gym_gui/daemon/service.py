@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import logging
 import os
@@ -44,19 +45,47 @@ _ACK_SECONDS = 1.0
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _user_errors(method: F) -> F:
-    """Turn a gym_gui error into a status with its message; anything else stays an INTERNAL error."""
+def handled(method: F) -> F:
+    """How a handler's errors reach the client, for unary and streaming handlers alike.
+
+    A gym_gui error becomes its status (``protocol.errors``) with its own message. Anything else is
+    a bug: it is logged with its traceback and the call ends INTERNAL, saying where it failed and
+    what was raised. A status the handler chose itself (``context.abort``) stands.
+    """
+    name = method.__name__
+
+    def fail(exc: Exception, context: grpc.ServicerContext) -> None:
+        # (grpc's stubs leave code() out; the server context has it since 1.38.)
+        if context.code() is not None:  # type: ignore[attr-defined]  # the handler aborted on its own
+            raise exc
+        if isinstance(exc, GymGuiError):
+            context.abort(status_code_for(exc), str(exc))
+        log.error("%s failed", name, exc_info=exc)
+        context.abort(
+            grpc.StatusCode.INTERNAL,
+            f"the daemon failed in {name}: {type(exc).__name__}: {exc} "
+            "(a bug in gym_gui: the daemon's log has the traceback)",
+        )
+
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def streaming(self: Any, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            try:
+                yield from method(self, request, context)
+            except Exception as exc:
+                fail(exc, context)
+
+        return streaming  # type: ignore[return-value]
 
     @functools.wraps(method)
-    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+    def unary(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
         try:
             return method(self, request, context)
-        except GymGuiError as exc:
-            context.abort(status_code_for(exc), str(exc))
-        except KeyError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc.args[0] if exc.args else exc))
+        except Exception as exc:
+            fail(exc, context)
 
-    return wrapper  # type: ignore[return-value]
+    return unary  # type: ignore[return-value]
 
 
 class TrainerService(pb_grpc.TrainerServiceServicer):
@@ -86,7 +115,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     def _record(self, run_id: str) -> RunRecord:
         return self.registry.get(validate_run_id(run_id))
 
-    @_user_errors
+    @handled
     def SubmitRun(self, request: pb.SubmitRunRequest, context: grpc.ServicerContext) -> pb.SubmitRunResponse:
         config = parse_run_config(request.config_json)
         record, token, plan = self.supervisor.submit(config, dict(request.secret_env))
@@ -95,22 +124,22 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             reply.plan.CopyFrom(convert.launch_preview_message(plan))
         return reply
 
-    @_user_errors
+    @handled
     def PreviewRun(self, request: pb.PreviewRunRequest, context: grpc.ServicerContext) -> pb.LaunchPreview:
         config = parse_run_config(request.config_json)
         return convert.launch_preview_message(self.supervisor.preview(config, dict(request.secret_env)))
 
-    @_user_errors
+    @handled
     def CancelRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunInfo:
         return self._info(self.supervisor.cancel(validate_run_id(request.run_id)))
 
-    @_user_errors
+    @handled
     def ListRuns(self, request: pb.ListRunsRequest, context: grpc.ServicerContext) -> pb.ListRunsResponse:
         return pb.ListRunsResponse(
             runs=[self._info(r) for r in self.registry.list(include_archived=request.include_archived)]
         )
 
-    @_user_errors
+    @handled
     def GetRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunDetail:
         record = self._record(request.run_id)
         files = RunDir(self.home.run_dir(record.run_id))
@@ -140,6 +169,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             progress=progress,
         )
 
+    @handled
     def WatchRuns(self, request: pb.WatchRunsRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
         sub = self.bus.subscribe(RUNS_TOPIC)
         context.add_callback(sub.close)
@@ -173,6 +203,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             return None
         return pb.RunEvent(updated=self._info(record))
 
+    @handled
     def Subscribe(
         self, request_iterator: Iterator[pb.SubscribeRequest], context: grpc.ServicerContext
     ) -> Iterator[pb.TelemetryEvent]:
@@ -180,12 +211,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             first = next(request_iterator)
         except StopIteration:
             return
-        try:
-            record = self._record(first.run_id)
-        except GymGuiError as exc:
-            context.abort(status_code_for(exc), str(exc))
-            return
-        run_id = record.run_id
+        run_id = self._record(first.run_id).run_id
         sub = self.bus.subscribe(run_id, first.credits)
         context.add_callback(sub.close)
 
@@ -216,25 +242,25 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         finally:
             sub.close()
 
-    @_user_errors
+    @handled
     def ArchiveRun(self, request: pb.ArchiveRunRequest, context: grpc.ServicerContext) -> pb.RunInfo:
         record = self._record(request.run_id)
         updated = self.registry.set_archived(record.run_id, request.archived)
         self.supervisor.publish_row(record.run_id)
         return self._info(updated)
 
-    @_user_errors
+    @handled
     def DeleteRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.DeleteRunResponse:
         record = self._record(request.run_id)
         self.supervisor.delete(record.run_id)
         return pb.DeleteRunResponse(run_id=record.run_id)
 
-    @_user_errors
+    @handled
     def ControlRun(self, request: pb.ControlRunRequest, context: grpc.ServicerContext) -> pb.RunInfo:
         record = self._record(request.run_id)
         return self._info(self.supervisor.control(record.run_id, request.command, request.render_fps))
 
-    @_user_errors
+    @handled
     def DescribeWorker(
         self, request: pb.DescribeWorkerRequest, context: grpc.ServicerContext
     ) -> pb.WorkerDescription:
@@ -254,6 +280,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             description.description_json = json.dumps(launcher.describe(dict(request.query)))
         return description
 
+    @handled
     def GetHealth(self, request: pb.HealthRequest, context: grpc.ServicerContext) -> pb.Health:
         return pb.Health(
             version=__version__,
@@ -266,6 +293,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             max_concurrent=self.supervisor.settings.max_concurrent,
         )
 
+    @handled
     def Shutdown(self, request: pb.ShutdownRequest, context: grpc.ServicerContext) -> pb.ShutdownResponse:
         threading.Thread(target=self._on_shutdown, name="gym-gui-shutdown", daemon=True).start()
         return pb.ShutdownResponse()
@@ -300,6 +328,7 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
         self.supervisor = supervisor
         self.bus = bus
 
+    @handled
     def RegisterWorker(
         self, request: pb.RegisterWorkerRequest, context: grpc.ServicerContext
     ) -> pb.RegisterWorkerResponse:
@@ -307,8 +336,6 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
             run = self.supervisor.register(validate_run_id(request.run_id), request.run_token, request.pid)
         except PermissionError as exc:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
-        except GymGuiError as exc:
-            context.abort(status_code_for(exc), str(exc))
         return pb.RegisterWorkerResponse(
             session_token=run.session_token,
             config_json=run.config.model_dump_json(),
@@ -316,6 +343,7 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
             render_fps=run.render_fps,
         )
 
+    @handled
     def Publish(
         self, request_iterator: Iterator[pb.WorkerMessage], context: grpc.ServicerContext
     ) -> Iterator[pb.ControlMessage]:
@@ -349,12 +377,21 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
                     if time.monotonic() >= next_ack:
                         next_ack = time.monotonic() + _ACK_SECONDS
                         stored = ingest.stored_seq
-                        if stored > acked and run.writer is not None and run.writer.flush(timeout=5):
-                            acked = stored
-                            yield pb.ControlMessage(command=Command.ACK, seq=stored)
+                        if stored > acked and run.writer is not None:
+                            try:
+                                flushed = run.writer.flush(timeout=5)
+                            except StorageError as exc:
+                                # Storage refused what was sent while the worker sends nothing more.
+                                ingest.storage_failed(exc)
+                                break
+                            if flushed:
+                                acked = stored
+                                yield pb.ControlMessage(command=Command.ACK, seq=stored)
                     continue
                 yield control
-            reader.join()
+            if not ingest.violation:
+                # (A stream failed from here may still be open: its reader ends once the call does.)
+                reader.join()
             if ingest.violation:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingest.violation)
             yield pb.ControlMessage(command=Command.ACK, seq=ingest.stored_seq)

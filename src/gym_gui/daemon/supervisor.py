@@ -208,19 +208,33 @@ class Supervisor:
     # ------------------------------------------------------------ control
 
     def cancel(self, run_id: str) -> RunRecord:
-        record = self.registry.get(run_id)
-        if record.state.terminal:
-            raise RunBusy(f"run {run_id} already ended ({record.state.value})")
+        """Stop a run: a queued one is CANCELLED at once, a live one's worker is told to stop and
+        signalled; a run this daemon holds nothing of (no worker it could stop) is CANCELLED at once.
+
+        Raises:
+            RunBusy: the run has ended (its end recorded, or decided and not recorded yet).
+        """
         with self.runs.lock:
+            record = self.registry.get(run_id)
+            if record.state.terminal:
+                raise RunBusy(f"run {run_id} already ended ({record.state.value})")
             run = self.runs.get(run_id)
-            if record.state is RunState.QUEUED:
-                self.runs.transition_id(run_id, RunState.CANCELLED, "cancelled by user before it started")
+            if run is not None and run.end is not None:
+                state, reason = run.end
+                raise RunBusy(
+                    f"run {run_id} already ended ({state.value}: {reason}); the daemon is still recording it"
+                )
+            if record.state is RunState.QUEUED or run is None:
+                why = (
+                    "before it started"
+                    if record.state is RunState.QUEUED
+                    else "(no worker of it was running)"
+                )
+                self.runs.transition_id(run_id, RunState.CANCELLED, f"cancelled by user {why}")
                 if run is not None:
                     self.runs.remove(run_id)
                 self.runs.publish_row(run_id)
                 return self.registry.get(run_id)
-            if run is None:
-                raise RunBusy(f"run {run_id} has no worker this daemon can reach")
             if run.cancel_requested_at is None:
                 run.cancel_requested_at = time.monotonic()
                 if run.process is None and run.orphan_pid is None and run.spec.launch is Launch.DAEMON:
@@ -267,11 +281,21 @@ class Supervisor:
         return record
 
     def delete(self, run_id: str) -> None:
-        record = self.registry.get(run_id)
-        if record.state.active:
-            raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
+        """Delete a run's directory and its row.
+
+        A run with a worker is refused; one whose worker is gone (its end decided, perhaps not
+        recorded yet) or that this daemon holds nothing of can always be deleted.
+
+        Raises:
+            RunBusy: a worker of the run may still be running (cancel it first).
+        """
         with self.runs.lock:
-            self.runs.remove(run_id)
+            record = self.registry.get(run_id)
+            run = self.runs.get(run_id)
+            if record.state.active and run is not None and run.end is None:
+                raise RunBusy(f"run {run_id} is {record.state.value}: cancel it before deleting it")
+            if run is not None and run.writer is not None:
+                run.writer.close()
             run_dir = self.home.run_dir(run_id)
             # The directory is moved aside first so a half-deleted run never looks like a run.
             if run_dir.exists():
@@ -279,6 +303,7 @@ class Supervisor:
                 run_dir.rename(trash)
                 shutil.rmtree(trash, ignore_errors=True)
             self.registry.delete(run_id)
+            self.runs.remove(run_id)
         self.bus.publish(RUNS_TOPIC, "removed", run_id)
         self.bus.close_run(run_id)
 
@@ -389,9 +414,10 @@ class Supervisor:
             run.manifest.add_artifact(kind, path, step, meta)
 
     def stream_failed(self, run: LiveRun, reason: str) -> None:
-        """The worker's stream broke the protocol or storage refused its data: the run fails with ``reason``."""
+        """The worker's stream broke the protocol or storage refused its data: the run fails with
+        ``reason`` (or the first reason it was given)."""
         with self.runs.lock:
-            run.violation = reason
+            run.violation = run.violation or reason
 
     def stream_ended(self, run: LiveRun) -> None:
         """The worker's Publish stream closed (its end, a broken connection, or a violation)."""

@@ -176,6 +176,9 @@ def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connecti
 # Kinds of queued items. The payload is already in the shape executemany wants, so the writer
 # thread does no per-row work.
 _STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(7)
+# Bytes of step rows one writer may hold queued (see TelemetryWriter.put_steps): with the message
+# size limit (gym_gui_sdk.worker.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
+MAX_PENDING_BYTES = 16 * 1024 * 1024
 
 
 class TelemetryWriter:
@@ -194,17 +197,21 @@ class TelemetryWriter:
     Rows passed to ``put_*`` are kept by reference until written: do not mutate them.
     """
 
-    def __init__(self, path: Path, max_pending: int = 64) -> None:
+    def __init__(self, path: Path, max_pending: int = 64, max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
         """Prepare a writer for ``path``; nothing is opened until :meth:`start`.
 
         Args:
             max_pending: how many ``put_*`` calls may wait in the queue before the next blocks.
+            max_pending_bytes: how many bytes of step rows (as their callers count them) may wait
+                before the next ``put_steps`` blocks; one batch alone always goes in.
         """
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, got {max_pending}")
         self._path = Path(path)
         self._max_pending = max_pending
-        self._queue: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=max_pending)
+        self._max_pending_bytes = max_pending_bytes
+        self._pending_bytes = 0  # of step rows queued and not yet written (guarded by _cv)
+        self._queue: queue.Queue[tuple[int, Any, int]] = queue.Queue(maxsize=max_pending)
         self._cv = threading.Condition()
         self._enqueued = 0  # put_* calls admitted (guarded by _cv)
         self._done = 0  # of those, committed or discarded after a failure (guarded by _cv)
@@ -271,16 +278,17 @@ class TelemetryWriter:
         if self._error is not None:
             raise _again(self._error)
 
-    def put_steps(self, rows: Sequence[StepRow]) -> None:
+    def put_steps(self, rows: Sequence[StepRow], size: int = 0) -> None:
         """Queue step rows (tuples in :data:`~gym_gui.core.records.STEP_COLUMNS` order).
 
-        Blocks while the queue is full.
+        Blocks while the queue is full, or while ``size`` (the bytes the rows hold, e.g. the size of
+        the message they came in) would take the bytes waiting past ``max_pending_bytes``.
 
         Raises:
             StorageError: when the writer has failed or is closed.
         """
         if rows:
-            self._put(_STEPS, rows)
+            self._put(_STEPS, rows, size)
 
     def put_episode(self, episode: EpisodeRecord) -> None:
         """Queue an episode summary. Blocks while the queue is full.
@@ -337,12 +345,24 @@ class TelemetryWriter:
         """
         self._put(_META, (key, value))
 
-    def _put(self, kind: int, payload: Any) -> None:
+    def _put(self, kind: int, payload: Any, size: int = 0) -> None:
         with self._cv:
             self._raise_if_unusable()
+            if size:
+                # What one run holds in memory stays bounded however large its batches are.
+                self._cv.wait_for(
+                    lambda: (
+                        self._pending_bytes == 0
+                        or self._pending_bytes + size <= self._max_pending_bytes
+                        or self._error is not None
+                        or self._stopped
+                    )
+                )
+                self._raise_if_unusable()
+                self._pending_bytes += size
             # Counted before it is queued: flush() relies on every queued item being counted.
             self._enqueued += 1
-        self._queue.put((kind, payload))
+        self._queue.put((kind, payload, size))
         with self._cv:
             if self._error is not None or self._stopped:
                 self._raise_if_unusable()
@@ -408,7 +428,7 @@ class TelemetryWriter:
             flushed = False
         if not self._stop_sent:
             try:
-                self._queue.put((_STOP, None), timeout=remaining())
+                self._queue.put((_STOP, None, 0), timeout=remaining())
                 self._stop_sent = True
             except queue.Full:
                 logger.warning("telemetry writer for %s did not stop within %ss", self._path, timeout)
@@ -423,7 +443,7 @@ class TelemetryWriter:
         dropped = 0
         while True:
             try:
-                kind, _ = self._queue.get_nowait()
+                kind, _, _ = self._queue.get_nowait()
             except queue.Empty:
                 return dropped
             if kind != _STOP:
@@ -470,7 +490,7 @@ class TelemetryWriter:
             except queue.Empty:
                 pass
             count = len(items)
-            for kind, _ in items:
+            for kind, _, _ in items:
                 if kind == _STOP:
                     stopping = True
                     count -= 1
@@ -479,11 +499,12 @@ class TelemetryWriter:
             # After a failure items are discarded but still counted, so no put or flush waits forever.
             with self._cv:
                 self._done += count
+                self._pending_bytes -= sum(size for _, _, size in items)
                 self._cv.notify_all()
             if stopping and self._queue.empty():
                 return
 
-    def _write(self, conn: sqlite3.Connection, items: list[tuple[int, Any]]) -> None:
+    def _write(self, conn: sqlite3.Connection, items: list[tuple[int, Any, int]]) -> None:
         try:
             counts = self._transaction(conn, items)
         except Exception as exc:
@@ -535,7 +556,7 @@ class TelemetryWriter:
             self._metrics_written += metrics
 
     @staticmethod
-    def _transaction(conn: sqlite3.Connection, items: list[tuple[int, Any]]) -> tuple[int, int, int]:
+    def _transaction(conn: sqlite3.Connection, items: list[tuple[int, Any, int]]) -> tuple[int, int, int]:
         """Write ``items`` in one transaction (one executemany per table); returns what was stored."""
         steps: list[Sequence[StepRow]] = []
         episodes: list[tuple[Any, ...]] = []
@@ -543,7 +564,7 @@ class TelemetryWriter:
         events: list[tuple[Any, ...]] = []
         artifacts: list[tuple[Any, ...]] = []
         meta: list[tuple[str, str]] = []
-        for kind, payload in items:
+        for kind, payload, _ in items:
             if kind == _STEPS:
                 steps.append(payload)
             elif kind == _EPISODE:

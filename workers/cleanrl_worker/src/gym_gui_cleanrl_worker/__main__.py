@@ -240,7 +240,10 @@ class Trainer:
     # ------------------------------------------------------------ files
 
     def _poll_files(self, final: bool = False) -> None:
-        self._send(self.events.poll(), from_stdout=False)
+        self._send(self.events.poll(final=final), from_stdout=False)
+        for damage in self.events.damage():
+            # Said as it is found: the points of a damaged stretch are lost, the rest still comes.
+            self.session.event("WARNING", f"TensorBoard event file damaged: {damage}")
         for directory in self.events.directories():
             self._register("tensorboard", directory)
         videos = self.run_dir / "videos"
@@ -302,8 +305,8 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
     command += ["--", *args.script_args]
     trainer = Trainer(session, run_dir, command)
     code = trainer.run()
-    for failure in trainer.events.failures:
-        session.event("WARNING", f"TensorBoard event file could not be read past a point: {failure}")
+    for summary in trainer.events.summary():
+        session.event("WARNING", f"TensorBoard event file damaged: {summary}")
     if session.stop_requested.is_set():
         session.finish(Phase.CANCELLED, "stopped on request; the model so far is saved")
         return 0

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import struct
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -40,56 +44,184 @@ class StdoutParser:
         return []
 
 
+# A TFRecord: length (uint64 LE), masked CRC-32C of the length, the data, masked CRC-32C of the data.
+_HEADER = 12
+_FOOTER = 4
+# No event gym_gui reads is this long; a longer "length" is damage, not a record to wait for.
+_MAX_RECORD = 1 << 26
+# Bytes before the read position remembered, to notice a file truncated and written again under it.
+_FINGERPRINT = 16
+
+
 @dataclass
 class _EventFile:
-    accumulator: object
-    seen: dict[str, int] = field(default_factory=dict)  # tag -> scalars already read
+    """How far one event file has been read, and what could not be read in it."""
+
+    offset: int = 0  # bytes consumed: records read and bytes skipped
+    fingerprint: bytes = b""  # the file's bytes just before ``offset``, as read
+    newest: float = float("-inf")  # wall time of the newest event read
+    read_after: float = float("-inf")  # read again from the start: only events newer than this count
+    reread_until: int = 0  # ... and damage before this offset was reported the first time
+    skipped_bytes: int = 0  # bytes that were not part of a readable record
+    unreadable: int = 0  # records whose data did not match its checksum (each one point, or more)
+    rewritten: int = 0  # times the file was found truncated and written again
 
 
 class EventFileTail:
     """Reads the scalars TensorBoard event files under ``root`` gained since the last call.
 
-    Event files are read incrementally (TensorBoard's own loader keeps its place); a truncated
-    or corrupt file is logged and skipped at that point, and reading goes on at the next call.
+    The files are read record by record from where the last call stopped (the TFRecord format,
+    each record checked by its checksums). A damaged stretch — bytes appended that are not a
+    record, a record whose data does not match its checksum, zeros where a file was cut — is
+    skipped and reading re-synchronises on the next valid record, so every readable point is
+    read. A file that shrank or whose bytes before the read position changed (truncated, then
+    written again) is read again from its start, keeping only events newer than any read before.
+    What was skipped is counted per file; :meth:`damage` says it in a line per stretch, once.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._files: dict[Path, _EventFile] = {}
-        self.failures: list[str] = []
+        self._damage: list[str] = []
 
     def directories(self) -> list[Path]:
         """Directories holding event files (CleanRL writes ``runs/<run_name>/``)."""
         return sorted({p.parent for p in self.root.glob("**/events.out.tfevents.*")})
 
-    def poll(self) -> list[Point]:
-        from tensorboard.backend.event_processing.event_accumulator import (
-            EventAccumulator,
-        )
+    def damage(self) -> list[str]:
+        """What was skipped since the last call, one line per damaged stretch, naming the file."""
+        found, self._damage = self._damage, []
+        return found
 
+    def summary(self) -> list[str]:
+        """Per damaged file, everything skipped in it so far."""
+        lines = []
+        for path, entry in sorted(self._files.items()):
+            if entry.skipped_bytes or entry.unreadable or entry.rewritten:
+                lines.append(
+                    f"{self._name(path)}: {entry.unreadable} unreadable records (their points are lost) and "
+                    f"{entry.skipped_bytes} bytes that were no record skipped; "
+                    f"truncated and written again {entry.rewritten} times; every readable point was read"
+                )
+        return lines
+
+    def poll(self, final: bool = False) -> list[Point]:
+        """Points of the records added since the last call. With ``final`` (the writer has closed), an
+        incomplete record at the end is damage rather than one still being written."""
         points: list[Point] = []
         for path in sorted(self.root.glob("**/events.out.tfevents.*")):
-            entry = self._files.get(path)
-            if entry is None:
-                entry = self._files[path] = _EventFile(
-                    EventAccumulator(str(path), size_guidance={"scalars": 0})
-                )
-            accumulator = entry.accumulator
+            entry = self._files.setdefault(path, _EventFile())
             try:
-                accumulator.Reload()  # type: ignore[attr-defined]
-                tags = accumulator.Tags().get("scalars", [])  # type: ignore[attr-defined]
-                for tag in tags:
-                    events = accumulator.Scalars(tag)  # type: ignore[attr-defined]
-                    start = entry.seen.get(tag, 0)
-                    for event in events[start:]:
-                        points.append((tag, int(event.step), float(event.value)))
-                    entry.seen[tag] = len(events)
-            except Exception as exc:  # a damaged file must not stop the bridge
-                message = f"{path.name}: {type(exc).__name__}: {exc}"
-                if message not in self.failures:
-                    self.failures.append(message)
-                    log.warning("event file unreadable at this point: %s", message)
+                points += self._read(path, entry, final)
+            except OSError as exc:  # gone or unreadable for now: tried again at the next call
+                log.warning("event file %s not read: %s", path, exc)
         return points
+
+    def _name(self, path: Path) -> str:
+        return str(path.relative_to(self.root.parent))
+
+    def _read(self, path: Path, entry: _EventFile, final: bool) -> list[Point]:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if entry.offset:
+                file.seek(entry.offset - len(entry.fingerprint))
+                if size < entry.offset or file.read(len(entry.fingerprint)) != entry.fingerprint:
+                    entry.rewritten += 1
+                    self._damage.append(
+                        f"{self._name(path)}: truncated and written again (now {size} bytes, "
+                        f"{entry.offset} had been read): read again from its start, keeping the newer points"
+                    )
+                    entry.reread_until, entry.read_after = entry.offset, entry.newest
+                    entry.offset, entry.fingerprint = 0, b""
+            file.seek(entry.offset)
+            data = file.read(size - entry.offset)
+        points, used = self._records(path, entry, data, final)
+        if used:
+            consumed = entry.fingerprint + data[:used]
+            entry.fingerprint = consumed[-_FINGERPRINT:]
+            entry.offset += used
+        return points
+
+    def _records(self, path: Path, entry: _EventFile, data: bytes, final: bool) -> tuple[list[Point], int]:
+        """The points in ``data`` (read at ``entry.offset``) and how many of its bytes were used."""
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+        points: list[Point] = []
+        pos = 0
+        skip_from: int | None = None  # where the damaged stretch being skipped began
+
+        def report(at: int, line: str) -> bool:
+            # Bytes read before the file was written again were accounted for then.
+            if entry.offset + at < entry.reread_until:
+                return False
+            self._damage.append(f"{self._name(path)}: {line}")
+            return True
+
+        def end_skip(at: int) -> None:
+            nonlocal skip_from
+            if skip_from is not None:
+                where = entry.offset + skip_from
+                if report(skip_from, f"{at - skip_from} bytes that are no record skipped at byte {where}"):
+                    entry.skipped_bytes += at - skip_from
+                skip_from = None
+
+        while len(data) - pos >= _HEADER:
+            length, length_crc = struct.unpack_from("<QI", data, pos)
+            if length <= _MAX_RECORD and masked_crc32c(data[pos : pos + 8]) == length_crc:
+                end = pos + _HEADER + length + _FOOTER
+                if end > len(data) and not final:
+                    break  # still being written (or damage: decided when more has come)
+                if end <= len(data):
+                    payload = data[pos + _HEADER : end - _FOOTER]
+                    (payload_crc,) = struct.unpack_from("<I", data, end - _FOOTER)
+                    event = None
+                    if masked_crc32c(payload) == payload_crc:
+                        with contextlib.suppress(Exception):  # data that is no Event (DecodeError)
+                            event = Event.FromString(payload)
+                    if event is not None:
+                        end_skip(pos)
+                        if event.wall_time > entry.read_after:
+                            entry.newest = max(entry.newest, event.wall_time)
+                            points += _scalars(event)
+                        pos = end
+                        continue
+                    if report(
+                        pos,
+                        f"the record at byte {entry.offset + pos} is unreadable (its data does "
+                        "not match its checksum): its point is lost",
+                    ):
+                        entry.unreadable += 1
+            # No record starts here: skip a byte (a stretch of zeros at once) and look again. A
+            # record's claimed length is not trusted past a bad checksum: the next record may be inside.
+            if skip_from is None:
+                skip_from = pos
+            zeros = len(data) - pos - len(data[pos:].lstrip(b"\0")) if data[pos] == 0 else 0
+            pos += max(1, zeros - 7)  # a record's length has a non-zero byte among its first eight
+        if final and pos < len(data):
+            if skip_from is None:
+                skip_from = pos
+            pos = len(data)
+        if skip_from is not None and (final or pos - skip_from > _MAX_RECORD):
+            end_skip(pos)
+        elif skip_from is not None:
+            pos = skip_from  # decided at the next call, when more has been written after it
+        return points, pos
+
+
+def _scalars(event: Any) -> list[Point]:
+    """The scalar points of one event: ``simple_value`` (torch's SummaryWriter) or a scalar tensor."""
+    points: list[Point] = []
+    if not event.HasField("summary"):
+        return points
+    for value in event.summary.value:
+        if value.HasField("simple_value"):
+            points.append((value.tag, int(event.step), float(value.simple_value)))
+        elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name == "scalars":
+            from tensorboard.util.tensor_util import make_ndarray
+
+            points.append((value.tag, int(event.step), float(make_ndarray(value.tensor))))
+    return points
 
 
 class Deduplicator:

@@ -88,7 +88,7 @@ class BundleCall:
                 timeout=timeout,
                 env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "PYTHONDONTWRITEBYTECODE": "1"},
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:  # ValueError: a NUL in an argument
             raise ConfigError(f"could not run {self.python}: {exc}") from None
         try:
             data = json.loads(result.stdout)
@@ -207,12 +207,16 @@ class CleanRLLauncher:
         source_dir = self.home.run_dir(config.evaluation.run_id)
         if not source_dir.is_dir():
             raise ConfigError(f"field 'evaluation.run_id': no run {config.evaluation.run_id}")
-        model = (source_dir / (config.evaluation.checkpoint or FINAL_MODEL)).resolve()
-        if not model.is_relative_to(source_dir.resolve()):
-            raise ConfigError(
-                f"field 'evaluation.checkpoint': {config.evaluation.checkpoint!r} is outside the run"
-            )
-        if not model.is_file():
+        try:
+            model = (source_dir / (config.evaluation.checkpoint or FINAL_MODEL)).resolve()
+            if not model.is_relative_to(source_dir.resolve()):
+                raise ConfigError(
+                    f"field 'evaluation.checkpoint': {config.evaluation.checkpoint!r} is outside the run"
+                )
+            found = model.is_file()
+        except OSError as exc:
+            raise ConfigError(f"field 'evaluation.checkpoint': cannot look for it: {exc.strerror}") from None
+        if not found:
             raise ConfigError(
                 f"field 'evaluation.checkpoint': run {config.evaluation.run_id} has no model at {model}"
             )
