@@ -95,7 +95,9 @@ class Manifest(_Tolerant):
     wandb: WandbEntry | None = None
     checkpoints: list[ArtifactEntry] = Field(default_factory=list)
     videos: list[ArtifactEntry] = Field(default_factory=list)
-    optuna_db: str | None = None
+    optuna_db: str | None = None  # a sweep's trial: the study's storage URL (no password) ...
+    optuna_study: str | None = None  # ... the study's name ...
+    optuna_trial: int | None = None  # ... and the trial's number
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
     ended_at: float | None = None
     final_state: RunState | None = None
