@@ -783,6 +783,16 @@ class TelemetryReader:
         rows = self._rows("SELECT MAX(episode) FROM episodes")
         return rows[0][0] if rows else None
 
+    def has_episode(self, episode: int) -> bool:
+        """Whether the summary of ``episode`` is stored."""
+        return bool(self._rows("SELECT 1 FROM episodes WHERE episode = ?", (episode,)))
+
+    def has_metric(self, tag: str, step: int, value: float) -> bool:
+        """Whether a point of ``tag`` at ``step`` with ``value`` is stored (the (tag, step) index)."""
+        return bool(
+            self._rows("SELECT 1 FROM metrics WHERE tag = ? AND step = ? AND value = ?", (tag, step, value))
+        )
+
     def metric_high_water(self) -> dict[str, int]:
         """The largest stored step of each metric tag."""
         return dict(self._rows("SELECT tag, MAX(step) FROM metrics GROUP BY tag"))
