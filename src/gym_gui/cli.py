@@ -115,16 +115,37 @@ def daemon_start(
     foreground: Annotated[
         bool, typer.Option(help="Run in this terminal instead of in the background.")
     ] = False,
+    bind: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on. Beyond loopback (another machine's workers connect) the daemon "
+            "speaks TLS with a CA kept in the home's tls/ directory."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free one).", min=0, max=65535)] = 0,
+    tls: Annotated[
+        bool | None,
+        typer.Option(
+            "--tls/--no-tls", help="Speak TLS (default: only beyond loopback; --no-tls is refused there)."
+        ),
+    ] = None,
 ) -> None:
     """Start the daemon of this GYM_GUI_HOME (or say where the running one is)."""
+    from gym_gui.daemon.tls import check_bind
+
     home = _home()
+    check_bind(bind, tls)  # refused here, before a daemon is started to refuse it
+    args = ["--host", bind, "--port", str(port)]
+    if tls is not None:
+        args.append("--tls" if tls else "--no-tls")
     if foreground:
         from gym_gui.daemon.__main__ import main as daemon_main
 
-        raise typer.Exit(daemon_main(["--home", str(home.root)]))
-    with DaemonClient.connect(home.root) as client:
+        raise typer.Exit(daemon_main(["--home", str(home.root), *args]))
+    with DaemonClient.connect(home.root, daemon_args=args) as client:
         health = client.health()
-    console.print(f"daemon running at {health.address} (pid {health.pid}); log: {health.log_path}")
+    secure = " over TLS (CA: " + client.info.tls_ca + ")" if client.info.tls_ca else ""
+    console.print(f"daemon running at {health.address}{secure} (pid {health.pid}); log: {health.log_path}")
 
 
 @daemon_app.command("stop")

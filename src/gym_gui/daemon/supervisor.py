@@ -69,6 +69,7 @@ class Supervisor:
         settings: SupervisorSettings | None = None,
         bundles: BundleDirectory | None = None,
         catalog: WorkerCatalog | None = None,
+        tls_ca: str | None = None,
     ) -> None:
         self.home = home
         self.registry = registry
@@ -78,7 +79,9 @@ class Supervisor:
         self.bundles = bundles or BundleDirectory(home.bundles_dir, self.catalog.bundles())
         self.runs = LiveRuns(home, registry, bus)
         self.ending = Ending(self.runs, self.settings)
-        self.launching = Launching(self.runs, self.ending, executor, address, self.catalog, self.bundles)
+        self.launching = Launching(
+            self.runs, self.ending, executor, address, self.catalog, self.bundles, tls_ca=tls_ca
+        )
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
 

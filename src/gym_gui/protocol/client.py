@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import channel_options
+from gym_gui_sdk.worker import open_channel
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
@@ -84,7 +84,7 @@ class DaemonClient:
 
     def __init__(self, info: DaemonFile) -> None:
         self.info = info
-        self._channel = grpc.insecure_channel(info.address, options=channel_options())
+        self._channel = open_channel(info.address, info.tls_ca)
         self._stub = pb_grpc.TrainerServiceStub(self._channel)
         self._metadata = [("authorization", f"Bearer {info.token}")]
 
