@@ -25,6 +25,7 @@ def _run(
     algorithm: str,
     models: dict[str, bytes],
     mode: str = "train",
+    env_id: str = "CartPole-v1",
 ) -> RunRecord:
     """A run directory as a finished CleanRL run leaves it: config, manifest with its models, their files."""
     files = RunDir(home.run_dir(run_id))
@@ -49,7 +50,7 @@ def _run(
         run_id,
         RunState.COMPLETED,
         worker="cleanrl",
-        env_id="CartPole-v1",
+        env_id=env_id,
         lane="analytics",
         run_dir=str(files.path),
     )
@@ -67,6 +68,14 @@ def test_models_are_gathered_grouped_and_carry_the_final_return_of_either_lane(
     )
     dqn = _run(home, make_record, "dqn-run", "dqn", {"checkpoints/final.cleanrl_model": b"ccc"})
     evaluation = _run(home, make_record, "eval-run", "ppo", {}, mode="evaluate")
+    acrobot = _run(
+        home,
+        make_record,
+        "acrobot-run",
+        "ppo",
+        {"checkpoints/final.cleanrl_model": b"d"},
+        env_id="Acrobot-v1",
+    )
     # The analytics lane: returns are a metric; the telemetry lane: episodes (they win when both exist).
     with TelemetryWriter(RunDir(ppo.run_dir).telemetry_path) as writer:
         writer.put_metrics([MetricPoint(EPISODIC_RETURN, step, 0.0, float(step)) for step in range(30)])
@@ -77,9 +86,12 @@ def test_models_are_gathered_grouped_and_carry_the_final_return_of_either_lane(
         writer.put_metrics([MetricPoint(EPISODIC_RETURN, 1, 0.0, 1000.0)])
         assert writer.flush(timeout=WAIT)
 
-    entries = gather_models([ppo, dqn, evaluation])
+    entries = gather_models([ppo, dqn, evaluation, acrobot])
     tree = group_models(entries)
-    assert list(tree) == ["CartPole-v1"] and list(tree["CartPole-v1"]) == ["cleanrl / dqn", "cleanrl / ppo"]
+    assert list(tree) == ["Acrobot-v1", "CartPole-v1"]
+    assert list(tree["CartPole-v1"]) == ["cleanrl / dqn", "cleanrl / ppo"]
+    assert [e.run_id for e in tree["Acrobot-v1"]["cleanrl / ppo"]] == ["acrobot-run"]
+    assert tree["Acrobot-v1"]["cleanrl / ppo"][0].final_return is None  # no returns stored
     ppo_models = tree["CartPole-v1"]["cleanrl / ppo"]
     assert [(m.model.path, m.model.step, m.model.size) for m in ppo_models] == [
         ("checkpoints/step_1.cleanrl_model", 1000, 1),

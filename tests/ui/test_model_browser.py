@@ -21,7 +21,7 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
-from gym_gui.ui.model_browser import COLUMNS, ModelBrowser
+from gym_gui.ui.model_browser import COLUMNS, ImportModelDialog, ModelBrowser
 from gym_gui.ui.settings import Settings
 from tests.conftest import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
@@ -240,9 +240,14 @@ def test_garbage_or_a_dqn_model_declared_as_ppo_is_refused_with_the_reason_and_l
     with pytest.raises(ConfigError, match="no such file"):
         client.import_model(str(tmp_path / "absent.cleanrl_model"), "cleanrl", "ppo", "CartPole-v1")
 
-    # The window's import says the same.
+    # The window's import (its dialog's answers) says the same.
     browser = _open(qtbot, window, trained["ppo"])
-    browser.import_model(str(dqn), "cleanrl", "ppo", "CartPole-v1")
+    dialog = ImportModelDialog(browser)
+    dialog.file.setText(str(dqn))
+    dialog.algorithm.setText("ppo")
+    dialog.env.setCurrentText("CartPole-v1")
+    assert dialog.request() == (str(dqn), "cleanrl", "ppo", "CartPole-v1")
+    browser.import_model(*dialog.request())
     qtbot.waitUntil(lambda: "The import was refused" in browser.status.text(), timeout=120_000)
     assert "holds a dqn model, not ppo" in browser.status.text()
 

@@ -367,6 +367,10 @@ class ImportModelDialog(QDialog):
         for plugin in worker_catalog().plugins():
             if plugin.spec.capabilities.evaluation:
                 self.worker.addItem(plugin.spec.display_name, plugin.spec.kind)
+                if (
+                    plugin.form == "scripts"
+                ):  # the kind whose runs are chosen by algorithm, as the CLI's default
+                    self.worker.setCurrentIndex(self.worker.count() - 1)
         self.algorithm = QLineEdit("ppo")
         self.env = QComboBox()
         self.env.setEditable(True)
