@@ -74,17 +74,17 @@ class ModelImports:
             raise DiskFull(f"{refusal}; free some space and import the model again")
         config = self._config(request, check.step)
         now = time.time()
-        with self.runs.lock:
+        with self.runs.lock:  # the id is taken once its directory exists; the copy needs no lock
             run_id = make_run_id(
                 request.env_id, f"{request.algorithm}-import", None, int(now), exists=self._taken
             )
             files = RunDir(self.runs.home.run_dir(run_id))
             files.create()
-            try:
-                record = self._store(files, config, request, source, digest, check.stored_as, check.step, now)
-            except BaseException:
-                shutil.rmtree(files.path, ignore_errors=True)
-                raise
+        try:
+            record = self._store(files, config, request, source, digest, check.stored_as, check.step, now)
+        except BaseException:
+            shutil.rmtree(files.path, ignore_errors=True)
+            raise
         self.runs.publish_row(run_id)
         log.info(
             "run %s: imported %s (%s %s on %s)",
