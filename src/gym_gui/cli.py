@@ -558,12 +558,16 @@ def eval_(
     real_time: Annotated[
         bool, typer.Option(help="Play at the env's own frame rate (to watch it live), not flat out.")
     ] = False,
+    env: Annotated[
+        str | None,
+        typer.Option(help="Environment to play (default: the run's; the daemon refuses any other)."),
+    ] = None,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
 ) -> None:
     """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable."""
     run_id = validate_run_id(run)
     with _client() as client:
-        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps, real_time)
+        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps, real_time, env)
         record, _ = client.submit(config)
         console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
         if detach:
@@ -572,6 +576,24 @@ def eval_(
     _print_end(final)
     if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
+
+
+@app.command("import-model")
+def import_model(
+    file: Annotated[Path, typer.Argument(help="The model file, e.g. a .cleanrl_model saved by a run.")],
+    env: Annotated[str, typer.Option(help="The environment it was trained on, e.g. CartPole-v1.")],
+    algo: Annotated[str, typer.Option(help="The algorithm (script) that trained it, e.g. ppo.")],
+    worker: Annotated[
+        str | None, typer.Option(help="Worker kind (default: the one installed kind that runs scripts).")
+    ] = None,
+) -> None:
+    """Store a model file as a finished run of its own (checked by loading it first), to evaluate or browse."""
+    worker = worker or _scripts_worker()
+    with _client() as client:
+        record = client.import_model(str(file.absolute()), worker, algo, env)
+    console.print(
+        f"run [bold]{record.run_id}[/] {_state(record.state.value)}: {escape(record.reason)}", soft_wrap=True
+    )
 
 
 def _scripts_worker() -> str:

@@ -254,12 +254,14 @@ class DaemonClient:
         seed: int | None = None,
         render_fps: float = 30.0,
         real_time: bool = False,
+        env_id: str | None = None,
     ) -> RunConfig:
         """The config of an evaluation run that plays a trained run's model (its final one by default).
 
         ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab.
-
-        The daemon's worker plugin checks the rest (that the kind evaluates, that the model exists).
+        ``env_id`` is the environment to play (default: the trained run's); the daemon's worker plugin
+        decides whether the model may play it, and checks the rest (that the kind evaluates, that the
+        model exists).
 
         Raises:
             ConfigError: when ``run_id`` is not a training run.
@@ -272,7 +274,7 @@ class DaemonClient:
             {
                 "worker": detail.record.worker,
                 "mode": "evaluate",
-                "env_id": detail.record.env_id,
+                "env_id": env_id or detail.record.env_id,
                 "algorithm": trained.get("algorithm"),
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
@@ -281,6 +283,16 @@ class DaemonClient:
                 "telemetry": {"render_fps": render_fps},
             }
         )
+
+    def import_model(self, path: str, worker: str, algorithm: str, env_id: str) -> RunRecord:
+        """Store the model file at ``path`` (absolute, on the daemon's machine) as a finished run of its
+        own, once ``worker``'s loader has loaded it as a model of ``algorithm`` for ``env_id``.
+
+        Raises:
+            ConfigError: the loader's refusal (or a bad argument); nothing is stored.
+        """
+        request = pb.ImportModelRequest(path=path, worker=worker, algorithm=algorithm, env_id=env_id)
+        return convert.run_record(self._call("ImportModel", request, 300))
 
     def shutdown(self) -> None:
         self._call("Shutdown", pb.ShutdownRequest())
