@@ -27,7 +27,14 @@ from gym_gui.core.states import RunState, SweepState
 from gym_gui.daemon.live import TrialLink
 from gym_gui.daemon.supervisor import Supervisor
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.sweeps.optimise import SweepStudy, aggregate, metric_points, pruner_label, run_values
+from gym_gui.sweeps.optimise import (
+    TRIAL_PRUNED_ATTR,
+    SweepStudy,
+    aggregate,
+    metric_points,
+    pruner_label,
+    run_values,
+)
 from gym_gui.sweeps.spec import (
     STUDY_FILE,
     Choices,
@@ -225,7 +232,7 @@ class Sweeping:
                 sweep.inflight[trial.number] = ids
                 if trial.intermediate_values:
                     sweep.reported[trial.number] = max(trial.intermediate_values)
-                reason = trial.user_attrs.get("gym_gui.pruned")
+                reason = trial.user_attrs.get(TRIAL_PRUNED_ATTR)
                 if isinstance(reason, str):
                     sweep.pruning[trial.number] = reason
             with self._lock:
@@ -291,17 +298,23 @@ class Sweeping:
             "sweep %s: trial %d plays %s with %s", sweep.sweep_id, number, ", ".join(run_ids), trial.params
         )
 
-    def _report(self, sweep: ActiveSweep, number: int, records: list[RunRecord]) -> None:
-        """Report the first objective at each step mark its runs have passed; prune when told to."""
+    def _report(self, sweep: ActiveSweep, number: int, records: list[RunRecord], final: bool = False) -> None:
+        """Report the first objective at each step mark the trial's runs have passed; prune when told to.
+
+        A mark is reported once every run's points have gone past it (or the run has ended), the
+        value at a mark being the aggregate of the points up to it, averaged over the seeds. Marks
+        fall on the same steps in every trial, which is where Optuna's pruners compare trials.
+        ``final``: the runs have ended; report every mark left, to compare later trials with.
+        """
         spec = sweep.spec
         objective = spec.objective[0]
         every = report_steps(spec)
         points = [metric_points(self._telemetry(r.run_id), objective.metric) for r in records]
-        # A mark is reported once every run's points have gone past it (or the run has ended).
-        reach = min(
-            (p[-1].step if p else -1) if not record.state.terminal else 2**62
-            for p, record in zip(points, records, strict=True)
-        )
+        last = [run[-1].step if run else -1 for run in points]
+        if final:
+            reach = max(last)
+        else:
+            reach = min(step for step, record in zip(last, records, strict=True) if not record.state.terminal)
         mark = sweep.reported.get(number, 0) + every
         while mark <= reach:
             values = [aggregate(objective, [p for p in run if p.step <= mark]) for run in points]
@@ -310,13 +323,13 @@ class Sweeping:
             value = sum(v for v in values if v is not None) / len(values)
             prune = sweep.study.report(number, value, mark)
             sweep.reported[number] = mark
-            if prune:
+            if prune and not final:
                 reason = (
                     f"pruned by the {pruner_label(spec)} pruner at step {mark}: "
                     f"{objective.label} was {value:.6g}"
                 )
                 sweep.pruning[number] = reason
-                sweep.study.set_attr(number, "gym_gui.pruned", reason)
+                sweep.study.set_attr(number, TRIAL_PRUNED_ATTR, reason)
                 for record in records:
                     if not record.state.terminal:
                         self.supervisor.prune(record.run_id, reason)
@@ -345,6 +358,8 @@ class Sweeping:
                 study.tell_failed(number, f"run {missing[0]} stored no points of {objective.metric}")
                 return
             values.append(sum(v for v in column if v is not None) / len(column))
+        if sweep.spec.pruner.name != "none":
+            self._report(sweep, number, records, final=True)
         study.tell_complete(number, values)
         log.info("sweep %s: trial %d complete: %s", sweep.sweep_id, number, values)
 

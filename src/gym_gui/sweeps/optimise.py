@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 # A trial's user attributes the daemon writes beside TRIAL_RUNS_ATTR.
 TRIAL_REASON_ATTR = "gym_gui.reason"  # why a trial failed or was pruned, in the run's words
+TRIAL_PRUNED_ATTR = "gym_gui.pruned"  # the pruner's decision, kept so a restarted daemon carries it out
 
 
 def aggregate(objective: Objective, points: Sequence[MetricPoint]) -> float | None:
@@ -98,17 +99,28 @@ def grid(spec: SweepSpec) -> dict[str, list[Any]]:
     return values
 
 
-def sampler(spec: SweepSpec) -> optuna.samplers.BaseSampler:
+def sampler(spec: SweepSpec, asked: int = 0) -> optuna.samplers.BaseSampler:
+    """The spec's sampler; ``asked``: trials the study already holds (a sweep taken up again after a
+    daemon restart), added to the seed so the new sampler does not draw the first trials' values again.
+    """
     import optuna
 
-    seed = spec.sampler.seed
+    seed = None if spec.sampler.seed is None else spec.sampler.seed + asked
     match spec.sampler.name:
         case "random":
             return optuna.samplers.RandomSampler(seed=seed)
         case "cmaes":
             return optuna.samplers.CmaEsSampler(seed=seed)
         case "grid":
-            return optuna.samplers.GridSampler(grid(spec), seed=seed)
+
+            class AskTellGrid(optuna.samplers.GridSampler):
+                """Optuna's grid sampler, minus stopping the study once the grid is played: that works
+                only inside ``study.optimize``, and a sweep asks and tells (it counts the grid itself)."""
+
+                def after_trial(self, *args: Any, **kwargs: Any) -> None:
+                    pass
+
+            return AskTellGrid(grid(spec), seed=seed)
         case _:
             return optuna.samplers.TPESampler(seed=seed)
 
@@ -181,6 +193,7 @@ class SweepStudy:
                 self.study = optuna.load_study(
                     storage=storage, study_name=name, sampler=sampler(spec), pruner=pruner(spec)
                 )
+                self.study.sampler = sampler(spec, len(self.study.get_trials(deepcopy=False)))
         except optuna.exceptions.DuplicatedStudyError:
             raise StudyError(
                 f"{shown_url(url)} already has a study {name!r}; name another with 'study'"
