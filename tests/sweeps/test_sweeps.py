@@ -18,6 +18,7 @@ from gym_gui.core.states import RunState, SweepState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.sweeps.study import TRIAL_RUNS_ATTR, StudyView
 from tests.conftest import SHARED_BUNDLES
 from tests.support import (
@@ -205,6 +206,46 @@ def test_spec_errors_are_one_line_naming_the_field(daemon: tuple[DaemonClient, H
     assert_one_line_error(gym_gui("sweep", "start", str(bad), home=home.root), "field 'trials'")
     assert_one_line_error(gym_gui("sweep", "show", "no-such-sweep", home=home.root), "no sweep with id")
     assert_one_line_error(gym_gui("sweep", "best", "../etc", home=home.root), "invalid sweep id")
+
+
+def test_spade_bdi_is_swept_by_the_parameters_it_describes(
+    daemon: tuple[DaemonClient, Home], tmp_path: Path
+) -> None:
+    _client, home = daemon
+    bdi = {"worker": "spade_bdi", "env_id": "FrozenLake-v1", "seed": 0, "budget": {"episodes": 50}}
+    unknown = write_spec(
+        tmp_path / "bdi.yaml", config=bdi, space={"alpah": {"type": "float", "low": 0.1, "high": 0.9}}
+    )
+    assert_one_line_error(
+        gym_gui("sweep", "start", str(unknown), home=home.root), "space.alpah", "gamma", "epsilon_end"
+    )
+    flag = write_spec(
+        tmp_path / "bdi2.yaml", config=bdi, space={"slippery": {"type": "float", "low": 0, "high": 1}}
+    )
+    assert_one_line_error(gym_gui("sweep", "start", str(flag), home=home.root), "space.slippery", "type bool")
+
+
+def test_k_seeds_play_a_trial_and_its_objective_is_their_mean(
+    daemon: tuple[DaemonClient, Home], tmp_path: Path
+) -> None:
+    client, home = daemon
+    spec = write_spec(tmp_path / "seeds.yaml", trials=1, parallel=2, seeds=2)
+    started = gym_gui("sweep", "start", str(spec), "--wait", home=home.root, timeout=900)
+    assert started.returncode == 0, started.stderr
+    view = StudyView.from_data(client.get_sweep(sweep_id_of(started.stdout)).study)
+    (trial,) = view.trials
+    assert trial.state == "COMPLETE" and len(trial.run_ids) == 2
+    returns = []
+    for run_id, seed in zip(trial.run_ids, (1, 2), strict=True):
+        run = client.get_run(run_id).record
+        assert run.state is RunState.COMPLETED and run.trial == 0
+        assert RunDir(run.run_dir).read_config().seed == seed
+        reader = TelemetryReader(RunDir(run.run_dir).telemetry_path)
+        points = reader.metrics("charts/episodic_return")
+        reader.close()
+        last = [p.value for p in sorted(points, key=lambda p: (p.step, p.wall_time))][-20:]
+        returns.append(sum(last) / len(last))
+    assert trial.value == pytest.approx(sum(returns) / 2)
 
 
 def test_a_plain_optuna_study_is_shown_without_a_daemon(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ class ActiveSweep:
     study: SweepStudy
     parallel: int
     inflight: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # trial → its runs
-    reported: dict[int, int] = dataclasses.field(default_factory=dict)  # trial → last step reported
+    marks: dict[int, int] = dataclasses.field(default_factory=dict)  # trial → the last step reported
     pruning: dict[int, str] = dataclasses.field(default_factory=dict)  # trial → why it is pruned
     stopping: bool = False
 
@@ -231,7 +231,7 @@ class Sweeping:
                     continue
                 sweep.inflight[trial.number] = ids
                 if trial.intermediate_values:
-                    sweep.reported[trial.number] = max(trial.intermediate_values)
+                    sweep.marks[trial.number] = max(trial.intermediate_values)
                 reason = trial.user_attrs.get(TRIAL_PRUNED_ATTR)
                 if isinstance(reason, str):
                     sweep.pruning[trial.number] = reason
@@ -247,7 +247,7 @@ class Sweeping:
             if all(record.state.terminal for record in records):
                 self._settle(sweep, number, records)
                 del sweep.inflight[number]
-                sweep.reported.pop(number, None)
+                sweep.marks.pop(number, None)
                 sweep.pruning.pop(number, None)
             elif number in sweep.pruning:
                 for record in records:
@@ -315,14 +315,14 @@ class Sweeping:
             reach = max(last)
         else:
             reach = min(step for step, record in zip(last, records, strict=True) if not record.state.terminal)
-        mark = sweep.reported.get(number, 0) + every
+        mark = sweep.marks.get(number, 0) + every
         while mark <= reach:
             values = [aggregate(objective, [p for p in run if p.step <= mark]) for run in points]
             if any(value is None for value in values):
                 break
             value = sum(v for v in values if v is not None) / len(values)
             prune = sweep.study.report(number, value, mark)
-            sweep.reported[number] = mark
+            sweep.marks[number] = mark
             if prune and not final:
                 reason = (
                     f"pruned by the {pruner_label(spec)} pruner at step {mark}: "
