@@ -133,6 +133,13 @@ def test_each_spec_error_is_one_line_naming_the_field(fields: dict[str, Any], ne
         assert needle in message, message
 
 
+def test_a_relative_sqlite_storage_is_next_to_the_spec_file(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(spec(storage="sqlite:///studies/x.db")))
+    assert load_spec(tmp_path / "s.json").storage == f"sqlite:///{tmp_path.resolve()}/studies/x.db"
+    (tmp_path / "t.json").write_text(json.dumps(spec(storage="postgresql://u:p@host/db")))
+    assert load_spec(tmp_path / "t.json").storage == "postgresql://u:p@host/db"
+
+
 def test_a_file_that_is_not_a_spec_says_so_in_one_line(tmp_path: Path) -> None:
     bad_yaml = tmp_path / "bad.yaml"
     bad_yaml.write_text("config: [unclosed\n")

@@ -262,9 +262,17 @@ def load_spec(path: Path) -> SweepSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"sweep spec {path}: holds {type(data).__name__}, not a mapping of fields")
     try:
-        return parse_spec(data)
+        spec = parse_spec(data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    # A relative SQLite path means the file's neighbourhood, not the daemon's working directory.
+    storage = spec.storage
+    if storage is not None and storage.startswith("sqlite:///") and not storage.startswith("sqlite:////"):
+        relative = storage.removeprefix("sqlite:///")
+        if relative and not relative.startswith(":memory:"):
+            absolute = (path.parent / relative).resolve()
+            spec = spec.model_copy(update={"storage": f"sqlite:///{absolute}"})
+    return spec
 
 
 # ------------------------------------------------------------------ against the worker's parameters
