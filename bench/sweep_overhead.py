@@ -30,6 +30,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,13 +95,21 @@ def plain(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     env = worker_env()
+    # Each trial draws its parameters at once, as a sweep's ask does: two threads suggesting at the
+    # same time would interleave their draws from the sampler's one seeded generator. The draws are
+    # compared in the order they were made (a sweep's trial numbers are its order of asking; here
+    # two threads race for their number and their turn to draw).
+    drawing = threading.Lock()
+    drawn: list[dict[str, Any]] = []
 
     def objective(trial: optuna.Trial) -> float:
-        params = {
-            "learning-rate": trial.suggest_float("learning-rate", 1e-4, 1e-2, log=True),
-            "num-envs": trial.suggest_categorical("num-envs", [2, 4]),
-            "ent-coef": trial.suggest_float("ent-coef", 0.0, 0.05),
-        }
+        with drawing:
+            params = {
+                "learning-rate": trial.suggest_float("learning-rate", 1e-4, 1e-2, log=True),
+                "num-envs": trial.suggest_categorical("num-envs", [2, 4]),
+                "ent-coef": trial.suggest_float("ent-coef", 0.0, 0.05),
+            }
+            drawn.append(params)
         cwd = work / f"trial{trial.number}"
         cwd.mkdir(parents=True)
         extra = [item for name, value in params.items() for item in (f"--{name}", str(value))]
@@ -124,7 +133,7 @@ def plain(
     began = time.monotonic()
     study.optimize(objective, n_trials=data["trials"], n_jobs=data["parallel"])
     wall = time.monotonic() - began
-    return wall, [dict(t.params) for t in sorted(study.trials, key=lambda t: t.number)]
+    return wall, drawn
 
 
 def main() -> None:

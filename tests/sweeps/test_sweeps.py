@@ -208,6 +208,31 @@ def test_spec_errors_are_one_line_naming_the_field(daemon: tuple[DaemonClient, H
     assert_one_line_error(gym_gui("sweep", "best", "../etc", home=home.root), "invalid sweep id")
 
 
+def test_a_trial_whose_run_fails_is_told_fail_with_the_runs_reason(
+    daemon: tuple[DaemonClient, Home], tmp_path: Path
+) -> None:
+    # No minibatches: ppo.py divides its batch by their number and fails at start (the spec's check
+    # previewed the first choice, which launches).
+    client, home = daemon
+    spec = write_spec(
+        tmp_path / "fail.yaml",
+        space={"num-minibatches": {"type": "categorical", "choices": [4, 0]}},
+        sampler={"name": "grid", "seed": 1},
+        trials=2,
+        parallel=1,
+    )
+    started = gym_gui("sweep", "start", str(spec), "--wait", home=home.root, timeout=900)
+    assert started.returncode == 0, started.stderr
+    view = StudyView.from_data(client.get_sweep(sweep_id_of(started.stdout)).study)
+    by_choice = {t.params["num-minibatches"]: t for t in view.trials}
+    assert by_choice[4].state == "COMPLETE"
+    failed = by_choice[0]
+    assert failed.state == "FAIL"
+    run = client.get_run(failed.run_ids[0]).record
+    assert run.state is RunState.FAILED
+    assert failed.user_attrs["gym_gui.reason"] == f"run {run.run_id} FAILED: {run.reason}"
+
+
 def test_spade_bdi_is_swept_by_the_parameters_it_describes(
     daemon: tuple[DaemonClient, Home], tmp_path: Path
 ) -> None:
