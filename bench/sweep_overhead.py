@@ -7,9 +7,11 @@ coefficient on a range), the objective the mean of the last 20 episodic returns,
 
 - gym_gui: the spec is started on a daemon of a fresh temporary GYM_GUI_HOME (``--max-concurrent
   2``); the wall time runs from StartSweep to the sweep's COMPLETED.
-- plain: ``optuna.create_study(sampler=TPESampler(seed=0))`` and ``study.optimize(objective,
-  n_trials=12, n_jobs=2)``, the objective running ``<cleanrl bundle python> -m cleanrl.ppo FLAGS``
-  in a subprocess and reading the returns from its output. FLAGS are the daemon's own mapping of
+- plain: ``optuna.create_study(sampler=TPESampler(seed=0))``, asked and told by a loop keeping 2
+  trials going on a thread pool, each running ``<cleanrl bundle python> -m cleanrl.ppo FLAGS`` in a
+  subprocess and reading the returns from its output. (Not ``study.optimize(..., n_jobs=2)``:
+  with more than one job Optuna reseeds the sampler at random before every trial, so no seed
+  reproduces its parameters.) FLAGS are the daemon's own mapping of
   the config (read from a dry run's manifest, as bench/cleanrl_overhead.py does) plus the trial's
   parameters, and the environment is the one the daemon gives a worker.
 
@@ -30,8 +32,8 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -95,22 +97,14 @@ def plain(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     env = worker_env()
-    # Each trial draws its parameters at once, as a sweep's ask does: two threads suggesting at the
-    # same time would interleave their draws from the sampler's one seeded generator. The draws are
-    # compared in the order they were made (a sweep's trial numbers are its order of asking; here
-    # two threads race for their number and their turn to draw).
-    drawing = threading.Lock()
-    drawn: list[dict[str, Any]] = []
+    space = {
+        "learning-rate": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True),
+        "num-envs": optuna.distributions.CategoricalDistribution([2, 4]),
+        "ent-coef": optuna.distributions.FloatDistribution(0.0, 0.05),
+    }
 
-    def objective(trial: optuna.Trial) -> float:
-        with drawing:
-            params = {
-                "learning-rate": trial.suggest_float("learning-rate", 1e-4, 1e-2, log=True),
-                "num-envs": trial.suggest_categorical("num-envs", [2, 4]),
-                "ent-coef": trial.suggest_float("ent-coef", 0.0, 0.05),
-            }
-            drawn.append(params)
-        cwd = work / f"trial{trial.number}"
+    def run(number: int, params: dict[str, Any]) -> float:
+        cwd = work / f"trial{number}"
         cwd.mkdir(parents=True)
         extra = [item for name, value in params.items() for item in (f"--{name}", str(value))]
         done = subprocess.run(
@@ -123,17 +117,27 @@ def plain(
             check=False,
         )
         if done.returncode != 0:
-            raise BenchError(f"trial {trial.number}: exit {done.returncode}: {done.stderr[-500:]}")
+            raise BenchError(f"trial {number}: exit {done.returncode}: {done.stderr[-500:]}")
         returns = [float(v) for v in _RETURN.findall(done.stdout)][-WINDOW:]
         if not returns:
-            raise BenchError(f"trial {trial.number}: no episodic returns printed")
+            raise BenchError(f"trial {number}: no episodic returns printed")
         return sum(returns) / len(returns)
 
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0))
     began = time.monotonic()
-    study.optimize(objective, n_trials=data["trials"], n_jobs=data["parallel"])
+    running: dict[Future[float], optuna.trial.Trial] = {}
+    asked = 0
+    with ThreadPoolExecutor(max_workers=data["parallel"]) as pool:
+        while asked < data["trials"] or running:
+            while asked < data["trials"] and len(running) < data["parallel"]:
+                trial = study.ask(space)
+                running[pool.submit(run, trial.number, trial.params)] = trial
+                asked += 1
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                study.tell(running.pop(future), future.result())
     wall = time.monotonic() - began
-    return wall, drawn
+    return wall, [dict(t.params) for t in sorted(study.trials, key=lambda t: t.number)]
 
 
 def main() -> None:
@@ -174,7 +178,7 @@ def main() -> None:
     print(f"plain Optuna:       {wall_plain:8.1f} s wall")
     first_differs = next((i for i, s in enumerate(same) if not s), None)
     where = (
-        "all" if first_differs is None else f"trials 0-{first_differs - 1}; trial {first_differs} on differ"
+        "all" if first_differs is None else f"the first {first_differs} alike, trial {first_differs} differs"
     )
     print(
         f"sampled parameters identical: {'yes' if all(same) else 'no'} ({sum(same)}/{len(same)} trials: {where})"

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from gym_gui.bus.run_bus import RUNS_TOPIC
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy
 from gym_gui.core.ids import make_sweep_id, validate_sweep_id
@@ -85,6 +86,21 @@ class Sweeping:
     def start_loop(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="gym-gui-sweeps", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watch_ends, name="gym-gui-sweep-ends", daemon=True).start()
+
+    def _watch_ends(self) -> None:
+        """Wake the loop the moment a trial's run ends, so the next trial is asked without waiting a tick."""
+        subscription = self.supervisor.bus.subscribe(RUNS_TOPIC)
+        try:
+            while not self._stop.is_set():
+                event = subscription.get(timeout=0.5)
+                if event is None or event.kind != "updated":
+                    continue
+                record: RunRecord = event.payload
+                if record.sweep_id and record.state.terminal:
+                    self._wake.set()
+        finally:
+            subscription.close()
 
     def stop_loop(self) -> None:
         self._stop.set()
