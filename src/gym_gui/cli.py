@@ -24,7 +24,7 @@ from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import read_daemon_file, setting_differences
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.ids import validate_run_id
+from gym_gui.core.ids import validate_run_id, validate_sweep_id
 from gym_gui.core.records import (
     ArtifactRecord,
     BundleProgress,
@@ -37,14 +37,18 @@ from gym_gui.core.records import (
     Starved,
     StateTransition,
     StepBatch,
+    SweepRecord,
     TelemetryEvent,
 )
-from gym_gui.core.states import RunState
+from gym_gui.core.states import RunState, SweepState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.sweeps.optimise import TRIAL_REASON_ATTR
+from gym_gui.sweeps.spec import load_spec
+from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, read_study, storage_url
 from gym_gui.workers import BundleDirectory, TorchBuild, TorchVariant, worker_catalog
 from gym_gui.workers.wandb_sync import sync_offline_runs
 
@@ -74,6 +78,7 @@ _STATE_STYLE = {
     "FAILED": "bold red",
     "CANCELLED": "magenta",
     "LOST": "red",
+    "PRUNED": "cyan",
 }
 
 
@@ -697,7 +702,7 @@ def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs
     """The runs table."""
     with _client() as client:
         infos = client.list_runs(include_archived=all_)
-    table = Table("run", "worker", "env", "state", "created", "elapsed", "reason")
+    table = Table("run", "worker", "env", "state", "sweep", "created", "elapsed", "reason")
     for info in infos:
         name = info.run_id + (" [dim](archived)[/]" if info.archived else "")
         table.add_row(
@@ -705,6 +710,7 @@ def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs
             info.worker,
             info.env_id,
             _state(info.state),
+            f"{info.sweep_id} #{info.trial}" if info.sweep_id else "-",
             _when(info.created_at),
             _elapsed(info),
             escape(info.reason[:60]),
@@ -731,6 +737,8 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     table.add_row("created", _when(info.created_at))
     table.add_row("elapsed", _elapsed(info))
     table.add_row("directory", info.run_dir)
+    if info.sweep_id:
+        table.add_row("sweep", f"{info.sweep_id}, trial {info.trial}")
     table.add_row("archived", "yes" if info.archived else "no")
     telemetry = RunDir(info.run_dir).telemetry_path
     if telemetry.exists():
@@ -1053,6 +1061,182 @@ def demo(
         final = follow(client, record.run_id, config)
     _print_end(final)
     show(final.run_id)
+
+
+# ------------------------------------------------------------------ sweeps
+
+sweep_app = typer.Typer(help="Optuna sweeps whose trials are runs.", no_args_is_help=True)
+app.add_typer(sweep_app, name="sweep")
+_SWEEP_STYLE = {
+    SweepState.RUNNING: "bold cyan",
+    SweepState.STOPPING: "yellow",
+    SweepState.COMPLETED: "green",
+    SweepState.STOPPED: "magenta",
+    SweepState.FAILED: "bold red",
+}
+_TRIAL_STYLE = {"COMPLETE": "green", "PRUNED": "cyan", "FAIL": "bold red", "RUNNING": "bold cyan"}
+
+
+@sweep_app.command("start")
+def sweep_start(
+    spec: Annotated[Path, typer.Argument(help="The sweep spec: a JSON or YAML file.")],
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Follow the trials as they end; print the best.")
+    ] = False,
+) -> None:
+    """Start a sweep: its trials are runs the daemon queues like any other."""
+    checked = load_spec(spec)
+    with _client() as client:
+        record = client.start_sweep(checked.model_dump_json())
+        console.print(
+            f"sweep {record.sweep_id} started: study {record.study} in {record.storage}",
+            markup=False,
+            highlight=False,
+        )
+        if wait:
+            _follow_sweep(client, record.sweep_id)
+
+
+def _follow_sweep(client: DaemonClient, sweep_id: str) -> None:
+    told: set[int] = set()
+    while True:
+        detail = client.get_sweep(sweep_id)
+        view = _study_of(detail.study)
+        for trial in sorted(view.trials, key=lambda t: t.number):
+            if trial.number in told or trial.state in ("RUNNING", "WAITING"):
+                continue
+            told.add(trial.number)
+            console.print(
+                f"trial {trial.number} {_trial_state(trial.state)} {_values(trial)} "
+                f"{escape(_params(trial.params))} runs {', '.join(trial.run_ids) or '-'}",
+                highlight=False,
+            )
+        if detail.record.state.ended:
+            console.print(
+                f"sweep {sweep_id} {_sweep_state(detail.record.state)}: {escape(detail.record.reason)}"
+            )
+            _print_best(view)
+            return
+        time.sleep(1.0)
+
+
+@sweep_app.command("show")
+def sweep_show(
+    sweep: Annotated[str | None, typer.Argument(help="Sweep id; none: the table of sweeps.")] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option("--storage", help="A study made elsewhere: its storage (URL or SQLite file)."),
+    ] = None,
+    study: Annotated[str | None, typer.Option("--study", help="With --storage: the study's name.")] = None,
+) -> None:
+    """The sweeps; a sweep's trials (best first); or any Optuna study (--storage, no daemon needed)."""
+    if storage is not None:
+        if sweep is not None:
+            raise ConfigError("give a sweep id or --storage, not both")
+        _print_trials(read_study(storage_url(storage), study))
+        return
+    if study is not None:
+        raise ConfigError("--study names a study of --storage; give --storage too")
+    with _client() as client:
+        if sweep is None:
+            _print_sweeps(client.list_sweeps())
+            return
+        detail = client.get_sweep(validate_sweep_id(sweep))
+    record = detail.record
+    table = Table(show_header=False, box=None)
+    table.add_row("sweep", record.sweep_id)
+    table.add_row(
+        "state", _sweep_state(record.state) + (f": {escape(record.reason)}" if record.reason else "")
+    )
+    table.add_row("study", f"{record.study} in {escape(record.storage)}")
+    table.add_row("directory", record.directory)
+    console.print(table)
+    _print_trials(_study_of(detail.study))
+
+
+@sweep_app.command("best")
+def sweep_best(sweep: Annotated[str, typer.Argument(help="Sweep id.")]) -> None:
+    """The best trial of a sweep (the Pareto front of a multi-objective one): parameters, value(s), runs."""
+    with _client() as client:
+        detail = client.get_sweep(validate_sweep_id(sweep))
+    _print_best(_study_of(detail.study))
+
+
+@sweep_app.command("stop")
+def sweep_stop(sweep: Annotated[str, typer.Argument(help="Sweep id.")]) -> None:
+    """No new trials; the running trials' runs are cancelled; the sweep is recorded stopped."""
+    with _client() as client:
+        record = client.stop_sweep(validate_sweep_id(sweep))
+    console.print(f"sweep {record.sweep_id} {_sweep_state(record.state)}: {escape(record.reason)}")
+
+
+def _study_of(data: dict[str, Any]) -> StudyView:
+    if "error" in data:
+        raise StudyError(str(data["error"]))
+    return StudyView.from_data(data)
+
+
+def _sweep_state(state: SweepState) -> str:
+    return f"[{_SWEEP_STYLE[state]}]{state.value}[/]"
+
+
+def _trial_state(state: str) -> str:
+    return f"[{_TRIAL_STYLE.get(state, 'dim')}]{state}[/]"
+
+
+def _values(trial: TrialRow) -> str:
+    return ", ".join(f"{v:.6g}" for v in trial.values) if trial.values else "-"
+
+
+def _params(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def _print_sweeps(records: list[SweepRecord]) -> None:
+    table = Table("sweep", "state", "study", "storage", "created", "reason")
+    for record in records:
+        table.add_row(
+            record.sweep_id,
+            _sweep_state(record.state),
+            record.study,
+            escape(record.storage),
+            _when(record.created_at),
+            escape(record.reason[:60]),
+        )
+    console.print(table)
+
+
+def _print_trials(view: StudyView) -> None:
+    best = {trial.number for trial in view.best()}
+    directions = ", ".join(view.directions)
+    table = Table("", "trial", "state", f"value ({directions})", "params", "runs", "reason", title=view.name)
+    for trial in view.ranked():
+        reason = trial.user_attrs.get(TRIAL_REASON_ATTR, "")
+        table.add_row(
+            "[bold green]best[/]" if trial.number in best else "",
+            str(trial.number),
+            _trial_state(trial.state),
+            _values(trial),
+            escape(_params(trial.params)),
+            ", ".join(trial.run_ids) or "-",
+            escape(str(reason)[:80]),
+        )
+    console.print(table)
+
+
+def _print_best(view: StudyView) -> None:
+    best = view.best()
+    if not best:
+        console.print(f"study {view.name}: no trial has completed yet", markup=False, highlight=False)
+        return
+    for trial in best:
+        console.print(
+            f"best trial {trial.number}: value {_values(trial)}\n"
+            f"  params {_params(trial.params)}\n"
+            f"  runs {', '.join(trial.run_ids) or '-'}",
+            markup=False,
+            highlight=False,
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

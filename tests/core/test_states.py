@@ -9,10 +9,10 @@ from gym_gui.core.states import TRANSITIONS, RunState
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gym_gui"
 OWNER = SRC / "core" / "states.py"
-FINAL = {RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST}
+FINAL = {RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST, RunState.PRUNED}
 
 
-def test_a_run_has_ended_in_exactly_the_four_final_states() -> None:
+def test_a_run_has_ended_in_exactly_the_five_final_states() -> None:
     assert {state for state in RunState if state.terminal} == FINAL
 
 

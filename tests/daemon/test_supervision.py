@@ -30,6 +30,11 @@ VERDICTS = {
         RunState.FAILED,
         "message out of order: expected seq 2, got 3",
     ),
+    "a sweep's pruner ends it PRUNED with its words, not CANCELLED": (
+        Outcome(pruned="pruned by the median pruner at step 512: …", cancel_requested=True, exit_code=143),
+        RunState.PRUNED,
+        "pruned by the median pruner at step 512: …",
+    ),
     "a cancel ends CANCELLED, however the worker went": (
         Outcome(cancel_requested=True, heartbeat_lost=True, exit_code=-9, reported=Phase.FAILED),
         RunState.CANCELLED,

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gym_gui.core.errors import IllegalTransition, InvalidRunId, RunNotFound, StorageError
-from gym_gui.core.records import RunRecord
-from gym_gui.core.states import TRANSITIONS, RunState
+from gym_gui.core.errors import IllegalTransition, InvalidRunId, RunNotFound, StorageError, SweepNotFound
+from gym_gui.core.records import RunRecord, SweepRecord
+from gym_gui.core.states import TRANSITIONS, RunState, SweepState
 from gym_gui.storage import registry as registry_module
 from gym_gui.storage.registry import SCHEMA_VERSION, RunRegistry, sql_migration
+from tests.support import run_record
 
 MakeRecord = Callable[..., RunRecord]
 
@@ -373,3 +374,29 @@ def test_a_failing_migration_changes_nothing(
         columns = [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
     conn.close()
     assert "note" not in columns
+
+
+def test_a_registry_of_the_first_schema_gains_sweeps_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "registry.sqlite"
+    with sqlite3.connect(path) as conn:
+        registry_module.MIGRATIONS[0](conn)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute(
+            "INSERT INTO runs (run_id, worker, env_id, lane, state, created_at) "
+            "VALUES ('old', 'random', 'CartPole-v1', 'telemetry', 'COMPLETED', 1.0)"
+        )
+    conn.close()
+    registry = RunRegistry(path)
+    old = registry.get("old")
+    assert (old.state, old.sweep_id, old.trial) == (RunState.COMPLETED, "", None)
+    sweep = SweepRecord("s1", "ppo", SweepState.RUNNING, "/d", "sqlite:///x", "s1", "{}", 2.0)
+    registry.create_sweep(sweep)
+    registry.create(run_record("t0", RunState.QUEUED, sweep_id="s1", trial=0))
+    assert [(r.run_id, r.trial) for r in registry.sweep_runs("s1")] == [("t0", 0)]
+    assert registry.sweeps(SweepState.RUNNING) == [sweep]
+    ended = registry.set_sweep_state("s1", SweepState.STOPPED, "stopped by user")
+    assert ended.state is SweepState.STOPPED and ended.ended_at is not None
+    assert registry.sweeps(SweepState.RUNNING) == []
+    with pytest.raises(SweepNotFound, match="no sweep with id 'nope'"):
+        registry.sweep("nope")
+    registry.close()

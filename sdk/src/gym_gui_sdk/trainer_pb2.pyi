@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RunInfo(_message.Message):
-    __slots__ = ("run_id", "worker", "env_id", "state", "created_at", "started_at", "ended_at", "has_exit_code", "exit_code", "reason", "archived", "lane", "run_dir", "warning")
+    __slots__ = ("run_id", "worker", "env_id", "state", "created_at", "started_at", "ended_at", "has_exit_code", "exit_code", "reason", "archived", "lane", "run_dir", "warning", "sweep_id", "trial")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ENV_ID_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,8 @@ class RunInfo(_message.Message):
     LANE_FIELD_NUMBER: _ClassVar[int]
     RUN_DIR_FIELD_NUMBER: _ClassVar[int]
     WARNING_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    TRIAL_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     worker: str
     env_id: str
@@ -37,7 +39,9 @@ class RunInfo(_message.Message):
     lane: str
     run_dir: str
     warning: str
-    def __init__(self, run_id: _Optional[str] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., has_exit_code: bool = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., archived: bool = ..., lane: _Optional[str] = ..., run_dir: _Optional[str] = ..., warning: _Optional[str] = ...) -> None: ...
+    sweep_id: str
+    trial: int
+    def __init__(self, run_id: _Optional[str] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., has_exit_code: bool = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., archived: bool = ..., lane: _Optional[str] = ..., run_dir: _Optional[str] = ..., warning: _Optional[str] = ..., sweep_id: _Optional[str] = ..., trial: _Optional[int] = ...) -> None: ...
 
 class StateChange(_message.Message):
     __slots__ = ("run_id", "from_state", "to_state", "time", "reason")
@@ -541,3 +545,57 @@ class ImportModelRequest(_message.Message):
     algorithm: str
     env_id: str
     def __init__(self, path: _Optional[str] = ..., worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., env_id: _Optional[str] = ...) -> None: ...
+
+class SweepInfo(_message.Message):
+    __slots__ = ("sweep_id", "name", "state", "directory", "storage", "study", "spec_json", "created_at", "ended_at", "reason")
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FIELD_NUMBER: _ClassVar[int]
+    STUDY_FIELD_NUMBER: _ClassVar[int]
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    sweep_id: str
+    name: str
+    state: str
+    directory: str
+    storage: str
+    study: str
+    spec_json: str
+    created_at: float
+    ended_at: float
+    reason: str
+    def __init__(self, sweep_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., directory: _Optional[str] = ..., storage: _Optional[str] = ..., study: _Optional[str] = ..., spec_json: _Optional[str] = ..., created_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class StartSweepRequest(_message.Message):
+    __slots__ = ("spec_json",)
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    spec_json: str
+    def __init__(self, spec_json: _Optional[str] = ...) -> None: ...
+
+class SweepRef(_message.Message):
+    __slots__ = ("sweep_id",)
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    sweep_id: str
+    def __init__(self, sweep_id: _Optional[str] = ...) -> None: ...
+
+class ListSweepsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSweepsResponse(_message.Message):
+    __slots__ = ("sweeps",)
+    SWEEPS_FIELD_NUMBER: _ClassVar[int]
+    sweeps: _containers.RepeatedCompositeFieldContainer[SweepInfo]
+    def __init__(self, sweeps: _Optional[_Iterable[_Union[SweepInfo, _Mapping]]] = ...) -> None: ...
+
+class SweepDetail(_message.Message):
+    __slots__ = ("info", "study_json")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    STUDY_JSON_FIELD_NUMBER: _ClassVar[int]
+    info: SweepInfo
+    study_json: str
+    def __init__(self, info: _Optional[_Union[SweepInfo, _Mapping]] = ..., study_json: _Optional[str] = ...) -> None: ...

@@ -106,6 +106,26 @@ class TrainerServiceStub(object):
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.ImportModelRequest.SerializeToString,
                 response_deserializer=gym__gui__sdk_dot_trainer__pb2.RunInfo.FromString,
                 _registered_method=True)
+        self.StartSweep = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/StartSweep',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.StartSweepRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.SweepInfo.FromString,
+                _registered_method=True)
+        self.ListSweeps = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/ListSweeps',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.ListSweepsRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.ListSweepsResponse.FromString,
+                _registered_method=True)
+        self.GetSweep = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/GetSweep',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.SweepRef.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.SweepDetail.FromString,
+                _registered_method=True)
+        self.StopSweep = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/StopSweep',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.SweepRef.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.SweepInfo.FromString,
+                _registered_method=True)
 
 
 class TrainerServiceServicer(object):
@@ -197,6 +217,30 @@ class TrainerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSweeps(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopSweep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -269,6 +313,26 @@ def add_TrainerServiceServicer_to_server(servicer, server):
                     servicer.ImportModel,
                     request_deserializer=gym__gui__sdk_dot_trainer__pb2.ImportModelRequest.FromString,
                     response_serializer=gym__gui__sdk_dot_trainer__pb2.RunInfo.SerializeToString,
+            ),
+            'StartSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartSweep,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.StartSweepRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.SweepInfo.SerializeToString,
+            ),
+            'ListSweeps': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSweeps,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.ListSweepsRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.ListSweepsResponse.SerializeToString,
+            ),
+            'GetSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSweep,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.SweepRef.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.SweepDetail.SerializeToString,
+            ),
+            'StopSweep': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopSweep,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.SweepRef.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.SweepInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -651,6 +715,114 @@ class TrainerService(object):
             '/gym_gui.v1.TrainerService/ImportModel',
             gym__gui__sdk_dot_trainer__pb2.ImportModelRequest.SerializeToString,
             gym__gui__sdk_dot_trainer__pb2.RunInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/StartSweep',
+            gym__gui__sdk_dot_trainer__pb2.StartSweepRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.SweepInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSweeps(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/ListSweeps',
+            gym__gui__sdk_dot_trainer__pb2.ListSweepsRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.ListSweepsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/GetSweep',
+            gym__gui__sdk_dot_trainer__pb2.SweepRef.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.SweepDetail.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopSweep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/StopSweep',
+            gym__gui__sdk_dot_trainer__pb2.SweepRef.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.SweepInfo.FromString,
             options,
             channel_credentials,
             insecure,

@@ -41,3 +41,7 @@ class DiskFull(StorageError):
     The message starts with "disk full:" and names the filesystem, the path written and the
     bytes still free.
     """
+
+
+class SweepNotFound(GymGuiError):
+    """No sweep with that id exists."""

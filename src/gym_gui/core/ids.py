@@ -75,3 +75,30 @@ def make_run_id(
         n += 1
         candidate = f"{base}-{n}"
     return validate_run_id(candidate)
+
+
+def validate_sweep_id(sweep_id: str) -> str:
+    """Return ``sweep_id`` unchanged if it is safe to use as a directory name (a run id's rules), else raise.
+
+    Raises:
+        InvalidRunId: naming the offending id.
+    """
+    if not isinstance(sweep_id, str) or not RUN_ID_PATTERN.fullmatch(sweep_id):
+        raise InvalidRunId(
+            f"invalid sweep id {sweep_id!r}: use 1-200 characters of [A-Za-z0-9._-], "
+            "starting with a letter or digit"
+        )
+    return sweep_id
+
+
+def make_sweep_id(
+    name: str, unix_time: int | None = None, exists: Callable[[str], bool] = lambda _sweep_id: False
+) -> str:
+    """A fresh sweep id, ``{name}__{unix_time}`` (``-2``, ``-3`` … appended while taken)."""
+    stamp = int(time.time()) if unix_time is None else unix_time
+    base = f"{_component(name)[:120]}__{stamp}"
+    candidate, n = base, 1
+    while exists(candidate):
+        n += 1
+        candidate = f"{base}-{n}"
+    return validate_sweep_id(candidate)

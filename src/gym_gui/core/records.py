@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gym_gui.core.states import RunState
+from gym_gui.core.states import RunState, SweepState
 
 # Column order of a step row, as the writer inserts it and readers return it.
 STEP_COLUMNS: tuple[str, ...] = (
@@ -45,6 +45,9 @@ class RunRecord:
     run_dir: str = ""
     # What the daemon warns of for this live run now (disk low …), as it tells its clients.
     warning: str = ""
+    # A sweep's trial run: the sweep and the trial number it plays ("" and None for any other run).
+    sweep_id: str = ""
+    trial: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,34 @@ class ArtifactRecord:
     path: str  # relative to the run directory
     step: int
     meta: str = "{}"  # JSON object
+
+
+@dataclass(frozen=True)
+class SweepRecord:
+    """One row of the registry's sweeps: a study whose trials the daemon plays as runs.
+
+    ``storage`` the study's storage URL as shown (any
+    password as ***); ``spec`` the sweep spec (JSON form, its storage URL shown likewise).
+    """
+
+    sweep_id: str
+    name: str
+    state: SweepState
+    directory: str
+    storage: str
+    study: str
+    spec: str  # JSON
+    created_at: float
+    ended_at: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SweepDetail:
+    """A sweep and its study as the daemon read it (``study``: ``StudyView`` data, see sweeps/study.py)."""
+
+    record: SweepRecord
+    study: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ class RunState(StrEnum):
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
     LOST = "LOST"
+    # Stopped by a sweep's pruner (its trial looked worse than the others at the same step): an end
+    # of its own, neither the user's cancel nor a failure.
+    PRUNED = "PRUNED"
 
     @property
     def terminal(self) -> bool:
@@ -36,18 +39,40 @@ class RunState(StrEnum):
 TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.STARTING, RunState.CANCELLED, RunState.FAILED}),
     RunState.STARTING: frozenset(
-        {RunState.RUNNING, RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST}
+        {
+            RunState.RUNNING,
+            RunState.COMPLETED,
+            RunState.FAILED,
+            RunState.CANCELLED,
+            RunState.LOST,
+            RunState.PRUNED,
+        }
     ),
     RunState.RUNNING: frozenset(
-        {RunState.PAUSED, RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST}
+        {
+            RunState.PAUSED,
+            RunState.COMPLETED,
+            RunState.FAILED,
+            RunState.CANCELLED,
+            RunState.LOST,
+            RunState.PRUNED,
+        }
     ),
     RunState.PAUSED: frozenset(
-        {RunState.RUNNING, RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST}
+        {
+            RunState.RUNNING,
+            RunState.COMPLETED,
+            RunState.FAILED,
+            RunState.CANCELLED,
+            RunState.LOST,
+            RunState.PRUNED,
+        }
     ),
     RunState.COMPLETED: frozenset(),
     RunState.FAILED: frozenset(),
     RunState.CANCELLED: frozenset(),
     RunState.LOST: frozenset(),
+    RunState.PRUNED: frozenset(),
 }
 
 
@@ -58,3 +83,19 @@ def check_transition(current: RunState, target: RunState) -> None:
         raise IllegalTransition(
             f"a run cannot go from {current.value} to {target.value}; allowed from {current.value}: {allowed}"
         )
+
+
+class SweepState(StrEnum):
+    """A sweep's state: RUNNING (trials are asked and played), STOPPING (no new trial; the running
+    ones are being cancelled), then one of its ends: COMPLETED (its count played), STOPPED (by the
+    user) or FAILED."""
+
+    RUNNING = "RUNNING"
+    STOPPING = "STOPPING"
+    COMPLETED = "COMPLETED"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+
+    @property
+    def ended(self) -> bool:
+        return self not in (SweepState.RUNNING, SweepState.STOPPING)

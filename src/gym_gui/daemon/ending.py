@@ -25,6 +25,7 @@ class Outcome:
     """The facts a run's end is judged on, gathered once its worker is gone."""
 
     violation: str = ""  # the protocol or storage failure that stopped the stream, if any
+    pruned: str = ""  # why a sweep's pruner stopped it (which pruner, at which step, which value)
     cancel_requested: bool = False
     heartbeat_lost: bool = False
     exit_code: int | None = None  # negative: killed by that signal; None: not known
@@ -39,6 +40,7 @@ class Outcome:
         failed = code is not None and code != 0
         return cls(
             violation=run.violation,
+            pruned=run.pruned,
             cancel_requested=run.cancel_requested_at is not None,
             heartbeat_lost=run.heartbeat_lost,
             exit_code=code,
@@ -52,13 +54,15 @@ class Outcome:
 def verdict(outcome: Outcome, heartbeat_timeout: float) -> tuple[RunState, str]:
     """The final state of a run and the reason shown with it; the first rule that applies wins:
 
-    a violation → FAILED with it; a cancel → CANCELLED; a lost heartbeat → FAILED; a non-zero
+    a violation → FAILED with it; a sweep's pruner → PRUNED with its words; a cancel → CANCELLED; a lost heartbeat → FAILED; a non-zero
     exit → FAILED with the exit code or signal and the worker's own message (or else its stderr);
     then the end the worker reported; otherwise FAILED, for it never reported completing.
     """
     code = outcome.exit_code
     if outcome.violation:
         return RunState.FAILED, outcome.violation
+    if outcome.pruned:
+        return RunState.PRUNED, outcome.pruned
     if outcome.cancel_requested:
         return RunState.CANCELLED, "cancelled by user"
     if outcome.heartbeat_lost:

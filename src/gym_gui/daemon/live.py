@@ -50,6 +50,16 @@ class SupervisorSettings:
     warn_free_bytes: int = WARN_FREE_BYTES
 
 
+@dataclass(frozen=True)
+class TrialLink:
+    """What makes a run a sweep's trial run: the sweep, the trial's number, its study and storage (shown)."""
+
+    sweep_id: str
+    trial: int
+    storage: str  # the study's storage URL without its password
+    study: str
+
+
 @dataclass(eq=False)
 class LiveRun:
     """What the daemon holds in memory about a run that has (or may get) a worker.
@@ -84,6 +94,7 @@ class LiveRun:
     violation: str = ""
     heartbeat_lost: bool = False
     cancel_requested_at: float | None = None
+    pruned: str = ""  # a sweep's pruner stopped it: why (its end is PRUNED, not CANCELLED)
     killed: bool = False
     exited_at: float | None = None
     exit_code: int | None = None

@@ -23,6 +23,7 @@ from gym_gui.daemon.auth import TokenInterceptor
 from gym_gui.daemon.executors import Executor, LocalExecutor
 from gym_gui.daemon.service import TrainerService, WorkerService
 from gym_gui.daemon.supervisor import Supervisor, SupervisorSettings
+from gym_gui.daemon.sweeping import Sweeping
 from gym_gui.daemon.tls import ensure_certificates
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -72,6 +73,7 @@ class DaemonServer:
         self._stopped = threading.Event()
         self._server: grpc.Server | None = None
         self.supervisor: Supervisor | None = None
+        self.sweeping: Sweeping | None = None
 
     def start(self) -> None:
         """Take the home's lock, reconcile what an earlier daemon left, listen, publish daemon.json.
@@ -107,13 +109,18 @@ class DaemonServer:
         self.supervisor = Supervisor(
             self.home, registry, bus, self.executor, self.address, self.settings, tls_ca=self.tls_ca
         )
-        trainer = TrainerService(self.home, registry, bus, self.supervisor, self.address, self.request_stop)
+        self.sweeping = Sweeping(self.supervisor)
+        trainer = TrainerService(
+            self.home, registry, bus, self.supervisor, self.address, self.request_stop, self.sweeping
+        )
         pb_grpc.add_TrainerServiceServicer_to_server(trainer, server)
         pb_grpc.add_WorkerServiceServicer_to_server(WorkerService(self.supervisor, bus), server)
         self.supervisor.reconcile()
+        self.sweeping.resume()
         server.start()
         self._server = server
         self.supervisor.start_loop()
+        self.sweeping.start_loop()
         write_daemon_file(
             self.home.daemon_json,
             DaemonFile(
@@ -153,6 +160,8 @@ class DaemonServer:
 
     def stop(self, grace: float = 2.0) -> None:
         """Stop serving; running workers are left running for the next daemon."""
+        if self.sweeping is not None:
+            self.sweeping.stop_loop()
         if self.supervisor is not None:
             self.supervisor.stop()
         if self._server is not None:

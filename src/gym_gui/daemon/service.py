@@ -31,12 +31,14 @@ from gym_gui.core.records import RunRecord
 from gym_gui.daemon.importing import ImportRequest
 from gym_gui.daemon.ingest import StreamIngest
 from gym_gui.daemon.supervisor import Supervisor
+from gym_gui.daemon.sweeping import Sweeping
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import status_code_for
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.sweeps.spec import parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +102,13 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         supervisor: Supervisor,
         address: str,
         on_shutdown: Callable[[], None],
+        sweeping: Sweeping,
     ) -> None:
         self.home = home
         self.registry = registry
         self.bus = bus
         self.supervisor = supervisor
+        self.sweeping = sweeping
         self.address = address
         self.started_at = time.time()
         self._on_shutdown = on_shutdown
@@ -280,6 +284,27 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         if launcher is not None:
             description.description_json = json.dumps(launcher.describe(dict(request.query)))
         return description
+
+    # ------------------------------------------------------------ sweeps
+
+    @handled
+    def StartSweep(self, request: pb.StartSweepRequest, context: grpc.ServicerContext) -> pb.SweepInfo:
+        return convert.sweep_info(self.sweeping.start(parse_spec(request.spec_json)))
+
+    @handled
+    def ListSweeps(
+        self, request: pb.ListSweepsRequest, context: grpc.ServicerContext
+    ) -> pb.ListSweepsResponse:
+        return pb.ListSweepsResponse(sweeps=[convert.sweep_info(r) for r in self.sweeping.sweeps()])
+
+    @handled
+    def GetSweep(self, request: pb.SweepRef, context: grpc.ServicerContext) -> pb.SweepDetail:
+        detail = self.sweeping.get(request.sweep_id)
+        return pb.SweepDetail(info=convert.sweep_info(detail.record), study_json=json.dumps(detail.study))
+
+    @handled
+    def StopSweep(self, request: pb.SweepRef, context: grpc.ServicerContext) -> pb.SweepInfo:
+        return convert.sweep_info(self.sweeping.stop(request.sweep_id))
 
     @handled
     def GetHealth(self, request: pb.HealthRequest, context: grpc.ServicerContext) -> pb.Health:

@@ -39,7 +39,15 @@ from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, signal_group
 from gym_gui.daemon.importing import ImportRequest, ModelImports
 from gym_gui.daemon.launching import Launching
-from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings, token_digest
+from gym_gui.daemon.live import (
+    Command,
+    LiveRun,
+    LiveRuns,
+    Phase,
+    SupervisorSettings,
+    TrialLink,
+    token_digest,
+)
 from gym_gui.daemon.scheduler import Scheduler
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
@@ -120,10 +128,14 @@ class Supervisor:
     # ------------------------------------------------------------ submitting
 
     def submit(
-        self, config: RunConfig, secret_env: dict[str, str] | None = None
+        self,
+        config: RunConfig,
+        secret_env: dict[str, str] | None = None,
+        trial: TrialLink | None = None,
     ) -> tuple[RunRecord, str, LaunchPreview | None]:
         """Validate and register a run; returns its record, for client-driven runs its token, and
         for a dry run the plan it resolved (None when it could not: the run failed, saying why).
+        A sweep's trial run (``trial``) carries its sweep and trial in its row and its manifest.
 
         Raises:
             ConfigError / UnknownEnv: before anything is stored or started.
@@ -135,7 +147,8 @@ class Supervisor:
             raise DiskFull(f"{refusal}; free some space and submit the run again")
         now = time.time()
         with self.runs.lock:
-            run_id = make_run_id(config.env_id, _label(config), config.seed, int(now), exists=self._taken)
+            label = _label(config) + (f"-trial{trial.trial}" if trial is not None else "")
+            run_id = make_run_id(config.env_id, label, config.seed, int(now), exists=self._taken)
             run_dir = self.home.run_dir(run_id)
             files = RunDir(run_dir)
             files.create()
@@ -147,6 +160,8 @@ class Supervisor:
                 lane=spec.lane_for(config.mode).value,
                 state=RunState.QUEUED,
                 created_at=now,
+                sweep_id=trial.sweep_id if trial is not None else "",
+                trial=trial.trial if trial is not None else None,
             )
             token = secrets.token_urlsafe(32)
             run = LiveRun(
@@ -161,6 +176,10 @@ class Supervisor:
                 launching=config.dry_run,  # resolved below, never by the loop
             )
             run.manifest = files.create_manifest(app_environment(spec.bundle))
+            if trial is not None:
+                run.manifest.update(
+                    optuna_db=trial.storage, optuna_study=trial.study, optuna_trial=trial.trial
+                )
             self.registry.create(record)
             self.registry.set_token_hash(run_id, run.token_hash)
             self.runs.add(run)
@@ -263,6 +282,27 @@ class Supervisor:
                     signal_group(run.orphan_pid, 15)
         self.tick()
         return self.registry.get(run_id)
+
+    def prune(self, run_id: str, reason: str) -> bool:
+        """Stop a sweep's trial run its pruner judged weak: like a cancel, but it ends PRUNED with
+        ``reason``. Returns whether it was stopping (False: it had ended, or had no worker to stop).
+        """
+        with self.runs.lock:
+            run = self.runs.get(run_id)
+            if run is None or run.end is not None or run.cancel_requested_at is not None:
+                return False
+            if run.process is None and run.orphan_pid is None:
+                return False
+            run.pruned = reason
+            run.cancel_requested_at = time.monotonic()
+            run.send(Command.STOP, reason=reason)
+            if run.process is not None:
+                run.process.terminate()
+            else:
+                assert run.orphan_pid is not None
+                signal_group(run.orphan_pid, 15)
+        self.tick()
+        return True
 
     def control(self, run_id: str, command: Command, render_fps: float = 0.0) -> RunRecord:
         """Pass a control (pause, resume, checkpoint now, render rate) on to a run's worker.

@@ -29,6 +29,8 @@ from gym_gui.core.records import (
     RunEvent,
     RunRecord,
     RunUpdated,
+    SweepDetail,
+    SweepRecord,
     TelemetryEvent,
     WorkerDescription,
 )
@@ -245,6 +247,30 @@ class DaemonClient:
         ``query`` (for CleanRL: ``algorithm``, ``scripts_dir``, ``python``; empty values are dropped)."""
         request = pb.DescribeWorkerRequest(worker=worker, query={k: v for k, v in query.items() if v})
         return convert.worker_description(self._call("DescribeWorker", request, 300))
+
+    def start_sweep(self, spec_json: str) -> SweepRecord:
+        """Start a sweep from its spec (JSON text, checked by the daemon against the worker's parameters).
+
+        Raises:
+            ConfigError: a field of the spec is wrong (named).
+        """
+        return convert.sweep_record(self._call("StartSweep", pb.StartSweepRequest(spec_json=spec_json), 300))
+
+    def list_sweeps(self) -> list[SweepRecord]:
+        return [
+            convert.sweep_record(info) for info in self._call("ListSweeps", pb.ListSweepsRequest()).sweeps
+        ]
+
+    def get_sweep(self, sweep_id: str) -> SweepDetail:
+        """The sweep and its study as the daemon reads it now (``study``: StudyView data or ``{"error": …}``)."""
+        reply = self._call("GetSweep", pb.SweepRef(sweep_id=sweep_id), 60)
+        return SweepDetail(
+            record=convert.sweep_record(reply.info), study=json.loads(reply.study_json or "{}")
+        )
+
+    def stop_sweep(self, sweep_id: str) -> SweepRecord:
+        """No new trials; its running trial runs are cancelled; it ends STOPPED once they have."""
+        return convert.sweep_record(self._call("StopSweep", pb.SweepRef(sweep_id=sweep_id)))
 
     def evaluation_config(
         self,

@@ -29,10 +29,11 @@ from gym_gui.core.records import (
     StateTransition,
     StepBatch,
     StepRow,
+    SweepRecord,
     TelemetryEvent,
     WorkerDescription,
 )
-from gym_gui.core.states import RunState
+from gym_gui.core.states import RunState, SweepState
 
 Command = pb.ControlMessage.Command
 
@@ -58,6 +59,8 @@ def run_info(record: RunRecord, run_dir: str = "", warning: str = "") -> pb.RunI
         lane=record.lane,
         run_dir=run_dir,
         warning=warning,
+        sweep_id=record.sweep_id,
+        trial=record.trial if record.trial is not None else 0,
     )
 
 
@@ -77,6 +80,38 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         archived=info.archived,
         run_dir=info.run_dir,
         warning=info.warning,
+        sweep_id=info.sweep_id,
+        trial=info.trial if info.sweep_id else None,
+    )
+
+
+def sweep_info(record: SweepRecord) -> pb.SweepInfo:
+    return pb.SweepInfo(
+        sweep_id=record.sweep_id,
+        name=record.name,
+        state=record.state.value,
+        directory=record.directory,
+        storage=record.storage,
+        study=record.study,
+        spec_json=record.spec,
+        created_at=record.created_at,
+        ended_at=record.ended_at or 0.0,
+        reason=record.reason,
+    )
+
+
+def sweep_record(info: pb.SweepInfo) -> SweepRecord:
+    return SweepRecord(
+        sweep_id=info.sweep_id,
+        name=info.name,
+        state=SweepState(info.state),
+        directory=info.directory,
+        storage=info.storage,
+        study=info.study,
+        spec=info.spec_json,
+        created_at=info.created_at,
+        ended_at=info.ended_at or None,
+        reason=info.reason,
     )
 
 

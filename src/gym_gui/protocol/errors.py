@@ -12,6 +12,7 @@ _CODES: tuple[tuple[type[errors.GymGuiError], grpc.StatusCode], ...] = (
     (errors.InvalidRunId, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.UnknownEnv, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.RunNotFound, grpc.StatusCode.NOT_FOUND),
+    (errors.SweepNotFound, grpc.StatusCode.NOT_FOUND),
     (errors.RunBusy, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.IllegalTransition, grpc.StatusCode.FAILED_PRECONDITION),
 )

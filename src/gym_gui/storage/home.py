@@ -9,7 +9,7 @@ from pathlib import Path
 import platformdirs
 
 from gym_gui.core.errors import InvalidRunId
-from gym_gui.core.ids import validate_run_id
+from gym_gui.core.ids import validate_run_id, validate_sweep_id
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,19 @@ class Home:
     @property
     def runs_dir(self) -> Path:
         return self._root / "runs"
+
+    @property
+    def sweeps_dir(self) -> Path:
+        """Where each sweep keeps its spec and (by default) its study's SQLite file."""
+        return self._root / "sweeps"
+
+    def sweep_dir(self, sweep_id: str) -> Path:
+        """The directory of sweep ``sweep_id`` (not created).
+
+        Raises:
+            InvalidRunId: when ``sweep_id`` is not a safe directory name.
+        """
+        return self.sweeps_dir / validate_sweep_id(sweep_id)
 
     @property
     def registry_path(self) -> Path:

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gym_gui.core.errors import DiskFull, RunNotFound, StorageError
+from gym_gui.core.errors import DiskFull, RunNotFound, StorageError, SweepNotFound
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.records import RunRecord, StateTransition
-from gym_gui.core.states import RunState, check_transition
+from gym_gui.core.records import RunRecord, StateTransition, SweepRecord
+from gym_gui.core.states import RunState, SweepState, check_transition
 from gym_gui.storage.space import SpaceReserve, disk_full, is_disk_full
 
 logger = logging.getLogger(__name__)
@@ -154,12 +154,33 @@ MIGRATIONS: list[Migration] = [
         "CREATE INDEX state_history_run_id ON state_history (run_id, id)",
         "CREATE INDEX runs_state ON runs (state)",
     ),
+    sql_migration(
+        """
+        CREATE TABLE sweeps (
+            sweep_id    TEXT PRIMARY KEY NOT NULL,
+            name        TEXT NOT NULL,
+            state       TEXT NOT NULL,
+            directory   TEXT NOT NULL,
+            storage     TEXT NOT NULL,
+            study       TEXT NOT NULL,
+            spec        TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            ended_at    REAL,
+            reason      TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        "ALTER TABLE runs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE runs ADD COLUMN trial INTEGER",
+        "CREATE INDEX runs_sweep ON runs (sweep_id, trial)",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _RUN_COLUMNS = (
-    "run_id, worker, env_id, lane, state, created_at, started_at, ended_at, exit_code, reason, archived, pid"
+    "run_id, worker, env_id, lane, state, created_at, started_at, ended_at, exit_code, reason, archived, pid, "
+    "sweep_id, trial"
 )
+_SWEEP_COLUMNS = "sweep_id, name, state, directory, storage, study, spec, created_at, ended_at, reason"
 
 
 def _record(row: tuple[Any, ...]) -> RunRecord:
@@ -176,6 +197,8 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         reason,
         archived,
         pid,
+        sweep_id,
+        trial,
     ) = row
     return RunRecord(
         run_id=run_id,
@@ -190,6 +213,24 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         reason=reason,
         archived=bool(archived),
         pid=pid,
+        sweep_id=sweep_id,
+        trial=trial,
+    )
+
+
+def _sweep(row: tuple[Any, ...]) -> SweepRecord:
+    sweep_id, name, state, directory, storage, study, spec, created_at, ended_at, reason = row
+    return SweepRecord(
+        sweep_id=sweep_id,
+        name=name,
+        state=SweepState(state),
+        directory=directory,
+        storage=storage,
+        study=study,
+        spec=spec,
+        created_at=created_at,
+        ended_at=ended_at,
+        reason=reason,
     )
 
 
@@ -317,7 +358,7 @@ class RunRegistry:
         def insert(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.run_id,
                         record.worker,
@@ -331,6 +372,8 @@ class RunRegistry:
                         record.reason or reason,
                         int(record.archived),
                         record.pid,
+                        record.sweep_id,
+                        record.trial,
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -532,6 +575,88 @@ class RunRegistry:
         where = "" if include_archived else "WHERE archived = 0"
         rows = self._read(f"SELECT state, COUNT(*) FROM runs {where} GROUP BY state ORDER BY state")
         return {state: count for state, count in rows}
+
+    # ------------------------------------------------------------ sweeps
+
+    def create_sweep(self, record: SweepRecord) -> None:
+        """Insert a new sweep.
+
+        Raises:
+            StorageError: a sweep with that id already exists (nothing is changed).
+        """
+
+        def insert(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(
+                    f"INSERT INTO sweeps ({_SWEEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.sweep_id,
+                        record.name,
+                        record.state.value,
+                        record.directory,
+                        record.storage,
+                        record.study,
+                        record.spec,
+                        record.created_at,
+                        record.ended_at,
+                        record.reason,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StorageError(
+                    f"run registry {self._path}: a sweep with id {record.sweep_id!r} already exists"
+                ) from exc
+
+        self._write(insert)
+
+    def sweep(self, sweep_id: str) -> SweepRecord:
+        """The row of ``sweep_id``.
+
+        Raises:
+            SweepNotFound: naming the id.
+        """
+        rows = self._read(f"SELECT {_SWEEP_COLUMNS} FROM sweeps WHERE sweep_id = ?", (sweep_id,))
+        if not rows:
+            raise SweepNotFound(f"no sweep with id {sweep_id!r}; `gym-gui sweep show` lists the sweeps")
+        return _sweep(rows[0])
+
+    def sweeps(self, *states: str) -> builtins.list[SweepRecord]:
+        """Every sweep (or those in ``states``), oldest first."""
+        where = f"WHERE state IN ({', '.join('?' * len(states))})" if states else ""
+        rows = self._read(
+            f"SELECT {_SWEEP_COLUMNS} FROM sweeps {where} ORDER BY created_at, sweep_id", states
+        )
+        return [_sweep(row) for row in rows]
+
+    def set_sweep_state(self, sweep_id: str, state: SweepState, reason: str = "") -> SweepRecord:
+        """Record a sweep's state (an end stamps ``ended_at``); returns its row.
+
+        Raises:
+            SweepNotFound: naming the id.
+        """
+        ended = time.time() if state.ended else None
+
+        def update(conn: sqlite3.Connection) -> None:
+            changed = conn.execute(
+                "UPDATE sweeps SET state = ?, reason = ?, ended_at = COALESCE(?, ended_at) WHERE sweep_id = ?",
+                (state.value, reason, ended, sweep_id),
+            ).rowcount
+            if changed == 0:
+                raise SweepNotFound(f"no sweep with id {sweep_id!r}; `gym-gui sweep show` lists the sweeps")
+
+        self._write(update)
+        return self.sweep(sweep_id)
+
+    def sweep_runs(self, sweep_id: str) -> builtins.list[RunRecord]:
+        """The runs of a sweep, by trial and then creation."""
+        rows = self._read(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE sweep_id = ? ORDER BY trial, created_at, run_id",
+            (sweep_id,),
+        )
+        return [_record(row) for row in rows]
+
+    def sweep_taken(self, sweep_id: str) -> bool:
+        return bool(self._read("SELECT 1 FROM sweeps WHERE sweep_id = ?", (sweep_id,)))
 
     def close(self) -> None:
         """Close the calling thread's connection (another call reopens one)."""

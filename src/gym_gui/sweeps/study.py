@@ -13,6 +13,7 @@ and never creates tables: attaching a study cannot damage it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 import urllib.parse
@@ -85,6 +86,48 @@ class StudyView:
         """The RunConfig (JSON form) every trial of a gym_gui sweep started from, or None."""
         value = self.user_attrs.get(STUDY_CONFIG_ATTR)
         return value if isinstance(value, dict) else None
+
+    def to_data(self) -> dict[str, Any]:
+        """The view as JSON-ready data (what the daemon sends of a sweep's study); :meth:`from_data` reads it."""
+        data = dataclasses.asdict(self)
+        for trial in data["trials"]:
+            for key in ("started", "completed"):
+                trial[key] = trial[key].isoformat() if trial[key] is not None else None
+            trial["intermediate"] = [[step, value] for step, value in trial["intermediate"].items()]
+        return json.loads(json.dumps(data, default=str))
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> StudyView:
+        """The view :meth:`to_data` wrote.
+
+        Raises:
+            StudyError: the data is not such a view.
+        """
+        try:
+            trials = tuple(
+                TrialRow(
+                    number=int(t["number"]),
+                    state=str(t["state"]),
+                    values=tuple(float(v) for v in t["values"]) if t["values"] else None,
+                    params=dict(t["params"]),
+                    run_ids=tuple(str(r) for r in t["run_ids"]),
+                    started=datetime.fromisoformat(t["started"]) if t["started"] else None,
+                    completed=datetime.fromisoformat(t["completed"]) if t["completed"] else None,
+                    intermediate={int(step): float(value) for step, value in t["intermediate"]},
+                    user_attrs=dict(t["user_attrs"]),
+                )
+                for t in data["trials"]
+            )
+            return cls(
+                storage=str(data["storage"]),
+                name=str(data["name"]),
+                directions=tuple(str(d) for d in data["directions"]),
+                metric_names=tuple(data["metric_names"]) if data["metric_names"] else None,
+                trials=trials,
+                user_attrs=dict(data["user_attrs"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StudyError(f"not a study view: {type(exc).__name__}: {exc}") from None
 
     def complete(self) -> list[TrialRow]:
         return [trial for trial in self.trials if trial.state == "COMPLETE" and trial.values]

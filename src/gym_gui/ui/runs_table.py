@@ -81,6 +81,7 @@ STATE_COLOURS = {
     "FAILED": "#c62828",
     "CANCELLED": "#8e24aa",
     "LOST": "#6d4c41",
+    "PRUNED": "#00838f",
 }
 SPS_TAG = "charts/SPS"
 REFRESH_MS = 1000  # progress and elapsed at most once a second

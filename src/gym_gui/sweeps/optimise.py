@@ -1,0 +1,278 @@
+"""The Optuna side of a sweep: its study (sampler, pruner, distributions, directions) and the objective
+computed from a run's stored metric points.
+
+The daemon (``daemon/sweeping.py``) asks trials here, runs them as runs, and tells the outcomes here;
+nothing in this module knows of runs beyond their ids and their telemetry files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import MetricPoint
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.sweeps.spec import Choices, FloatRange, IntRange, Objective, SweepSpec
+from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, STUDY_SWEEP_ATTR, TRIAL_RUNS_ATTR, StudyError, shown_url
+
+if TYPE_CHECKING:
+    import optuna
+
+# A trial's user attributes the daemon writes beside TRIAL_RUNS_ATTR.
+TRIAL_REASON_ATTR = "gym_gui.reason"  # why a trial failed or was pruned, in the run's words
+TRIAL_PRUNED_ATTR = "gym_gui.pruned"  # the pruner's decision, kept so a restarted daemon carries it out
+
+
+def aggregate(objective: Objective, points: Sequence[MetricPoint]) -> float | None:
+    """The objective's value over ``points`` (in step order), or None when there are none (or NaN)."""
+    values = [p.value for p in points if not math.isnan(p.value)]
+    if not values:
+        return None
+    match objective.aggregate:
+        case "last_mean":
+            window = values[-objective.window :]
+            return sum(window) / len(window)
+        case "mean":
+            return sum(values) / len(values)
+        case "max":
+            return max(values)
+        case "min":
+            return min(values)
+        case _:
+            return values[-1]
+
+
+def metric_points(telemetry: Path, tag: str) -> list[MetricPoint]:
+    """The stored points of ``tag`` in a run's telemetry file, by step; none when it has no file yet."""
+    if not telemetry.exists():
+        return []
+    try:
+        reader = TelemetryReader(telemetry)
+    except GymGuiError:
+        return []
+    try:
+        return sorted(reader.metrics(tag), key=lambda p: (p.step, p.wall_time))
+    except GymGuiError:
+        return []
+    finally:
+        reader.close()
+
+
+def run_values(spec: SweepSpec, telemetry: Path) -> list[float | None]:
+    """Each objective's value for one run, from its stored metrics."""
+    return [aggregate(o, metric_points(telemetry, o.metric)) for o in spec.objective]
+
+
+def distributions(spec: SweepSpec) -> dict[str, optuna.distributions.BaseDistribution]:
+    import optuna
+
+    out: dict[str, optuna.distributions.BaseDistribution] = {}
+    for name, dist in spec.space.items():
+        if isinstance(dist, FloatRange):
+            out[name] = optuna.distributions.FloatDistribution(
+                dist.low, dist.high, log=dist.log, step=dist.step
+            )
+        elif isinstance(dist, IntRange):
+            out[name] = optuna.distributions.IntDistribution(
+                dist.low, dist.high, log=dist.log, step=dist.step
+            )
+        else:
+            out[name] = optuna.distributions.CategoricalDistribution(dist.choices)
+    return out
+
+
+def grid(spec: SweepSpec) -> dict[str, list[Any]]:
+    """Every value of each parameter, for the grid sampler (the spec checked each has a finite grid)."""
+    values: dict[str, list[Any]] = {}
+    for name, dist in spec.space.items():
+        if isinstance(dist, Choices):
+            values[name] = list(dist.choices)
+        elif isinstance(dist, IntRange):
+            values[name] = list(range(dist.low, dist.high + 1, dist.step))
+        else:
+            assert dist.step is not None
+            count = round((dist.high - dist.low) / dist.step) + 1
+            values[name] = [dist.low + i * dist.step for i in range(count)]
+    return values
+
+
+def sampler(spec: SweepSpec, asked: int = 0) -> optuna.samplers.BaseSampler:
+    """The spec's sampler; ``asked``: trials the study already holds (a sweep taken up again after a
+    daemon restart), added to the seed so the new sampler does not draw the first trials' values again.
+    """
+    import optuna
+
+    seed = None if spec.sampler.seed is None else spec.sampler.seed + asked
+    match spec.sampler.name:
+        case "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        case "cmaes":
+            return optuna.samplers.CmaEsSampler(seed=seed)
+        case "grid":
+
+            class AskTellGrid(optuna.samplers.GridSampler):
+                """Optuna's grid sampler, minus stopping the study once the grid is played: that works
+                only inside ``study.optimize``, and a sweep asks and tells (it counts the grid itself)."""
+
+                def after_trial(self, *args: Any, **kwargs: Any) -> None:
+                    pass
+
+            return AskTellGrid(grid(spec), seed=seed)
+        case _:
+            return optuna.samplers.TPESampler(seed=seed)
+
+
+def pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
+    import optuna
+
+    p = spec.pruner
+    match p.name:
+        case "median":
+            return optuna.pruners.MedianPruner(
+                n_startup_trials=p.n_startup_trials,
+                n_warmup_steps=p.n_warmup_steps,
+                interval_steps=p.interval_steps,
+                n_min_trials=p.n_min_trials,
+            )
+        case "successive_halving":
+            return optuna.pruners.SuccessiveHalvingPruner(
+                min_resource=p.min_resource,
+                reduction_factor=p.reduction_factor,
+                min_early_stopping_rate=p.min_early_stopping_rate,
+            )
+        case "hyperband":
+            return optuna.pruners.HyperbandPruner(
+                min_resource=p.min_resource,  # type: ignore[arg-type]  # Optuna takes "auto" too
+                max_resource=p.max_resource,
+                reduction_factor=p.reduction_factor,
+            )
+        case _:
+            return optuna.pruners.NopPruner()
+
+
+def pruner_label(spec: SweepSpec) -> str:
+    return {"median": "median", "successive_halving": "successive halving", "hyperband": "Hyperband"}.get(
+        spec.pruner.name, spec.pruner.name
+    )
+
+
+class SweepStudy:
+    """A sweep's study in its storage, opened for writing: ask trials, report, tell.
+
+    Optuna's study is not shared between threads here: the daemon's sweep driver calls it from its
+    one thread.
+    """
+
+    def __init__(self, spec: SweepSpec, url: str, name: str, sweep_id: str, *, create: bool) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.spec = spec
+        self.url = url
+        self.name = name
+        self.distributions = distributions(spec)
+        try:
+            storage = optuna.storages.RDBStorage(url)
+            if create:
+                self.study = optuna.create_study(
+                    storage=storage,
+                    study_name=name,
+                    directions=[optuna.study.StudyDirection[d.upper()] for d in spec.directions],
+                    sampler=sampler(spec),
+                    pruner=pruner(spec),
+                    load_if_exists=False,
+                )
+                self.study.set_user_attr(STUDY_SWEEP_ATTR, sweep_id)
+                self.study.set_user_attr(STUDY_CONFIG_ATTR, spec.config.model_dump(mode="json"))
+                if len(spec.objective) > 1:
+                    self.study.set_metric_names([o.metric for o in spec.objective])
+            else:
+                self.study = optuna.load_study(
+                    storage=storage, study_name=name, sampler=sampler(spec), pruner=pruner(spec)
+                )
+                self.study.sampler = sampler(spec, len(self.study.get_trials(deepcopy=False)))
+        except optuna.exceptions.DuplicatedStudyError:
+            raise StudyError(
+                f"{shown_url(url)} already has a study {name!r}; name another with 'study'"
+            ) from None
+        except Exception as exc:  # sqlalchemy's, a missing driver's: each its own class
+            cause = exc.__cause__ or exc
+            first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            raise StudyError(f"{shown_url(url)}: cannot open the study {name!r}: {first}") from None
+
+    def ask(self) -> optuna.trial.Trial:
+        return self.study.ask(self.distributions)
+
+    def trial(self, number: int) -> optuna.trial.Trial:
+        """A running trial by number, to report or tell it (e.g. after a daemon restart)."""
+        import optuna
+
+        return optuna.trial.Trial(self.study, self._trial_id(number))
+
+    def _trial_id(self, number: int) -> int:
+        return self.study._storage.get_trial_id_from_study_id_trial_number(self.study._study_id, number)
+
+    def set_runs(self, number: int, run_ids: list[str]) -> None:
+        self.study._storage.set_trial_user_attr(self._trial_id(number), TRIAL_RUNS_ATTR, list(run_ids))
+
+    def set_reason(self, number: int, reason: str) -> None:
+        self.set_attr(number, TRIAL_REASON_ATTR, reason)
+
+    def set_attr(self, number: int, key: str, value: Any) -> None:
+        self.study._storage.set_trial_user_attr(self._trial_id(number), key, value)
+
+    def running_trials(self) -> list[optuna.trial.FrozenTrial]:
+        import optuna
+
+        return list(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)))
+
+    def report(self, number: int, value: float, step: int) -> bool:
+        """Tell the trial its objective so far at ``step``; returns whether the pruner says prune."""
+        trial = self.trial(number)
+        trial.report(value, step)
+        return bool(trial.should_prune())
+
+    def tell_complete(self, number: int, values: list[float]) -> None:
+        import optuna
+
+        self.study.tell(number, values, state=optuna.trial.TrialState.COMPLETE, skip_if_finished=True)
+
+    def tell_pruned(self, number: int) -> None:
+        import optuna
+
+        self.study.tell(number, state=optuna.trial.TrialState.PRUNED, skip_if_finished=True)
+
+    def tell_failed(self, number: int, reason: str) -> None:
+        import optuna
+
+        self.set_reason(number, reason)
+        self.study.tell(number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+
+    def counts(self) -> tuple[int, list[int]]:
+        """How many trials the study holds, and the numbers of those still running."""
+        import optuna
+
+        trials = self.study.get_trials(deepcopy=False)
+        running = [t.number for t in trials if t.state == optuna.trial.TrialState.RUNNING]
+        return len(trials), running
+
+    def grid_exhausted(self) -> bool:
+        """Whether a grid sampler has handed out every point of its grid."""
+        import optuna
+
+        if not isinstance(self.study.sampler, optuna.samplers.GridSampler):
+            return False
+        done = {tuple(sorted(t.params.items())) for t in self.study.get_trials(deepcopy=False) if t.params}
+        size = 1
+        for values in grid(self.spec).values():
+            size *= len(values)
+        return len(done) >= size
+
+    def close(self) -> None:
+        storage = self.study._storage
+        remove = getattr(storage, "remove_session", None)
+        if remove is not None:
+            remove()

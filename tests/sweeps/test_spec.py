@@ -1,0 +1,249 @@
+"""The sweep spec: read from JSON or YAML, every failure one line naming the field; the search space
+checked against the worker's parameter description; the objective's aggregates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.records import MetricPoint
+from gym_gui.sweeps.optimise import aggregate, grid
+from gym_gui.sweeps.spec import Objective, check_space, described_parameters, load_spec, parse_spec
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = {
+    "worker": "cleanrl",
+    "algorithm": "ppo",
+    "env_id": "CartPole-v1",
+    "seed": 1,
+    "budget": {"timesteps": 2048},
+}
+# What CleanRL's DescribeWorker answers for ppo (a part of it): the script's own arguments by flag
+# name, and the flags the config's fields set.
+PPO = {
+    "arguments": {
+        "params": [
+            {"name": "seed", "type": "int"},
+            {"name": "total-timesteps", "type": "int"},
+            {"name": "learning-rate", "type": "float"},
+            {"name": "num-envs", "type": "int"},
+            {"name": "ent-coef", "type": "float"},
+            {"name": "anneal-lr", "type": "bool"},
+            {"name": "exp-name", "type": "str"},
+        ]
+    },
+    "mapped": {"seed": "seed", "total-timesteps": "budget.timesteps", "exp-name": "exp_name"},
+}
+
+
+def spec(**fields: Any) -> dict[str, Any]:
+    return {
+        "config": CONFIG,
+        "space": {"learning-rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}},
+        "objective": {"metric": "charts/episodic_return"},
+        "trials": 4,
+        **fields,
+    }
+
+
+def refusal(data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse_spec(data)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_example_of_the_issue_reads_as_its_scenario_says() -> None:
+    example = load_spec(REPO / "examples" / "sweeps" / "ppo_cartpole.yaml")
+    assert example.trials == 24 and example.parallel == 2
+    assert example.sampler.name == "tpe" and example.pruner.name == "median"
+    rate, envs, ent = (example.space[k] for k in ("learning-rate", "num-envs", "ent-coef"))
+    assert rate.type == "float" and rate.log
+    assert envs.type == "categorical"
+    assert ent.type == "float" and not ent.log
+    (objective,) = example.objective
+    assert (objective.metric, objective.aggregate, objective.window) == (
+        "charts/episodic_return",
+        "last_mean",
+        20,
+    )
+    described, fixed = described_parameters("cleanrl", PPO)
+    check_space(example, described, fixed)
+
+
+def test_json_and_yaml_files_give_the_same_spec(tmp_path: Path) -> None:
+    import yaml
+
+    data = spec(objective=[{"metric": "a"}, {"metric": "b", "direction": "minimize"}])
+    (tmp_path / "s.json").write_text(json.dumps(data))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    assert load_spec(tmp_path / "s.json") == load_spec(tmp_path / "s.yaml")
+    assert load_spec(tmp_path / "s.json").directions == ["maximize", "minimize"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "needles"),
+    [
+        ({"trials": 0}, ["field 'trials'", "greater than or equal to 1"]),
+        ({"space": {}}, ["field 'space'"]),
+        (
+            {"space": {"lr": {"type": "float", "low": 2, "high": 1}}},
+            ["field 'space.lr.float'", "low (2) is above high (1)"],
+        ),
+        (
+            {"space": {"lr": {"type": "float", "low": 0, "high": 1, "log": True}}},
+            ["space.lr.float", "low > 0"],
+        ),
+        ({"space": {"lr": {"type": "beta", "low": 0, "high": 1}}}, ["field 'space.lr'", "beta"]),
+        ({"space": {"n": {"type": "categorical", "choices": []}}}, ["field 'space.n.categorical.choices'"]),
+        ({"objective": {"metric": "x", "aggregate": "median"}}, ["field 'objective.0.aggregate'", "median"]),
+        ({"objective": {"metric": "x", "window": 0}}, ["field 'objective.0.window'"]),
+        ({"objective": {"metric": "x", "direction": "up"}}, ["field 'objective.0.direction'"]),
+        ({"sampler": {"name": "bayes"}}, ["field 'sampler.name'", "bayes"]),
+        (
+            {"pruner": {"name": "median", "reduction_factor": 4}},
+            ["field 'pruner'", "median pruner takes", "reduction_factor"],
+        ),
+        ({"pruner": {"name": "hyperband", "min_resource": 0}}, ["field 'pruner'", "min_resource"]),
+        ({"parallel": 0}, ["field 'parallel'"]),
+        ({"seeds": 0}, ["field 'seeds'"]),
+        ({"storage": "/tmp/study.db"}, ["field 'storage'", "not an SQLAlchemy URL"]),
+        ({"study": "../x"}, ["field 'study'", "not a name"]),
+        ({"name": "a b"}, ["field 'name'", "not a name"]),
+        ({"config": {**CONFIG, "budget": {}}}, ["field 'config.budget'"]),
+        ({"config": {**CONFIG, "mode": "evaluate"}}, ["config"]),
+        ({"frobnicate": 1}, ["field 'frobnicate'", "Extra inputs"]),
+        ({"sampler": {"name": "grid"}}, ["field 'space.learning-rate'", "grid sampler"]),
+        (
+            {"objective": [{"metric": "a"}, {"metric": "b"}], "pruner": {"name": "median"}},
+            ["field 'pruner'", "single-objective"],
+        ),
+        ({"seeds": 3, "config": {**CONFIG, "seed": None}}, ["field 'config.seed'"]),
+    ],
+)
+def test_each_spec_error_is_one_line_naming_the_field(fields: dict[str, Any], needles: list[str]) -> None:
+    message = refusal(spec(**fields))
+    assert message.startswith("sweep spec: ")
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_a_relative_sqlite_storage_is_next_to_the_spec_file(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(spec(storage="sqlite:///studies/x.db")))
+    assert load_spec(tmp_path / "s.json").storage == f"sqlite:///{tmp_path.resolve()}/studies/x.db"
+    (tmp_path / "t.json").write_text(json.dumps(spec(storage="postgresql://u:p@host/db")))
+    assert load_spec(tmp_path / "t.json").storage == "postgresql://u:p@host/db"
+
+
+def test_a_file_that_is_not_a_spec_says_so_in_one_line(tmp_path: Path) -> None:
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("config: [unclosed\n")
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    for path, needle in [
+        (bad_yaml, "not valid YAML"),
+        (listed, "not a mapping"),
+        (tmp_path / "missing.yaml", "cannot read it"),
+    ]:
+        with pytest.raises(ConfigError) as caught:
+            load_spec(path)
+        assert needle in str(caught.value) and str(path) in str(caught.value)
+        assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("space", "needles"),
+    [
+        (
+            {"learning-rat": {"type": "float", "low": 0.1, "high": 1}},
+            ["space.learning-rat", "no parameter 'learning-rat'", "ent-coef, learning-rate, num-envs"],
+        ),
+        (
+            {"anneal-lr": {"type": "float", "low": 0.1, "high": 1}},
+            ["space.anneal-lr", "float range on a parameter of type bool"],
+        ),
+        ({"num-envs": {"type": "float", "low": 1, "high": 8}}, ["space.num-envs", "integer parameter"]),
+        (
+            {"num-envs": {"type": "categorical", "choices": [1, "two"]}},
+            ["space.num-envs", "'two' is not a value of type int"],
+        ),
+        ({"seed": {"type": "int", "low": 1, "high": 8}}, ["space.seed", "set by the config field 'seed'"]),
+        (
+            {"total_timesteps": {"type": "int", "low": 1, "high": 8}},
+            ["space.total_timesteps", "budget.timesteps"],
+        ),
+    ],
+)
+def test_the_space_is_checked_against_the_workers_parameters(
+    space: dict[str, Any], needles: list[str]
+) -> None:
+    described, fixed = described_parameters("cleanrl", PPO)
+    with pytest.raises(ConfigError) as caught:
+        check_space(parse_spec(spec(space=space)), described, fixed)
+    for needle in needles:
+        assert needle in str(caught.value), caught.value
+
+
+def test_a_described_worker_with_generated_parameters_is_swept_by_its_names() -> None:
+    # Spade BDI's description: ``parameters`` (the generated form's), choices included.
+    described, fixed = described_parameters(
+        "spade_bdi",
+        {
+            "parameters": [
+                {"name": "alpha", "type": "float"},
+                {"name": "mode", "type": "str", "choices": ["fast", "deliberate"]},
+            ]
+        },
+    )
+    assert fixed == {}
+    good = spec(
+        space={
+            "alpha": {"type": "float", "low": 0.1, "high": 0.9},
+            "mode": {"type": "categorical", "choices": ["fast"]},
+        }
+    )
+    check_space(parse_spec(good), described, fixed)
+    with pytest.raises(ConfigError, match="'slow' is not one of its choices"):
+        check_space(
+            parse_spec(spec(space={"mode": {"type": "categorical", "choices": ["slow"]}})), described, fixed
+        )
+    with pytest.raises(ConfigError, match="int range on a parameter of type str with choices"):
+        check_space(parse_spec(spec(space={"mode": {"type": "int", "low": 1, "high": 2}})), described, fixed)
+    with pytest.raises(ConfigError, match="describes no parameters"):
+        described_parameters("cleanrl", {})
+
+
+def points(*values: float) -> list[MetricPoint]:
+    return [MetricPoint("r", step=i * 10, wall_time=float(i), value=v) for i, v in enumerate(values)]
+
+
+def test_the_objective_aggregates_the_metric_as_named() -> None:
+    series = points(1, 5, 3, 4)
+    assert aggregate(Objective(metric="r", aggregate="last_mean", window=2), series) == 3.5
+    assert aggregate(Objective(metric="r", aggregate="last_mean", window=20), series) == 13 / 4
+    assert aggregate(Objective(metric="r", aggregate="mean"), series) == 13 / 4
+    assert aggregate(Objective(metric="r", aggregate="max"), series) == 5
+    assert aggregate(Objective(metric="r", aggregate="min"), series) == 1
+    assert aggregate(Objective(metric="r", aggregate="last"), series) == 4
+    assert aggregate(Objective(metric="r"), []) is None
+
+
+def test_a_grid_holds_every_choice_and_stepped_value() -> None:
+    data = spec(
+        space={
+            "num-envs": {"type": "categorical", "choices": [1, 2]},
+            "ent-coef": {"type": "float", "low": 0.0, "high": 0.1, "step": 0.05},
+            "num-steps": {"type": "int", "low": 16, "high": 64, "step": 16},
+        },
+        sampler={"name": "grid"},
+    )
+    assert grid(parse_spec(data)) == {
+        "num-envs": [1, 2],
+        "ent-coef": [0.0, 0.05, 0.1],
+        "num-steps": [16, 32, 48, 64],
+    }
