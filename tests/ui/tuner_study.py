@@ -1,0 +1,30 @@
+"""Make a study the way a CleanRL user does, with ``cleanrl_utils.tuner`` (run by the CleanRL bundle's Python).
+
+Usage: python tuner_study.py STORAGE_URL — two PPO CartPole trials of 1024 steps, in the current directory.
+"""
+
+import os
+import sys
+
+import cleanrl
+import optuna
+from cleanrl_utils.tuner import Tuner
+
+tuner = Tuner(
+    script=os.path.join(os.path.dirname(cleanrl.__file__), "ppo.py"),
+    metric="charts/episodic_return",
+    metric_last_n_average_window=20,
+    direction="maximize",
+    target_scores={"CartPole-v1": None},
+    params_fn=lambda trial: {
+        "learning-rate": trial.suggest_float("learning-rate", 0.0003, 0.003, log=True),
+        "num-minibatches": trial.suggest_categorical("num-minibatches", [1, 2]),
+        "num-envs": 2,
+        "num-steps": 128,
+        "total-timesteps": 1024,
+    },
+    sampler=optuna.samplers.TPESampler(seed=1),
+    storage=sys.argv[1],
+    study_name="tuner_cartpole",
+)
+tuner.tune(num_trials=2, num_seeds=1)
