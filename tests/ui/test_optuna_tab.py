@@ -40,7 +40,7 @@ PPO_BASE = {
     "env_id": "CartPole-v1",
     "seed": 3,
     "budget": {"timesteps": 2048},
-    "params": {"num-steps": 128},
+    "params": {"num-steps": 64},
 }
 
 
@@ -148,13 +148,17 @@ def test_importances_say_why_there_are_none_yet(qtbot: QtBot, tmp_path: Path) ->
     view.stop()
 
 
+@pytest.mark.parametrize("embedded", [True, False], ids=["embedded", "root-with-sandbox"])
 def test_optuna_dashboard_answers_on_loopback_read_only_and_stops_with_the_view(
-    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedded: bool
 ) -> None:
-    # As root with Chromium's sandbox on, the page is offered in the browser (QtWebEngine would abort).
-    monkeypatch.delenv("QTWEBENGINE_DISABLE_SANDBOX", raising=False)
-    monkeypatch.delenv("QTWEBENGINE_CHROMIUM_FLAGS", raising=False)
-    monkeypatch.setattr(local_web.os, "geteuid", lambda: 0)
+    if embedded:
+        monkeypatch.setenv("QTWEBENGINE_DISABLE_SANDBOX", "1")  # what a root user sets to embed it
+    else:
+        # As root with Chromium's sandbox on, the page is offered in the browser (QtWebEngine would abort).
+        monkeypatch.delenv("QTWEBENGINE_DISABLE_SANDBOX", raising=False)
+        monkeypatch.delenv("QTWEBENGINE_CHROMIUM_FLAGS", raising=False)
+        monkeypatch.setattr(local_web.os, "geteuid", lambda: 0)
     path = tmp_path / "plain.db"
     url = _study(path)
     before = _sha(path)
@@ -166,7 +170,18 @@ def test_optuna_dashboard_answers_on_loopback_read_only_and_stops_with_the_view(
     assert view.dashboard.ready, view.dashboard.message.text()
     served = view.dashboard.url
     assert served is not None and served.startswith("http://127.0.0.1:")
-    assert view.dashboard.open_button.isVisible() and served in view.dashboard.message.text()
+    if embedded:
+        page = view.dashboard.web_view
+        assert page is not None and not view.dashboard.open_button.isVisible()
+        qtbot.waitUntil(
+            lambda: view.dashboard.page_loaded or view.dashboard.restart_button.isVisible(), timeout=240_000
+        )
+        assert view.dashboard.page_loaded, view.dashboard.message.text()
+        assert page.url().toString().startswith(served.rstrip("/"))  # type: ignore[attr-defined]
+    else:
+        assert view.dashboard.web_view is None
+        assert view.dashboard.open_button.isVisible() and served in view.dashboard.message.text()
+        assert "QTWEBENGINE_DISABLE_SANDBOX=1" in view.dashboard.message.text()
     with urllib.request.urlopen(served + "api/studies", timeout=10) as response:
         names = [s["study_name"] for s in json.loads(response.read())["study_summaries"]]
     assert names == ["plain"]
@@ -235,7 +250,14 @@ def test_the_optuna_tab_of_a_trial_run_highlights_its_trial_links_trials_to_runs
     assert tab.study.selected_trial() == 0  # the run's own trial
     assert tab.study.values_column("runs")[tab.study.table_data.row_of(1)] == second  # type: ignore[union-attr]
 
+    # The dashboard of the tab's study runs until the tab goes away (another run selected).
+    tab.study.open_dashboard()
+    qtbot.waitUntil(lambda: tab.study.dashboard.ready, timeout=90_000)
+    dashboard = tab.study.dashboard.process
+    assert dashboard is not None and dashboard.poll() is None
+
     # Enter on trial 1's row selects its run in the runs table (and its tabs replace these).
+    tab.study.pages.setCurrentIndex(0)
     row = tab.study.table_data.row_of(1)  # type: ignore[union-attr]
     tab.study.table.setCurrentCell(row, 0)
     tab.study.table.setFocus()
@@ -243,6 +265,7 @@ def test_the_optuna_tab_of_a_trial_run_highlights_its_trial_links_trials_to_runs
     qtbot.waitUntil(lambda: window.runs.current_run_id() == second, timeout=10_000)
     qtbot.waitUntil(lambda: window.run_view.run is not None and window.run_view.run.run_id == second)
     assert not any(isinstance(t, OptunaTab) for t in window.run_view.tab_list())  # not a trial run
+    qtbot.waitUntil(lambda: dashboard.poll() is not None, timeout=15_000)
 
     # Train with best: the sweep's worker, its base config and the best trial's parameters in the form.
     window.runs.select(first)
@@ -266,7 +289,7 @@ def test_the_optuna_tab_of_a_trial_run_highlights_its_trial_links_trials_to_runs
     config = form.config()
     assert config.params["learning-rate"] == pytest.approx(best.params["learning-rate"])
     assert config.params["ent-coef"] == pytest.approx(best.params["ent-coef"])
-    assert config.params["num-steps"] == 128
+    assert config.params["num-steps"] == 64  # the base config's own parameter
     assert form.submit_button.isEnabled(), form.submit_button.toolTip()
     assert f"trial {best.number}" in form.status_label.text()
 

@@ -11,7 +11,7 @@ import optuna
 from cleanrl_utils.tuner import Tuner
 
 tuner = Tuner(
-    script=os.path.join(os.path.dirname(cleanrl.__file__), "ppo.py"),
+    script=os.path.join(next(iter(cleanrl.__path__)), "ppo.py"),
     metric="charts/episodic_return",
     metric_last_n_average_window=20,
     direction="maximize",
