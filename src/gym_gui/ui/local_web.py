@@ -79,13 +79,21 @@ class LocalServer:
     """One web server process on loopback.
 
     ``command(port)`` is its argument list (never a shell string); the server must listen on
-    127.0.0.1 at that port. Its output goes to ``log_path``.
+    127.0.0.1 at that port. Its output goes to ``log_path``, after the command line as ``shown``
+    writes each argument (a database URL without its password).
     """
 
-    def __init__(self, name: str, command: Callable[[int], list[str]], log_path: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: Callable[[int], list[str]],
+        log_path: Path,
+        shown: Callable[[str], str] = str,
+    ) -> None:
         self.name = name
         self.command = command
         self.log_path = log_path
+        self.shown = shown
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -100,7 +108,7 @@ class LocalServer:
         # The app venv's PYTHONPATH must not leak packages into another interpreter (a bundle's).
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         with open(self.log_path, "ab") as log_file:
-            log_file.write(f"\n$ {' '.join(argv)}\n".encode())
+            log_file.write(f"\n$ {' '.join(map(self.shown, argv))}\n".encode())
             log_file.flush()
             self.process = subprocess.Popen(
                 argv,
