@@ -79,7 +79,7 @@ def study_table(view: StudyView) -> StudyTable:
 
 def history_title(view: StudyView) -> str:
     direction = view.directions[0]
-    return f"{objective_names(view)[0]} per complete trial ({direction}); the line: best so far"
+    return f"{objective_names(view)[0]} per trial ({direction})"
 
 
 def importance_note(view: StudyView, importances: dict[str, float]) -> str:
