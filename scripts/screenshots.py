@@ -3,14 +3,16 @@
 A fresh temporary GYM_GUI_HOME and a real daemon, one scene after the other: ``human`` (a human
 FrozenLake episode and its replay), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
 short CleanRL PPO run's charts, saved models and captured videos), ``bdi`` (a deliberate Spade BDI
-run live, with its value map and its mind) and ``llm`` (an LLM run live with its conversation,
-against the test suite's chat server). Usage::
+run live, with its value map and its mind), ``llm`` (an LLM run live with its conversation,
+against the test suite's chat server) and ``optuna`` (a study made by ``cleanrl_utils.tuner``,
+attached). Usage::
 
     python scripts/screenshots.py OUT_DIR [SCENE ...]     # every scene when none is named
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +37,7 @@ from gym_gui.ui.main_window import MainWindow  # noqa: E402
 from gym_gui.ui.settings import Settings  # noqa: E402
 from gym_gui.ui.tabs.live import LiveTab  # noqa: E402
 from gym_gui.ui.tabs.replay import ReplayTab  # noqa: E402
+from gym_gui.workers import BundleDirectory  # noqa: E402
 from tests.llm.chat_server import MODEL, ChatServer, solver  # noqa: E402
 
 
@@ -211,12 +214,37 @@ def llm_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
         pump(lambda: client.get_run(run_id).record.state.terminal, 60, "the LLM run to end")
 
 
+def optuna_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """A PPO CartPole study made by cleanrl_utils.tuner (6 trials), attached read-only beside the runs."""
+    bundles = BundleDirectory(Home(window.link.home).bundles_dir)
+    path = Path(window.link.home) / "cleanrl_hpopt.db"
+    subprocess.run(
+        [
+            str(bundles.python("cleanrl")),
+            str(ROOT / "tests" / "ui" / "tuner_study.py"),
+            f"sqlite:///{path}",
+            "6",
+            "4096",
+        ],
+        cwd=path.parent,
+        check=True,
+        capture_output=True,
+        start_new_session=True,
+    )
+    window.compare_dock.hide()
+    dock = window.open_study(f"sqlite:///{path}", "tuner_cartpole")
+    window.resizeDocks([dock], [900], Qt.Orientation.Horizontal)
+    pump(lambda: dock.study.reads > 0 and dock.study.importance_bars is not None, 60, "the study")
+    shoot(window, out, "optuna")
+
+
 SCENES: dict[str, Callable[[MainWindow, DaemonClient, Path], None]] = {
     "human": human_scene,
     "live": live_scene,
     "cleanrl": cleanrl_scene,
     "bdi": bdi_scene,
     "llm": llm_scene,
+    "optuna": optuna_scene,
 }
 
 

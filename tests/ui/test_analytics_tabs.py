@@ -25,11 +25,11 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
 from gym_gui.ui import compare as compare_module
+from gym_gui.ui import local_web
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
-from gym_gui.ui.tabs import tensorboard as tensorboard_module
 from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab, ema
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
 from gym_gui.ui.tabs.live import LiveTab
@@ -251,7 +251,7 @@ def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
         # As root with Chromium's sandbox on, QtWebEngine would abort the process: the tab must not start it.
         monkeypatch.delenv("QTWEBENGINE_DISABLE_SANDBOX", raising=False)
         monkeypatch.delenv("QTWEBENGINE_CHROMIUM_FLAGS", raising=False)
-        monkeypatch.setattr(tensorboard_module.os, "geteuid", lambda: 0)
+        monkeypatch.setattr(local_web.os, "geteuid", lambda: 0)
     run = trained["seed1"]
     tab = TensorBoardTab(link)
     qtbot.addWidget(tab)

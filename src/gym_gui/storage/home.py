@@ -83,6 +83,11 @@ class Home:
         return self._root / "daemon.log"
 
     @property
+    def dashboard_log(self) -> Path:
+        """What the window's optuna-dashboard servers print (one file, appended to)."""
+        return self._root / "optuna-dashboard.log"
+
+    @property
     def daemon_lock(self) -> Path:
         return self._root / "daemon.lock"
 

@@ -200,7 +200,9 @@ def shown_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _read_only(url: str) -> str:
+def read_only_url(url: str) -> str:
+    """The URL opening an SQLite file read-only (``mode=ro``); other URLs as they are (the database's
+    own permissions decide)."""
     if url.startswith("sqlite:///") and "?" not in url and not url.startswith("sqlite:///:memory:"):
         return f"sqlite:///file:{url.removeprefix('sqlite:///')}?mode=ro&uri=true"
     return url
@@ -211,7 +213,7 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        return optuna.storages.RDBStorage(_read_only(url), skip_table_creation=True)
+        return optuna.storages.RDBStorage(read_only_url(url), skip_table_creation=True)
     except Exception as exc:  # sqlalchemy's, a missing driver's, Optuna's own: each its own class
         cause = exc.__cause__ or exc
         first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]

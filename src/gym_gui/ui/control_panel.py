@@ -284,6 +284,16 @@ class ControlPanel(QWidget):
             self.forms.addWidget(form)
         return self._forms[kind]
 
+    def show_form(self, kind: str) -> QWidget | None:
+        """Agent mode, Train new, ``kind`` chosen in the roster: its form shown and returned (None for a
+        kind without one)."""
+        self.set_mode(AGENT)
+        self.train_new.setChecked(True)
+        if kind and self.roster.kind() != kind:
+            self.roster.select(kind)
+        self._show_form()
+        return self.form(kind) if kind else None
+
     @staticmethod
     def _no_form_text(kind: str) -> str:
         if not kind:

@@ -23,15 +23,20 @@ from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
 from gym_gui.ui.presenters import capabilities_of, tabs_for_run
 from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
+from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
+from gym_gui.ui.study.model import FollowUp
+from gym_gui.ui.study.view import StudyWidget
 from gym_gui.ui.tabs.base import RunTab
 
 log = logging.getLogger(__name__)
@@ -51,6 +56,8 @@ class RunView(QWidget):
     """The selected run's tabs, as its worker's presenter decided."""
 
     follow_run = Signal(str)  # a tab started a new run (an evaluation) to switch to
+    run_requested = Signal(str)  # a tab asks for a run to be selected in the runs table (a trial's)
+    train_requested = Signal(object)  # a tab asks for the training form filled (a study's FollowUp)
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -73,9 +80,14 @@ class RunView(QWidget):
         self._tabs = tabs_for_run(run, self.link)
         for tab in self._tabs:
             self.tabs.addTab(tab, tab.title)
-            started = getattr(tab, "evaluation_started", None)
-            if started is not None:
-                started.connect(self.follow_run)
+            for name, signal in (
+                ("evaluation_started", self.follow_run),
+                ("run_requested", self.run_requested),
+                ("train_requested", self.train_requested),
+            ):
+                emitted = getattr(tab, name, None)
+                if emitted is not None:
+                    emitted.connect(signal)
             tab.attach(run)
 
     def run_changed(self, run: RunRecord) -> None:
@@ -176,6 +188,8 @@ class MainWindow(QMainWindow):
         self.models_dock = models_dock
 
         self._pending_select: str | None = None
+        self.attach_dialog: AttachStudyDialog | None = None
+        self.study_docks: list[StudyDock] = []
         self._wire()
         self._menus()
         self._restore()
@@ -201,9 +215,15 @@ class MainWindow(QMainWindow):
         self.models.evaluation_started.connect(self._follow_new_run)
         self.runs.run_updated.connect(self.models.run_changed)
         self.models_dock.visibilityChanged.connect(lambda shown: self.models.refresh() if shown else None)
+        self.run_view.run_requested.connect(self.show_run_in_table)
+        self.run_view.train_requested.connect(self.train_with)
         self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
 
     def _menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        attach = QAction("Attach Optuna study…", self)
+        attach.triggered.connect(self.attach_study)
+        file_menu.addAction(attach)
         run_menu = self.menuBar().addMenu("&Run")
         start = QAction("Start run", self)
         start.setShortcut(QKeySequence("Ctrl+Return"))
@@ -350,6 +370,63 @@ class MainWindow(QMainWindow):
             self._pending_select = None
             self.select_run(run.run_id)
 
+    # ------------------------------------------------------------ studies
+
+    def show_run_in_table(self, run_id: str) -> None:
+        """Select ``run_id`` in the runs table (its tabs follow), or say it is not there."""
+        if self.runs.info(run_id) is None:
+            self.statusBar().showMessage(f"run {run_id} is not in the runs table (deleted?)", 10_000)
+            return
+        self.runs.select(run_id)
+
+    def train_with(self, follow: FollowUp) -> None:
+        """Fill the training form for a study's follow-up run: the sweep's worker and base config,
+        else the form of the worker chosen now; then the trial's parameters."""
+        kind = str(follow.config.get("worker") or "") if follow.config else self.control.roster.kind()
+        if not kind:
+            self.statusBar().showMessage(
+                "Choose a worker (and script) whose form takes the parameters", 10_000
+            )
+            return
+        form = self.control.show_form(kind)
+        if not isinstance(form, RunForm):
+            self.statusBar().showMessage(f"{kind} has no training form to fill", 10_000)
+            return
+        form.prefill(follow.config, follow.params, follow.origin)
+
+    def attach_study(self) -> AttachStudyDialog:
+        """File ▸ Attach Optuna study…: name a storage and a study; it opens in a dock, read-only."""
+        dialog = AttachStudyDialog(self)
+        dialog.accepted.connect(lambda: self._attached(dialog))
+        self.attach_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _attached(self, dialog: AttachStudyDialog) -> None:
+        url = dialog.url()
+        if url is not None and dialog.study():
+            self.open_study(url, dialog.study())
+
+    def open_study(self, url: str, name: str) -> StudyDock:
+        """Show study ``name`` of ``url`` in a dock beside the runs (tabbed with other attached ones)."""
+        study = StudyWidget(Home(self.link.home).dashboard_log)
+        study.run_requested.connect(self.show_run_in_table)
+        study.train_requested.connect(self.train_with)
+        dock = StudyDock(study, name, self)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        if self.study_docks:
+            self.tabifyDockWidget(self.study_docks[-1], dock)
+        self.study_docks.append(dock)
+        dock.destroyed.connect(lambda _obj=None, dock=dock: self._forget_dock(dock))
+        dock.show()
+        dock.raise_()
+        study.show_study(url, name)
+        return dock
+
+    def _forget_dock(self, dock: StudyDock) -> None:
+        if dock in self.study_docks:
+            self.study_docks.remove(dock)
+
     # ------------------------------------------------------------ state across starts
 
     def _restore(self) -> None:
@@ -382,6 +459,8 @@ class MainWindow(QMainWindow):
         self.settings.set_last_worker(self.control.roster.kind())
         self.settings.set_last_mode(self.control.mode)
         self.run_view.clear()
+        for dock in list(self.study_docks):
+            dock.study.stop()
         self.human_play.close_session()
         self.link.close()
         super().closeEvent(event)

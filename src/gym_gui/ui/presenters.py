@@ -98,13 +98,19 @@ def presenter_for(kind: str) -> WorkerPresenter:
 
 def tabs_for_run(run: RunRecord, link: DaemonLink) -> list[RunTab]:
     """The tabs of ``run``; a run whose worker plugin is no longer installed still opens, with its
-    lane's tabs, so what it stored stays readable."""
+    lane's tabs, so what it stored stays readable. A sweep's trial run (its manifest names a study)
+    gets the Optuna tab after the metrics instruments, whatever its kind."""
     try:
-        presenter = presenter_for(run.worker)
+        tabs = presenter_for(run.worker).tabs(run, link)
     except GymGuiError:
         lane = Lane(run.lane) if run.lane else Lane.TELEMETRY
-        return build_tabs(LANE_TABS[lane], lane, link)
-    return presenter.tabs(run, link)
+        tabs = build_tabs(LANE_TABS[lane], lane, link)
+    from gym_gui.ui.tabs.optuna import OptunaTab, trial_manifest
+
+    if trial_manifest(run) is not None:
+        instruments = [i for i, tab in enumerate(tabs) if tab.title in ("Charts", "TensorBoard", "W&B")]
+        tabs.insert(instruments[-1] + 1 if instruments else len(tabs), OptunaTab(link))
+    return tabs
 
 
 def capabilities_of(kind: str) -> Capabilities:

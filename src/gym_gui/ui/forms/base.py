@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QWidget
@@ -31,6 +32,7 @@ class RunForm(QWidget):
     submit_requested = Signal(object, object)  # RunConfig, secret env (dict)
     run_submitted = Signal(str)  # run id
     submit_failed = Signal(str)  # the daemon's (or the config's) one-line message
+    prefilled = Signal(list)  # a prefill is shown; the names no field took (reported, not dropped)
 
     def __init__(
         self,
@@ -195,6 +197,27 @@ class RunForm(QWidget):
             self.settings.set_form_values(self.worker_kind, self.model.values())
         except (SecretNotStored, TypeError) as exc:  # a bug to fix, never a reason to lose the form
             log.error("form values of %s not saved: %s", self.worker_kind, exc)
+
+    def prefill(self, config: dict[str, Any] | None, params: dict[str, Any], origin: str) -> None:
+        """Fill the form for a follow-up run: ``config`` (a RunConfig's JSON form, e.g. a study's base
+        config) as a remembered form is restored, then ``params`` over its own parameters (by flag or
+        destination name). ``origin`` says where they came from, in the status line. Emits
+        :attr:`prefilled` with the names no field took once the fields show them."""
+        if config:
+            self.model.take_config(config)
+        merged = {**((config or {}).get("params") or {}), **params}
+        self._apply_prefill(merged, origin)
+
+    def _apply_prefill(self, params: dict[str, Any], origin: str) -> None:
+        """Put ``params`` into the fields (a subclass waits until its parameters are described)."""
+        self._prefill_done(self.model.apply_params(params), origin)
+
+    def _prefill_done(self, unknown: list[str], origin: str) -> None:
+        self._show_model()
+        self._show_error(f"not in this form, left out: {', '.join(unknown)}" if unknown else "")
+        self.status_label.setText(f"filled from {origin}: check the budget, then Submit")
+        self._changed()
+        self.prefilled.emit(unknown)
 
     def restore_settings(self) -> None:
         """Take the remembered values back into the model and show them."""

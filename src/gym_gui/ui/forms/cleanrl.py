@@ -69,6 +69,7 @@ class CleanRLForm(RunForm):
         self.bundle_installed: bool | None = None
         self._generation = 0
         self._loading = False
+        self._pending_prefill: tuple[dict[str, Any], str] | None = None
         self._build()
         self.restore_settings()
         link.connection_changed.connect(self._connection)
@@ -310,6 +311,27 @@ class CleanRLForm(RunForm):
         self._validate()
         self.preview.schedule()
         self.described.emit()
+        if self._pending_prefill is not None and algorithm == self.model.algorithm:
+            params, origin = self._pending_prefill
+            self._pending_prefill = None
+            self._prefill_done(self.model.apply_params(params), origin)
+
+    def _apply_prefill(self, params: dict[str, Any], origin: str) -> None:
+        # The parameters are the chosen script's: a config naming another script waits for its description.
+        wanted = self.model.algorithm
+        shown = (self.model.script or {}).get("algo")
+        if shown == wanted and not self._loading:
+            self._prefill_done(self.model.apply_params(params), origin)
+            return
+        if self.bundle_installed is False:  # no script to read yet: nothing can take them
+            self._prefill_done(list(params), origin)
+            return
+        self._pending_prefill = (params, origin)
+        self.status_label.setText(f"reading {wanted}'s arguments to fill them from {origin}…")
+        if self.bundle_installed and self.picker.algorithm() != wanted:
+            self.picker.set_algorithm(wanted)  # comes back through _algorithm_chosen → _described
+        elif self.bundle_installed and not self._loading:
+            self._describe(wanted)
 
     # -------------------------------------------------------- fields
 

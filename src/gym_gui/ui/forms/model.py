@@ -41,6 +41,32 @@ def _text(values: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _config_values(config: dict[str, Any]) -> dict[str, Any]:
+    """The remembered-form values (:meth:`RunModel.values`) a RunConfig's JSON form gives."""
+    values: dict[str, Any] = {}
+    for key in ("env_id", "seed", "algorithm", "notes"):
+        if key in config:
+            values[key] = config[key]
+    if isinstance(config.get("algorithm"), str):
+        values["defaults_from"] = config["algorithm"]  # the config's env, seed and budget stay
+    budget = config.get("budget") or {}
+    for kind in BUDGET_KINDS:
+        if isinstance(budget.get(kind), int):
+            values["budget_kind"], values["budget"] = kind, budget[kind]
+            if kind == "timesteps":
+                values["total_timesteps"] = str(budget[kind])
+    every = (config.get("checkpoints") or {}).get("every_steps")
+    if isinstance(every, int):
+        values["checkpoint_every"] = str(every)
+    for key in ("gpu", "gpu_mandatory", "torch_deterministic"):
+        if isinstance((config.get("resources") or {}).get(key), bool):
+            values[key] = config["resources"][key]
+    fps = (config.get("telemetry") or {}).get("render_fps")
+    if isinstance(fps, int | float):
+        values["render_fps"] = fps
+    return {key: value for key, value in values.items() if value is not None}
+
+
 def _seed(values: dict[str, Any]) -> int | None:
     seed = values.get("seed")
     return seed if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= SEED_MAX else None
@@ -95,6 +121,23 @@ class RunModel:
         model = cls(worker)
         model.restore(values)
         return model
+
+    def take_config(self, config: dict[str, Any]) -> None:
+        """Take a RunConfig's common fields (JSON form: a study's base config) into the model, as a
+        remembered form is taken back (:meth:`restore`); its ``params`` go through :meth:`apply_params`."""
+        self.restore(self.values() | _config_values(config))
+
+    def apply_params(self, params: dict[str, Any]) -> list[str]:
+        """Put ``params`` (a study's, named by flag or destination) into their fields; returns the names
+        no field of this form takes, in their order (reported to the user, never dropped silently)."""
+        unknown: list[str] = []
+        for key, value in params.items():
+            param = self.params.find(key)
+            if param is None:
+                unknown.append(key)
+            else:
+                param.set_raw(value)
+        return unknown
 
 
 # ------------------------------------------------------------------ any worker kind
@@ -300,6 +343,23 @@ class CleanRLModel(RunModel):
             if env["id"] == env_id:
                 return env.get("reason") or ""
         return f"{env_id} is not among the environments {self.algorithm} trains on in its bundle"
+
+    def apply_params(self, params: dict[str, Any]) -> list[str]:
+        """As :meth:`RunModel.apply_params`; a script flag gym_gui sets from a common field
+        (``total-timesteps``, ``seed``, ``env-id``: ``mapped``) goes into that field."""
+        mapped = {flag.replace("_", "-"): field_name for flag, field_name in self.mapped.items()}
+        rest: dict[str, Any] = {}
+        for key, value in params.items():
+            field_name = mapped.get(key.strip().lstrip("-").replace("_", "-"))
+            if field_name == "budget.timesteps":
+                self.total_timesteps = str(value)
+            elif field_name == "seed" and (seed := _seed({"seed": value})) is not None:
+                self.seed = seed
+            elif field_name == "env_id" and isinstance(value, str):
+                self.env_id = value
+            else:
+                rest[key] = value
+        return super().apply_params(rest)
 
     def forget_script(self) -> None:
         """Keep what was typed for the shown script (it comes back with it), then show none."""

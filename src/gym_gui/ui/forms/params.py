@@ -229,6 +229,16 @@ class Params:
     def get(self, name: str) -> Param | None:
         return self.items.get(name)
 
+    def find(self, key: str) -> Param | None:
+        """The parameter ``key`` names: by its name, its destination (``learning_rate``) or its flag
+        spelled either way (``--learning-rate``, ``learning_rate``); None when none is."""
+        wanted = key.strip().lstrip("-")
+        for param in self:
+            if wanted in (param.name, param.spec.get("dest"), param.flag.lstrip("-")):
+                return param
+        dashed = wanted.replace("_", "-")
+        return next((param for param in self if param.name.replace("_", "-") == dashed), None)
+
     def errors(self) -> dict[str, str]:
         """``params.<name>`` → why its value is not valid."""
         return {f"params.{p.name}": error for p in self if (error := p.error())}

@@ -2,205 +2,43 @@
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import logging
-import os
-import signal
-import socket
 import subprocess
-import threading
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices, QShowEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.local_web import LocalServer, LocalWebPage
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.workers import worker_catalog
 
-log = logging.getLogger(__name__)
-
-READY_TIMEOUT = 90.0  # a cold start imports TensorFlow's stubs and scans the logdir
-# A page load can fail on a loaded machine although the server answers (a request timed out while
-# the server was busy scanning): the embedded view tries again this many times, backing off.
-PAGE_LOAD_RETRIES = 5
-# A load that neither finishes nor fails (its renderer died, a request hung) counts as failed after this.
-PAGE_LOAD_WAIT_MS = 30_000
-STOP_GRACE = 5.0
-LOG_TAIL_LINES = 12
-
-# Every server this process started, so none outlives it even when Qt never gets to say goodbye.
-_LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
-
 
 class TensorBoardError(GymGuiError):
-    """TensorBoard could not be started or did not answer; the message says why and where its log is."""
+    """TensorBoard could not be started; the message says why and how to fix it."""
 
 
-def _kill_all() -> None:
-    with _LIVE_LOCK:
-        processes = list(_LIVE)
-    for process in processes:
-        _signal_group(process, signal.SIGKILL)
+def tensorboard_server(python: Path, logdir: Path, log_path: Path) -> LocalServer:
+    """A TensorBoard of ``logdir`` run by ``python`` (a bundle's interpreter), not started yet."""
 
-
-atexit.register(_kill_all)
-
-
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    # The server leads its own session (start_new_session), so its group holds it and any helper
-    # (the Rust data server) it spawned.
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class TensorBoardServer:
-    """One TensorBoard process: started with an argument list in its own session, stopped with its group."""
-
-    def __init__(self, python: Path, logdir: Path, log_path: Path) -> None:
-        self.python = python
-        self.logdir = logdir
-        self.log_path = log_path
-        self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def command(self) -> list[str]:
+    def command(port: int) -> list[str]:
         return [
-            str(self.python),
+            str(python),
             "-m",
             "tensorboard.main",
             "--logdir",
-            str(self.logdir),
+            str(logdir),
             "--host",
             "127.0.0.1",
             "--port",
-            str(self.port),
+            str(port),
         ]
 
-    def start(self) -> subprocess.Popen[bytes]:
-        self.port = free_port()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        # The app venv's PYTHONPATH must not leak packages into the bundle's interpreter.
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        with open(self.log_path, "ab") as log_file:
-            log_file.write(f"\n$ {' '.join(self.command())}\n".encode())
-            log_file.flush()
-            self.process = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-                cwd=str(self.log_path.parent),
-            )
-        with _LIVE_LOCK:
-            _LIVE.add(self.process)
-        return self.process
-
-    def wait_ready(self, timeout: float = READY_TIMEOUT, cancelled: threading.Event | None = None) -> None:
-        """Block until the server answers HTTP (call it off the GUI thread).
-
-        Raises:
-            TensorBoardError: the process exited, or did not answer within ``timeout`` seconds.
-        """
-        process = self.process
-        if process is None:
-            raise TensorBoardError("TensorBoard was not started")
-        deadline = time.monotonic() + timeout
-        while True:
-            if cancelled is not None and cancelled.is_set():
-                raise TensorBoardError("TensorBoard start was abandoned (the run's tabs closed)")
-            code = process.poll()
-            if code is not None:
-                raise TensorBoardError(
-                    f"TensorBoard exited with code {code} before answering; its log {self.log_path} ends:\n"
-                    + self.log_tail()
-                )
-            try:
-                with urllib.request.urlopen(self.url, timeout=2.0) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise TensorBoardError(
-                    f"TensorBoard did not answer on {self.url} within {timeout:.0f} s; see {self.log_path}"
-                )
-            time.sleep(0.25)
-
-    def log_tail(self) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        return "\n".join(lines[-LOG_TAIL_LINES:])
-
-    def stop(self, grace: float = STOP_GRACE) -> None:
-        """Terminate the server's process group, wait up to ``grace`` seconds, then kill it (blocks)."""
-        process = self.process
-        if process is None:
-            return
-        _signal_group(process, signal.SIGTERM)
-        try:
-            process.wait(grace)
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(grace)
-        with _LIVE_LOCK:
-            _LIVE.discard(process)
-
-
-def _web_view_class() -> type[QWidget] | None:
-    """QWebEngineView (PySide6-Addons, a dependency); None where this Qt was built without it."""
-    try:
-        from PySide6.QtWebEngineWidgets import QWebEngineView
-    except ImportError:
-        return None
-    return QWebEngineView
-
-
-def _embedding_blocked() -> str | None:
-    """Why QtWebEngine must not start in this process, or None.
-
-    Chromium aborts the whole process when it runs as root with its sandbox on ("Running as root
-    without --no-sandbox is not supported"), as in many containers; turning the sandbox off is
-    left to the user: what the page shows is a loopback TensorBoard, but the choice is theirs.
-    """
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return None
-    if os.environ.get("QTWEBENGINE_DISABLE_SANDBOX") or "--no-sandbox" in os.environ.get(
-        "QTWEBENGINE_CHROMIUM_FLAGS", ""
-    ):
-        return None
-    return (
-        "QtWebEngine does not run as root with its sandbox on: set QTWEBENGINE_DISABLE_SANDBOX=1 "
-        "to see TensorBoard inside this window."
-    )
+    return LocalServer("TensorBoard", command, log_path)
 
 
 class TensorBoardTab(RunTab):
@@ -209,55 +47,52 @@ class TensorBoardTab(RunTab):
     Nothing starts until the tab is first shown for a run: then the cleanrl bundle's interpreter
     runs ``tensorboard.main`` on a free loopback port, the tab waits (off the GUI thread) until
     it answers, and embeds it (QWebEngineView) or offers it in the browser. The server stops on
-    detach and when the application quits.
+    detach and when the application quits (``LocalWebPage``).
     """
 
     title = "TensorBoard"
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(link, parent)
-        self.server: TensorBoardServer | None = None
-        self.url: str | None = None
-        self.ready = False  # the server answers
-        self.page_loaded = False  # the embedded view has loaded its page
-        self._load_failures = 0
+        self.page = LocalWebPage("TensorBoard")
+        self.page.say("No run selected.")
         self._started = False
-        self._cancel = threading.Event()
-        self._background = Background(self)
-
-        self.message = QLabel("No run selected.")
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.open_button = QPushButton("Open in browser")
-        self.open_button.setVisible(False)
-        self.open_button.clicked.connect(self.open_in_browser)
-        self.restart_button = QPushButton("Try again")
-        self.restart_button.setVisible(False)
-        self.restart_button.clicked.connect(self._restart)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.open_button)
-        buttons.addWidget(self.restart_button)
-        buttons.addStretch(1)
-        info = QWidget()
-        info_layout = QVBoxLayout(info)
-        info_layout.addWidget(self.message)
-        info_layout.addLayout(buttons)
-        info_layout.addStretch(1)
-        self.pages = QStackedWidget()
-        self.pages.addWidget(info)
-        self.web_view: QWidget | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.pages)
+        layout.addWidget(self.page)
 
-        app = QCoreApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self._stop_now)
-
+    # What the page shows, under the names callers and tests use.
     @property
     def process(self) -> subprocess.Popen[bytes] | None:
-        """The running server's process (None before the tab is first shown)."""
-        return None if self.server is None else self.server.process
+        return self.page.process
+
+    @property
+    def url(self) -> str | None:
+        return self.page.url
+
+    @property
+    def ready(self) -> bool:
+        return self.page.ready
+
+    @property
+    def page_loaded(self) -> bool:
+        return self.page.page_loaded
+
+    @property
+    def web_view(self) -> QWidget | None:
+        return self.page.web_view
+
+    @property
+    def message(self) -> QLabel:
+        return self.page.message
+
+    @property
+    def open_button(self) -> QPushButton:
+        return self.page.open_button
+
+    @property
+    def restart_button(self) -> QPushButton:
+        return self.page.restart_button
 
     # ------------------------------------------------------------ RunTab
 
@@ -265,29 +100,14 @@ class TensorBoardTab(RunTab):
         self.detach()
         super().attach(run)
         self._started = False
-        self.message.setText("TensorBoard starts when this tab is opened.")
+        self.page.say("TensorBoard starts when this tab is opened.")
         if self.isVisible():
             self._start()
 
     def detach(self) -> None:
-        self._cancel.set()
-        self._cancel = threading.Event()
-        server, self.server = self.server, None
-        if server is not None:
-            self._background.run(server.stop, name="tensorboard-stop")
-        self.url = None
-        self.ready = False
-        self.page_loaded = False
-        self._load_failures = 0
+        self.page.stop()
         self._started = False
-        self.open_button.setVisible(False)
-        self.restart_button.setVisible(False)
-        self.pages.setCurrentIndex(0)
-        if self.web_view is not None:
-            self.pages.removeWidget(self.web_view)
-            self.web_view.deleteLater()
-            self.web_view = None
-        self.message.setText("No run selected.")
+        self.page.say("No run selected.")
         super().detach()
 
     def showEvent(self, event: QShowEvent) -> None:
@@ -295,20 +115,15 @@ class TensorBoardTab(RunTab):
         if self.run is not None and not self._started:
             self._start()
 
-    # ------------------------------------------------------------ server
-
     def _start(self) -> None:
         run = self.run
         assert run is not None
         self._started = True
-        self.restart_button.setVisible(False)
-        self.message.setText("Starting TensorBoard…")
         files = RunDir(run.run_dir)
         bundles = Home(self.link.home).bundles_dir
         worker = run.worker
-        cancelled = self._cancel
 
-        def launch() -> TensorBoardServer:
+        def launch() -> LocalServer:
             # gym_gui's own environment has no TensorBoard: it runs from the run's worker bundle.
             status = worker_catalog().bundle_status(worker, bundles)
             if status is None:
@@ -320,113 +135,8 @@ class TensorBoardTab(RunTab):
                     f"TensorBoard runs from the {status.name} bundle, which is not ready: {status.reason}.\n"
                     f"Install it with `gym-gui bundles install {status.name}`."
                 )
-            server = TensorBoardServer(status.python, files.tensorboard_logdir(), files.tensorboard_log)
+            server = tensorboard_server(status.python, files.tensorboard_logdir(), files.tensorboard_log)
             server.start()
-            if cancelled.is_set():  # the tab let go of the run while we launched
-                server.stop()
-                raise TensorBoardError("TensorBoard start was abandoned (the run's tabs closed)")
             return server
 
-        self._background.run(
-            launch, lambda server: self._launched(cancelled, server), self._failed, name="tensorboard-start"
-        )
-
-    def _launched(self, cancelled: threading.Event, server: TensorBoardServer) -> None:
-        if cancelled.is_set():
-            self._background.run(server.stop, name="tensorboard-stop")
-            return
-        self.server = server
-        self.message.setText(f"Waiting for TensorBoard on {server.url} (reading {server.logdir})…")
-        self._background.run(
-            lambda: server.wait_ready(cancelled=cancelled),
-            lambda _none: self._ready(cancelled, server),
-            lambda message: None if cancelled.is_set() else self._failed(message),
-            name="tensorboard-ready",
-        )
-
-    def _ready(self, cancelled: threading.Event, server: TensorBoardServer) -> None:
-        if cancelled.is_set() or server is not self.server:
-            return
-        self.url = server.url
-        self.ready = True
-        view_class = _web_view_class()
-        blocked = _embedding_blocked() if view_class is not None else None
-        if view_class is not None and blocked is None:
-            view = view_class()
-            view.loadFinished.connect(lambda ok, view=view: self._page_finished(view, ok))  # type: ignore[attr-defined]
-            view.page().renderProcessTerminated.connect(  # type: ignore[attr-defined]
-                lambda *_args, view=view: self._page_finished(view, False)
-            )
-            self.web_view = view
-            self.pages.addWidget(view)
-            self.pages.setCurrentWidget(view)
-            view.setUrl(QUrl(server.url))  # type: ignore[attr-defined]
-            self._watch_load(view)
-            return
-        self.message.setText(
-            f"TensorBoard for this run is at {server.url}\n"
-            f"(reading {server.logdir}; log in {server.log_path}).\n"
-            + (blocked or "This Qt has no QtWebEngine (PySide6-Addons) to show it inside this window.")
-        )
-        self.open_button.setVisible(True)
-
-    def _page_finished(self, view: QWidget, ok: bool) -> None:
-        if view is not self.web_view:
-            return  # a view of a run detached since
-        if ok:
-            self.page_loaded = True
-            return
-        self._load_failures += 1
-        if self._load_failures <= PAGE_LOAD_RETRIES:
-            log.info(
-                "TensorBoard page at %s did not load (try %d); loading again", self.url, self._load_failures
-            )
-            QTimer.singleShot(1000 * self._load_failures, lambda: self._reload(view))
-            return
-        self.pages.setCurrentIndex(0)
-        self.message.setText(
-            f"TensorBoard answers at {self.url} but its page did not load here after "
-            f"{self._load_failures} tries; open it in the browser or try again."
-        )
-        self.open_button.setVisible(True)
-        self.restart_button.setVisible(True)
-
-    def _reload(self, view: QWidget) -> None:
-        if view is self.web_view and not self.page_loaded:
-            view.reload()  # type: ignore[attr-defined]
-            self._watch_load(view)
-
-    def _watch_load(self, view: QWidget) -> None:
-        """Count the current load as failed if it has not finished in PAGE_LOAD_WAIT_MS."""
-        attempt = self._load_failures
-
-        def overdue() -> None:
-            if view is self.web_view and not self.page_loaded and self._load_failures == attempt:
-                log.info("TensorBoard page at %s did not finish loading; loading again", self.url)
-                self._page_finished(view, False)
-
-        QTimer.singleShot(PAGE_LOAD_WAIT_MS, overdue)
-
-    def _failed(self, message: str) -> None:
-        if self.run is None:
-            return
-        self.message.setText(message)
-        self.restart_button.setVisible(True)
-
-    def _restart(self) -> None:
-        server, self.server = self.server, None
-        if server is not None:
-            self._background.run(server.stop, name="tensorboard-stop")
-        if self.run is not None:
-            self._start()
-
-    def open_in_browser(self) -> None:
-        if self.url:
-            QDesktopServices.openUrl(QUrl(self.url))
-
-    def _stop_now(self) -> None:
-        # The application is quitting: no event loop will deliver a background result any more.
-        self._cancel.set()
-        server, self.server = self.server, None
-        if server is not None:
-            server.stop(grace=2.0)
+        self.page.start(launch, f" (reading {files.tensorboard_logdir()})")

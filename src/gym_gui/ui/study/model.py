@@ -1,0 +1,134 @@
+"""What the study view shows of a study, as plain data: the trials table, why importances are missing,
+which trial a follow-up run takes and what goes into the form. No Qt here (an import-linter contract)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, params_as_flags
+
+BEST_MARK = "★"  # Optuna's best trial; with several objectives, each trial of the Pareto front
+
+
+@dataclass(frozen=True)
+class TrialLine:
+    """One row of the trials table: the trial, whether it is (among) the best, and its cells."""
+
+    trial: TrialRow
+    best: bool
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StudyTable:
+    """The trials best first by the first objective (then the unfinished ones by number)."""
+
+    columns: tuple[str, ...]
+    lines: tuple[TrialLine, ...]
+
+    def row_of(self, number: int) -> int | None:
+        """The row showing trial ``number``, or None."""
+        return next((row for row, line in enumerate(self.lines) if line.trial.number == number), None)
+
+
+def objective_names(view: StudyView) -> list[str]:
+    """The objectives' column names: the study's metric names, else ``value`` (``value 1``, … for several)."""
+    if view.metric_names and len(view.metric_names) == len(view.directions):
+        return list(view.metric_names)
+    if len(view.directions) == 1:
+        return ["value"]
+    return [f"value {index + 1}" for index in range(len(view.directions))]
+
+
+def param_names(view: StudyView) -> list[str]:
+    """Every parameter any trial has, sorted."""
+    return sorted({name for trial in view.trials for name in trial.params})
+
+
+def shown(value: Any) -> str:
+    """A cell's text: floats to 6 significant digits, nothing for a missing value."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def study_table(view: StudyView) -> StudyTable:
+    """The table the view shows: trial, state, one column per objective and per parameter, the runs."""
+    objectives = objective_names(view)
+    params = param_names(view)
+    best = {trial.number for trial in view.best()}
+    lines = []
+    for trial in view.ranked():
+        values = list(trial.values) if trial.values else [None] * len(objectives)
+        mark = f" {BEST_MARK}" if trial.number in best else ""
+        cells = (
+            f"{trial.number}{mark}",
+            trial.state,
+            *(shown(value) for value in values),
+            *(shown(trial.params.get(name)) for name in params),
+            " ".join(trial.run_ids),
+        )
+        lines.append(TrialLine(trial, trial.number in best, cells))
+    columns = ("trial", "state", *objectives, *params, "runs")
+    return StudyTable(columns, tuple(lines))
+
+
+def history_title(view: StudyView) -> str:
+    direction = view.directions[0]
+    return f"{objective_names(view)[0]} per trial ({direction})"
+
+
+def importance_note(view: StudyView, importances: dict[str, float]) -> str:
+    """Why no importances are shown ("" when there are some)."""
+    if importances:
+        return ""
+    done = len(view.complete())
+    if not param_names(view):
+        return "No importances: the study's trials have no parameters."
+    if done < 2:
+        return f"No importances yet: they need at least 2 complete trials ({done} so far)."
+    return "No importances: no parameter varied across the complete trials."
+
+
+def trial_for_training(view: StudyView, selected: int | None) -> TrialRow:
+    """The trial Train with best takes: the best one; with several objectives, the selected trial of
+    the Pareto front.
+
+    Raises:
+        StudyError: no trial completed yet, or (several objectives) the selection is not on the front.
+    """
+    best = view.best()
+    if not best:
+        raise StudyError(f"study {view.name!r} has no complete trial yet: nothing to train with")
+    if len(view.directions) == 1:
+        return best[0]
+    chosen = next((trial for trial in best if trial.number == selected), None)
+    if chosen is None:
+        front = ", ".join(str(trial.number) for trial in best)
+        raise StudyError(
+            f"study {view.name!r} has {len(view.directions)} objectives: select a trial of its Pareto front "
+            f"(marked {BEST_MARK}: {front}) to train with"
+        )
+    return chosen
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What the training form is filled with: the sweep's base config (None for a study made
+    elsewhere: the form's own worker and script are kept), then the trial's parameters."""
+
+    config: dict[str, Any] | None
+    params: dict[str, Any]
+    origin: str  # "study NAME, trial N", for the form's status line
+
+
+def follow_up(view: StudyView, trial: TrialRow) -> FollowUp:
+    """The follow-up run of ``trial``: a gym_gui sweep's trial params are RunConfig.params names and
+    go over its base config; a study made elsewhere names them by the script's flags."""
+    config = view.base_config
+    params = dict(trial.params) if config is not None else params_as_flags(trial.params)
+    return FollowUp(config, params, f"study {view.name!r}, trial {trial.number}")
