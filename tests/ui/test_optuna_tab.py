@@ -294,6 +294,35 @@ def test_the_optuna_tab_of_a_trial_run_highlights_its_trial_links_trials_to_runs
     assert f"trial {best.number}" in form.status_label.text()
 
 
+def test_a_real_sweeps_trial_runs_get_the_optuna_tab_from_the_daemon(
+    qtbot: QtBot, window: MainWindow, client: DaemonClient
+) -> None:
+    """A sweep the daemon plays (2 PPO trials): each trial run's manifest names its study and
+    trial, so selecting it shows the Optuna tab with that trial selected and the other's run listed."""
+    spec = {
+        "config": {**PPO_BASE, "budget": {"timesteps": 1024}},
+        "space": {"learning-rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}},
+        "objective": {"metric": "charts/episodic_return", "aggregate": "last_mean", "window": 5},
+        "sampler": {"name": "random", "seed": 0},
+        "trials": 2,
+        "parallel": 2,
+    }
+    sweep = client.start_sweep(json.dumps(spec))
+    qtbot.waitUntil(lambda: client.get_sweep(sweep.sweep_id).record.state.ended, timeout=600_000)
+    trial_runs = {run.trial: run.run_id for run in client.list_runs() if run.sweep_id == sweep.sweep_id}
+    assert sorted(trial_runs) == [0, 1], trial_runs
+    qtbot.waitUntil(lambda: all(window.runs.info(run_id) is not None for run_id in trial_runs.values()))
+
+    window.runs.select(trial_runs[1])
+    qtbot.waitUntil(lambda: any(isinstance(t, OptunaTab) for t in window.run_view.tab_list()), timeout=30_000)
+    tab = next(t for t in window.run_view.tab_list() if isinstance(t, OptunaTab))
+    window.run_view.tabs.setCurrentWidget(tab)
+    qtbot.waitUntil(lambda: tab.study.reads >= 1, timeout=30_000)
+    assert tab.study.selected_trial() == 1  # the run's own trial
+    runs = tab.study.values_column("runs")
+    assert runs[tab.study.table_data.row_of(0)] == trial_runs[0]  # type: ignore[union-attr]
+
+
 # ---------------------------------------------------------------- attaching a study made elsewhere
 
 
