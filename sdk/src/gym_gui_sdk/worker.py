@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -297,6 +297,60 @@ class WorkerSession:
             self._batch_bytes += len(render) + len(observation)
             if len(self._b_step) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                 self._flush_steps_locked()
+
+    def steps(
+        self,
+        episode: Sequence[int],
+        step: Sequence[int],
+        reward: Sequence[float],
+        terminated: Sequence[bool],
+        truncated: Sequence[bool],
+        action: Sequence[str],
+        observation: Sequence[str],
+        info: Sequence[str] | None = None,
+        render: Sequence[bytes] | None = None,
+        wall_time: Sequence[float] | None = None,
+    ) -> None:
+        """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
+
+        Each column holds one value per step, as :meth:`step` takes them; ``info`` defaults to
+        ``"{}"``, ``render`` to no payload and ``wall_time`` to now for every step. The steps go
+        into batches of at most ``batch_steps`` as :meth:`step`'s do.
+
+        Raises:
+            ValueError: when the columns differ in length.
+        """
+        n = len(step)
+        info = ["{}"] * n if info is None else info
+        render = [b""] * n if render is None else render
+        wall_time = [time.time()] * n if wall_time is None else wall_time
+        columns = (episode, reward, terminated, truncated, action, observation, info, render, wall_time)
+        if any(len(column) != n for column in columns):
+            raise ValueError(f"step columns differ in length: {n} steps but {[len(c) for c in columns]}")
+        size = sum(map(len, render)) + sum(map(len, observation))
+        start = 0
+        with self._lock:
+            while start < n:
+                room = max(1, self.batch_steps - len(self._b_step))
+                if start == 0 and room >= n and self._batch_bytes + size < _BATCH_BYTES:
+                    end = n  # the common case: the whole call fits the batch being filled
+                else:
+                    end = min(n, start + room)
+                    size = sum(map(len, render[start:end])) + sum(map(len, observation[start:end]))
+                self._b_episode.extend(episode[start:end])
+                self._b_step.extend(step[start:end])
+                self._b_reward.extend(reward[start:end])
+                self._b_terminated.extend(terminated[start:end])
+                self._b_truncated.extend(truncated[start:end])
+                self._b_action.extend(action[start:end])
+                self._b_observation.extend(observation[start:end])
+                self._b_info.extend(info[start:end])
+                self._b_render.extend(render[start:end])
+                self._b_wall_time.extend(wall_time[start:end])
+                self._batch_bytes += size
+                if len(self._b_step) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+                    self._flush_steps_locked()
+                start = end
 
     def episode(
         self,
