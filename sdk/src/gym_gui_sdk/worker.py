@@ -284,18 +284,24 @@ class WorkerSession:
     ) -> None:
         """Record one step; ``action``, ``observation`` and ``info`` are JSON text (see :mod:`encoding`)."""
         with self._lock:
-            self._b_episode.append(episode)
-            self._b_step.append(step)
-            self._b_reward.append(reward)
-            self._b_terminated.append(terminated)
-            self._b_truncated.append(truncated)
-            self._b_action.append(action)
-            self._b_observation.append(observation)
-            self._b_info.append(info)
-            self._b_render.append(render)
-            self._b_wall_time.append(time.time() if wall_time is None else wall_time)
+            # One tuple per step, turned into columns when the batch is sent: one append here.
+            rows = self._b_rows
+            rows.append(
+                (
+                    episode,
+                    step,
+                    reward,
+                    terminated,
+                    truncated,
+                    action,
+                    observation,
+                    info,
+                    render,
+                    time.time() if wall_time is None else wall_time,
+                )
+            )
             self._batch_bytes += len(render) + len(observation)
-            if len(self._b_step) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+            if len(rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                 self._flush_steps_locked()
 
     def steps(
@@ -331,24 +337,30 @@ class WorkerSession:
         start = 0
         with self._lock:
             while start < n:
-                room = max(1, self.batch_steps - len(self._b_step))
+                room = max(1, self.batch_steps - len(self._b_rows))
                 if start == 0 and room >= n and self._batch_bytes + size < _BATCH_BYTES:
                     end = n  # the common case: the whole call fits the batch being filled
                 else:
                     end = min(n, start + room)
                     size = sum(map(len, render[start:end])) + sum(map(len, observation[start:end]))
-                self._b_episode.extend(episode[start:end])
-                self._b_step.extend(step[start:end])
-                self._b_reward.extend(reward[start:end])
-                self._b_terminated.extend(terminated[start:end])
-                self._b_truncated.extend(truncated[start:end])
-                self._b_action.extend(action[start:end])
-                self._b_observation.extend(observation[start:end])
-                self._b_info.extend(info[start:end])
-                self._b_render.extend(render[start:end])
-                self._b_wall_time.extend(wall_time[start:end])
+                part = slice(start, end)
+                self._b_rows.extend(
+                    zip(
+                        episode[part],
+                        step[part],
+                        reward[part],
+                        terminated[part],
+                        truncated[part],
+                        action[part],
+                        observation[part],
+                        info[part],
+                        render[part],
+                        wall_time[part],
+                        strict=True,
+                    )
+                )
                 self._batch_bytes += size
-                if len(self._b_step) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+                if len(self._b_rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                     self._flush_steps_locked()
                 start = end
 
@@ -464,35 +476,29 @@ class WorkerSession:
     # ------------------------------------------------------------ internals
 
     def _clear_steps(self) -> None:
-        self._b_episode: list[int] = []
-        self._b_step: list[int] = []
-        self._b_reward: list[float] = []
-        self._b_terminated: list[bool] = []
-        self._b_truncated: list[bool] = []
-        self._b_action: list[str] = []
-        self._b_observation: list[str] = []
-        self._b_info: list[str] = []
-        self._b_render: list[bytes] = []
-        self._b_wall_time: list[float] = []
+        # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render, wall_time).
+        self._b_rows: list[tuple[Any, ...]] = []
         self._b_episodes: list[pb.Episode] = []
         self._b_metrics: list[pb.Metric] = []
         self._batch_bytes = 0
         self._batch_started = time.monotonic()
 
     def _flush_steps_locked(self) -> None:
-        if not (self._b_step or self._b_episodes or self._b_metrics):
+        if not (self._b_rows or self._b_episodes or self._b_metrics):
             return
+        columns: list[Any] = list(zip(*self._b_rows, strict=True)) if self._b_rows else [()] * 10
+        episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = columns
         batch = pb.StepBatch(
-            episode=self._b_episode,
-            step=self._b_step,
-            reward=self._b_reward,
-            terminated=self._b_terminated,
-            truncated=self._b_truncated,
-            action=self._b_action,
-            observation=self._b_observation,
-            info=self._b_info,
-            render=self._b_render,
-            wall_time=self._b_wall_time,
+            episode=episode,
+            step=step,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            action=action,
+            observation=observation,
+            info=info,
+            render=render,
+            wall_time=wall_time,
             episodes=self._b_episodes,
             metrics=self._b_metrics,
         )
@@ -571,7 +577,7 @@ class WorkerSession:
                 if self._closed.is_set():
                     return
                 try:
-                    pending = self._b_step or self._b_episodes or self._b_metrics
+                    pending = self._b_rows or self._b_episodes or self._b_metrics
                     if pending and now - self._batch_started >= self.batch_seconds:
                         self._flush_steps_locked()
                     if now >= next_beat:
