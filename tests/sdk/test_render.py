@@ -16,9 +16,9 @@ import pytest
 from gym_gui_sdk.encoding import dumps, to_jsonable
 from gym_gui_sdk.render import (
     GRID,
-    GridPayloads,
     NONE,
     PIXELS,
+    GridPayloads,
     decode_payload,
     frame_payload,
     grid_description,

@@ -1,8 +1,13 @@
-"""Steps recorded column-wise (``WorkerSession.steps``) reach storage as the same rows ``step`` stores."""
+"""Steps recorded column-wise (``WorkerSession.steps``) reach storage as the same rows ``step`` stores; numpy
+observations travel packed and are stored as the JSON text ``encoding.dumps`` makes of them."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
+from gym_gui_sdk import encoding
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import parse_run_config
@@ -62,3 +67,46 @@ def test_columns_of_unequal_length_are_refused_and_nothing_is_recorded(client: D
         session.steps([0, 0], [0, 1], [0.0, 0.0], [False, True], [False], ["0", "1"], ["0", "1"])
     session.finish()
     assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+
+
+def stored_observations(home: Home, run_id: str) -> list[str]:
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+    try:
+        return [record.observation for record in reader.steps(0)]
+    finally:
+        reader.close()
+
+
+def test_array_observations_travel_packed_and_are_stored_as_their_json(
+    client: DaemonClient, home: Home
+) -> None:
+    session = human_session(client, batch_steps=4)
+    buffer = np.zeros(3, dtype=np.float32)  # one buffer the "env" writes every step into
+    sent: list[Any] = []
+    for i in range(10):
+        buffer[:] = (i, i / 3, -i)
+        if i == 5:
+            buffer[1] = np.nan
+        sent.append(buffer.copy())
+        session.step(0, i, 0.0, False, False, "0", buffer)
+    # Within one batch: JSON text, an array of another shape and dtype, anything else.
+    odd = ["[1,2]", np.arange(4, dtype=np.int64).reshape(2, 2), {"x": np.float64(0.5)}, np.float32(2.5)]
+    for i, observation in enumerate(odd, start=10):
+        sent.append(observation)
+        session.step(0, i, 0.0, i == 13, False, "0", observation)
+    session.finish()
+    assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+    expected = [o if isinstance(o, str) else encoding.dumps(o) for o in sent]
+    assert stored_observations(home, session.run_id) == expected
+    assert expected[5] == f"[5.0,null,{encoding.dumps(np.float32(-5.0))}]"
+
+
+def test_packed_observations_round_trip_every_numeric_dtype() -> None:
+    for dtype in ("<f4", ">f8", "<i8", "|u1", "|b1", "<u2"):
+        arrays = [np.arange(6).reshape(2, 3).astype(dtype) + k for k in range(3)]
+        packed = encoding.pack_observations(arrays)
+        assert packed is not None
+        data, dtype_text, shape = packed
+        assert encoding.unpack_observations(data, dtype_text, shape, 3) == [encoding.dumps(a) for a in arrays]
+    assert encoding.pack_observations([np.zeros(2), np.zeros(3)]) is None
+    assert encoding.pack_observations([np.array(["a"])]) is None

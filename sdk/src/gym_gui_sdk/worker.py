@@ -23,6 +23,7 @@ from gym_gui_sdk import (
     ENV_RUN_ID,
     ENV_RUN_TOKEN,
     __version__,
+    encoding,
 )
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
@@ -277,13 +278,28 @@ class WorkerSession:
         terminated: bool,
         truncated: bool,
         action: str,
-        observation: str,
+        observation: Any,
         info: str = "{}",
         render: bytes = b"",
         wall_time: float | None = None,
     ) -> None:
-        """Record one step; ``action``, ``observation`` and ``info`` are JSON text (see :mod:`encoding`)."""
+        """Record one step; ``action`` and ``info`` are JSON text (see :mod:`encoding`).
+
+        ``observation`` is JSON text, or the observation itself: a numeric numpy array is copied and
+        travels packed with the batch's others (the daemon writes its JSON, the text
+        :func:`encoding.dumps` gives), anything else is encoded here by :func:`encoding.dumps`.
+        """
+        if type(observation) is str:
+            size = len(observation)
+        elif encoding.packable(observation):
+            observation = observation.copy()  # the env may reuse its buffer for the next step
+            size = 4 * observation.nbytes  # about the JSON text the daemon makes of it
+        else:
+            observation = encoding.dumps(observation)
+            size = len(observation)
         with self._lock:
+            if type(observation) is not str:
+                self._b_arrays += 1
             # One tuple per step, turned into columns when the batch is sent: one append here.
             rows = self._b_rows
             rows.append(
@@ -300,7 +316,7 @@ class WorkerSession:
                     time.time() if wall_time is None else wall_time,
                 )
             )
-            self._batch_bytes += len(render) + len(observation)
+            self._batch_bytes += len(render) + size
             if len(rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                 self._flush_steps_locked()
 
@@ -319,7 +335,8 @@ class WorkerSession:
     ) -> None:
         """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
 
-        Each column holds one value per step, as :meth:`step` takes them; ``info`` defaults to
+        Each column holds one value per step, as :meth:`step` takes them (numeric array
+        observations are kept as they are, not copied: pass arrays nothing changes); ``info`` defaults to
         ``"{}"``, ``render`` to no payload and ``wall_time`` to now for every step. The steps go
         into batches of at most ``batch_steps`` as :meth:`step`'s do.
 
@@ -360,6 +377,7 @@ class WorkerSession:
                     )
                 )
                 self._batch_bytes += size
+                self._b_arrays += sum(type(o) is not str for o in observation[part])
                 if len(self._b_rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                     self._flush_steps_locked()
                 start = end
@@ -480,6 +498,7 @@ class WorkerSession:
         self._b_rows: list[tuple[Any, ...]] = []
         self._b_episodes: list[pb.Episode] = []
         self._b_metrics: list[pb.Metric] = []
+        self._b_arrays = 0  # observations among the rows that are not JSON text yet
         self._batch_bytes = 0
         self._batch_started = time.monotonic()
 
@@ -488,6 +507,11 @@ class WorkerSession:
             return
         columns: list[Any] = list(zip(*self._b_rows, strict=True)) if self._b_rows else [()] * 10
         episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = columns
+        packed = None
+        if self._b_arrays:
+            packed = encoding.pack_observations(list(observation))
+            if packed is None:  # not one dtype and shape throughout: each as JSON text
+                observation = [o if type(o) is str else encoding.dumps(o) for o in observation]
         batch = pb.StepBatch(
             episode=episode,
             step=step,
@@ -495,13 +519,16 @@ class WorkerSession:
             terminated=terminated,
             truncated=truncated,
             action=action,
-            observation=observation,
+            observation=() if packed else observation,
             info=info,
             render=render,
             wall_time=wall_time,
             episodes=self._b_episodes,
             metrics=self._b_metrics,
         )
+        if packed:
+            batch.observation_array, batch.observation_dtype, shape = packed
+            batch.observation_shape.extend(shape)
         self._clear_steps()
         self._send_locked(pb.WorkerMessage(steps=batch))
 
