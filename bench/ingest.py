@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
+from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_ID, ENV_RUN_TOKEN
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import parse_run_config
@@ -96,9 +97,10 @@ def rows_of(steps: int, batch: int) -> list[tuple[Any, ...]]:
     return rows
 
 
-def child(address: str, run_id: str, token: str, steps: int, batch: int) -> int:
-    """One worker process: register, report STARTED, wait for the go on stdin, send, finish."""
-    session = WorkerSession(address, run_id, token, batch_steps=batch)
+def child(steps: int, batch: int) -> int:
+    """One worker process (its run in the environment, as the daemon gives a worker its own): register,
+    report STARTED, wait for the go on stdin, send, finish."""
+    session = WorkerSession.from_env(batch_steps=batch)
     session.start()
     session.started("none")
     made = columns(batch)
@@ -146,7 +148,13 @@ def run_workers(client: DaemonClient, home: Home, workers: int, steps: int, batc
         runs.append((record.run_id, token))
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--child", client.info.address, run_id, token, str(steps), str(batch)],
+            [sys.executable, __file__, "--child", str(steps), str(batch)],
+            env={
+                **os.environ,
+                ENV_DAEMON_ADDRESS: client.info.address,
+                ENV_RUN_ID: run_id,
+                ENV_RUN_TOKEN: token,  # in the environment, not on a command line others can read
+            },
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -213,8 +221,8 @@ def run_raw(rows: list[tuple[Any, ...]], target: Path, batch: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
-        address, run_id, token, steps, batch = argv[1:6]
-        return child(address, run_id, token, int(steps), int(batch))
+        steps, batch = argv[1:3]
+        return child(int(steps), int(batch))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--steps", type=int, default=200_000, help="steps each worker sends")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8], help="worker counts")
