@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/spade_bdi_worker/pyproject.toml workers/llm_worker/pyproject.toml
 
-.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep screenshots proto clean
+.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -51,6 +51,9 @@ pytest:
 
 bench: install
 	$(BIN)/python bench/telemetry_throughput.py
+
+bench-ingest: install
+	$(BIN)/python bench/ingest.py
 
 bench-cleanrl: install bundles
 	$(BIN)/python bench/cleanrl_overhead.py

@@ -94,6 +94,17 @@ def steps(seq: int, episode: int, indices: list[int], render: bytes = b"") -> pb
     )
 
 
+def packed(seq: int, data: bytes, dtype: str, shape: list[int], json_too: bool = False) -> pb.WorkerMessage:
+    """A one-step batch whose observation travels packed (``json_too``: and as JSON text as well)."""
+    message = steps(seq, 0, [0])
+    batch = message.steps
+    if not json_too:
+        del batch.observation[:]
+    batch.observation_array, batch.observation_dtype = data, dtype
+    batch.observation_shape.extend(shape)
+    return message
+
+
 BAD_STREAMS = {
     "out of order": [started(1), steps(3, 0, [0])],
     "columns differ": [
@@ -112,6 +123,16 @@ BAD_STREAMS = {
     "has no body": [started(1), pb.WorkerMessage(seq=2)],
     "step 1 of episode 0 was sent again": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
     "step 0 of episode 0 comes after step 1 of episode 0": [started(1), steps(2, 0, [1, 0])],
+    "packed observations: 8 bytes, but 1 of shape [4] and dtype <f4 take 16": [
+        started(1),
+        packed(2, bytes(8), "<f4", [4]),
+    ],
+    "packed observations: dtype '|O' is not a plain number type": [started(1), packed(2, bytes(8), "|O", [])],
+    "packed observations: 'float99' is not a numpy dtype": [started(1), packed(2, bytes(8), "float99", [])],
+    "a step batch has both packed and JSON observations": [
+        started(1),
+        packed(2, bytes(16), "<f4", [4], json_too=True),
+    ],
 }
 
 

@@ -18,6 +18,7 @@ from gym_gui_sdk.render import (
     GRID,
     NONE,
     PIXELS,
+    GridPayloads,
     decode_payload,
     frame_payload,
     grid_description,
@@ -277,6 +278,39 @@ def test_grid_description_is_the_decoded_payload(make: Any) -> None:
     env = make("Taxi-v4")
     env.reset(seed=1)
     assert grid_description(env) == decode_payload(grid_payload(env))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("FrozenLake-v1", {"map_name": "8x8", "is_slippery": True}),
+        ("CliffWalking-v1", {}),
+        ("Taxi-v4", {}),
+        ("MiniGrid-DoorKey-5x5-v0", {}),
+    ],
+)
+def test_grid_payloads_of_an_env_are_grid_payload_byte_for_byte(
+    make: Any, env_id: str, kwargs: dict[str, Any]
+) -> None:
+    env = make(env_id, **kwargs)
+    payloads = GridPayloads(env)
+    for episode in range(3):
+        env.reset(seed=episode)
+        env.action_space.seed(episode)
+        assert payloads.payload() == grid_payload(env)  # before any step: last_action is null
+        for _ in range(40):
+            _obs, _reward, terminated, truncated, _info = env.step(env.action_space.sample())
+            assert payloads.payload() == grid_payload(env)
+            if terminated or truncated:
+                break
+
+
+def test_grid_payloads_refuse_what_grid_payload_refuses(make: Any) -> None:
+    with pytest.raises(ValueError, match="is not a grid environment"):
+        GridPayloads(make("CartPole-v1"))
+    payloads = GridPayloads(make("FrozenLake-v1"))
+    with pytest.raises(ValueError, match="reset it first"):
+        payloads.payload()
 
 
 # --- encoding ------------------------------------------------------------------------------------

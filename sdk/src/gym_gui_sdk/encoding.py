@@ -139,3 +139,56 @@ def dumps(value: Any) -> str:
         )
     except (ValueError, TypeError):
         return json.dumps(to_jsonable(value), separators=_SEPARATORS, allow_nan=False, ensure_ascii=False)
+
+
+# Numeric kinds a batch's observations may travel packed in (booleans, integers, floats).
+_PACKED_KINDS = "biuf"
+
+
+def packable(value: Any) -> bool:
+    """Whether ``value`` is an observation that may travel packed: a numeric numpy array."""
+    return type(value) is np.ndarray and value.dtype.kind in _PACKED_KINDS
+
+
+def pack_observations(arrays: list[np.ndarray]) -> tuple[bytes, str, tuple[int, ...]] | None:
+    """The observations of a batch as one array's bytes, its dtype text and one observation's shape.
+
+    None when they cannot be packed together (not all numeric arrays of one dtype and shape); the
+    caller then sends each as JSON text (:func:`dumps`).
+    """
+    first = arrays[0]
+    if not packable(first):
+        return None
+    dtype, shape = first.dtype, first.shape
+    if any(type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape for a in arrays):
+        return None
+    stacked = np.stack(arrays)
+    if stacked.dtype.byteorder == ">":
+        stacked = stacked.astype(stacked.dtype.newbyteorder("<"))
+    return stacked.tobytes(), stacked.dtype.str, shape
+
+
+def unpack_observations(data: bytes, dtype_text: str, shape: tuple[int, ...], count: int) -> list[str]:
+    """The JSON text of each of ``count`` packed observations: what :func:`dumps` gives each array.
+
+    Raises:
+        ValueError: naming what is wrong when the dtype is not numeric or the bytes do not hold
+            ``count`` arrays of ``shape``.
+    """
+    try:
+        dtype = np.dtype(dtype_text)
+    except TypeError:
+        raise ValueError(f"packed observations: {dtype_text!r} is not a numpy dtype") from None
+    if dtype.kind not in _PACKED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError(f"packed observations: dtype {dtype_text!r} is not a plain number type")
+    size = count * dtype.itemsize * math.prod(shape)
+    if len(data) != size:
+        raise ValueError(
+            f"packed observations: {len(data)} bytes, but {count} of shape {list(shape)} "
+            f"and dtype {dtype_text} take {size}"
+        )
+    rows = np.frombuffer(data, dtype=dtype).reshape((count, *shape))
+    if dtype.kind == "f" and not bool(np.isfinite(rows).all()):
+        return [dumps(row) for row in rows]  # the rare rows with NaN or inf: null, as dumps writes them
+    encode = _ENCODE
+    return [encode(row) for row in rows.tolist()]

@@ -92,21 +92,23 @@ def _desc_rows(desc: Any) -> list[str]:
     return [bytes(row.tobytes()).decode("ascii") for row in np.asarray(desc)]
 
 
-def _frozenlake(u: Any) -> dict[str, Any]:
-    rows, cols = int(u.nrow), int(u.ncol)
-    r, c = divmod(_state(u), cols)
+def _frozenlake_board(u: Any) -> dict[str, Any]:
     return {
         "v": GRID_PAYLOAD_VERSION,
         "game": "frozenlake",
-        "rows": rows,
-        "cols": cols,
+        "rows": int(u.nrow),
+        "cols": int(u.ncol),
         "tiles": _desc_rows(u.desc),
-        "agent": [r, c],
-        "last_action": _last_action(u),
     }
 
 
-def _cliffwalking(u: Any) -> dict[str, Any]:
+def _frozenlake(u: Any) -> dict[str, Any]:
+    board = _frozenlake_board(u)
+    r, c = divmod(_state(u), board["cols"])
+    return {**board, "agent": [r, c], "last_action": _last_action(u)}
+
+
+def _cliffwalking_board(u: Any) -> dict[str, Any]:
     rows, cols = (int(n) for n in u.shape)
     cliff = np.asarray(u._cliff, dtype=bool)
     tiles = np.full((rows, cols), ord("."), dtype=np.uint8)
@@ -115,16 +117,19 @@ def _cliffwalking(u: Any) -> dict[str, Any]:
     tiles[start_r, start_c] = ord("S")
     # The env ends the episode in its bottom-right cell (cliffwalking.py: terminal_state).
     tiles[rows - 1, cols - 1] = ord("G")
-    r, c = divmod(_state(u), cols)
     return {
         "v": GRID_PAYLOAD_VERSION,
         "game": "cliffwalking",
         "rows": rows,
         "cols": cols,
         "tiles": [row.tobytes().decode("ascii") for row in tiles],
-        "agent": [r, c],
-        "last_action": _last_action(u),
     }
+
+
+def _cliffwalking(u: Any) -> dict[str, Any]:
+    board = _cliffwalking_board(u)
+    r, c = divmod(_state(u), board["cols"])
+    return {**board, "agent": [r, c], "last_action": _last_action(u)}
 
 
 def _taxi(u: Any) -> dict[str, Any]:
@@ -208,6 +213,53 @@ def grid_payload(env: Any) -> bytes:
         ValueError: if ``env`` is not one of the grid games, or has not been reset yet.
     """
     return json.dumps(grid_description(env), separators=_SEPARATORS, ensure_ascii=False).encode("utf-8")
+
+
+# Games whose board never changes during an env's life: only the agent and its last action move.
+_FIXED_BOARDS = {"frozenlake": _frozenlake_board, "cliffwalking": _cliffwalking_board}
+
+
+class GridPayloads:
+    """The grid payloads of one environment, step after step, without making again what never changes.
+
+    FrozenLake's and CliffWalking's boards are fixed for an env's life, so their JSON is made once and
+    each payload only adds the agent's cell and last action: the bytes are :func:`grid_payload`'s,
+    at a small part of the cost (a worker sends one every step). Taxi and MiniGrid change more than
+    the agent from step to step; theirs are made in full.
+
+    Raises:
+        ValueError: if ``env`` is not one of the grid games.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+        self._u = _unwrapped(env)
+        game = grid_game(self._u)
+        if game is None:
+            raise ValueError(f"{type(self._u).__name__} is not a grid environment gym_gui can describe")
+        board = _FIXED_BOARDS.get(game)
+        self._head = b""
+        self._cols = 1
+        if board is not None:
+            fixed = board(self._u)
+            self._cols = fixed["cols"]
+            # The board's keys come first in grid_description's order; "agent" and "last_action" follow.
+            text = json.dumps(fixed, separators=_SEPARATORS, ensure_ascii=False)
+            self._head = (text[:-1] + ',"agent":[').encode("utf-8")
+
+    def payload(self) -> bytes:
+        """The env's current state as :func:`grid_payload` gives it.
+
+        Raises:
+            ValueError: if the env has not been reset yet.
+        """
+        if not self._head:
+            return grid_payload(self._env)
+        u = self._u
+        r, c = divmod(_state(u), self._cols)
+        action = _last_action(u)
+        last = b"null" if action is None else b"%d" % action
+        return b'%s%d,%d],"last_action":%s}' % (self._head, r, c, last)
 
 
 def frame_payload(rgb: np.ndarray) -> bytes:

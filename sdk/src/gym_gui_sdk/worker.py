@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from gym_gui_sdk import (
     ENV_RUN_TOKEN,
     ENV_TLS_CA,
     __version__,
+    encoding,
 )
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
@@ -303,26 +304,109 @@ class WorkerSession:
         terminated: bool,
         truncated: bool,
         action: str,
-        observation: str,
+        observation: Any,
         info: str = "{}",
         render: bytes = b"",
         wall_time: float | None = None,
     ) -> None:
-        """Record one step; ``action``, ``observation`` and ``info`` are JSON text (see :mod:`encoding`)."""
+        """Record one step; ``action`` and ``info`` are JSON text (see :mod:`encoding`).
+
+        ``observation`` is JSON text, or the observation itself: a numeric numpy array is copied and
+        travels packed with the batch's others (the daemon writes its JSON, the text
+        :func:`encoding.dumps` gives), anything else is encoded here by :func:`encoding.dumps`.
+        """
+        if type(observation) is str:
+            size = len(observation)
+        elif encoding.packable(observation):
+            observation = observation.copy()  # the env may reuse its buffer for the next step
+            size = 4 * observation.nbytes  # about the JSON text the daemon makes of it
+        else:
+            observation = encoding.dumps(observation)
+            size = len(observation)
         with self._lock:
-            self._b_episode.append(episode)
-            self._b_step.append(step)
-            self._b_reward.append(reward)
-            self._b_terminated.append(terminated)
-            self._b_truncated.append(truncated)
-            self._b_action.append(action)
-            self._b_observation.append(observation)
-            self._b_info.append(info)
-            self._b_render.append(render)
-            self._b_wall_time.append(time.time() if wall_time is None else wall_time)
-            self._batch_bytes += len(render) + len(observation)
-            if len(self._b_step) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+            if type(observation) is not str:
+                self._b_arrays += 1
+            # One tuple per step, turned into columns when the batch is sent: one append here.
+            rows = self._b_rows
+            rows.append(
+                (
+                    episode,
+                    step,
+                    reward,
+                    terminated,
+                    truncated,
+                    action,
+                    observation,
+                    info,
+                    render,
+                    time.time() if wall_time is None else wall_time,
+                )
+            )
+            self._batch_bytes += len(render) + size
+            if len(rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                 self._flush_steps_locked()
+
+    def steps(
+        self,
+        episode: Sequence[int],
+        step: Sequence[int],
+        reward: Sequence[float],
+        terminated: Sequence[bool],
+        truncated: Sequence[bool],
+        action: Sequence[str],
+        observation: Sequence[str],
+        info: Sequence[str] | None = None,
+        render: Sequence[bytes] | None = None,
+        wall_time: Sequence[float] | None = None,
+    ) -> None:
+        """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
+
+        Each column holds one value per step, as :meth:`step` takes them (numeric array
+        observations are kept as they are, not copied: pass arrays nothing changes); ``info`` defaults to
+        ``"{}"``, ``render`` to no payload and ``wall_time`` to now for every step. The steps go
+        into batches of at most ``batch_steps`` as :meth:`step`'s do.
+
+        Raises:
+            ValueError: when the columns differ in length.
+        """
+        n = len(step)
+        info = ["{}"] * n if info is None else info
+        render = [b""] * n if render is None else render
+        wall_time = [time.time()] * n if wall_time is None else wall_time
+        columns = (episode, reward, terminated, truncated, action, observation, info, render, wall_time)
+        if any(len(column) != n for column in columns):
+            raise ValueError(f"step columns differ in length: {n} steps but {[len(c) for c in columns]}")
+        size = sum(map(len, render)) + sum(map(len, observation))
+        start = 0
+        with self._lock:
+            while start < n:
+                room = max(1, self.batch_steps - len(self._b_rows))
+                if start == 0 and room >= n and self._batch_bytes + size < _BATCH_BYTES:
+                    end = n  # the common case: the whole call fits the batch being filled
+                else:
+                    end = min(n, start + room)
+                    size = sum(map(len, render[start:end])) + sum(map(len, observation[start:end]))
+                part = slice(start, end)
+                self._b_rows.extend(
+                    zip(
+                        episode[part],
+                        step[part],
+                        reward[part],
+                        terminated[part],
+                        truncated[part],
+                        action[part],
+                        observation[part],
+                        info[part],
+                        render[part],
+                        wall_time[part],
+                        strict=True,
+                    )
+                )
+                self._batch_bytes += size
+                self._b_arrays += sum(type(o) is not str for o in observation[part])
+                if len(self._b_rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+                    self._flush_steps_locked()
+                start = end
 
     def episode(
         self,
@@ -436,38 +520,41 @@ class WorkerSession:
     # ------------------------------------------------------------ internals
 
     def _clear_steps(self) -> None:
-        self._b_episode: list[int] = []
-        self._b_step: list[int] = []
-        self._b_reward: list[float] = []
-        self._b_terminated: list[bool] = []
-        self._b_truncated: list[bool] = []
-        self._b_action: list[str] = []
-        self._b_observation: list[str] = []
-        self._b_info: list[str] = []
-        self._b_render: list[bytes] = []
-        self._b_wall_time: list[float] = []
+        # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render, wall_time).
+        self._b_rows: list[tuple[Any, ...]] = []
         self._b_episodes: list[pb.Episode] = []
         self._b_metrics: list[pb.Metric] = []
+        self._b_arrays = 0  # observations among the rows that are not JSON text yet
         self._batch_bytes = 0
         self._batch_started = time.monotonic()
 
     def _flush_steps_locked(self) -> None:
-        if not (self._b_step or self._b_episodes or self._b_metrics):
+        if not (self._b_rows or self._b_episodes or self._b_metrics):
             return
+        columns: list[Any] = list(zip(*self._b_rows, strict=True)) if self._b_rows else [()] * 10
+        episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = columns
+        packed = None
+        if self._b_arrays:
+            packed = encoding.pack_observations(list(observation))
+            if packed is None:  # not one dtype and shape throughout: each as JSON text
+                observation = [o if type(o) is str else encoding.dumps(o) for o in observation]
         batch = pb.StepBatch(
-            episode=self._b_episode,
-            step=self._b_step,
-            reward=self._b_reward,
-            terminated=self._b_terminated,
-            truncated=self._b_truncated,
-            action=self._b_action,
-            observation=self._b_observation,
-            info=self._b_info,
-            render=self._b_render,
-            wall_time=self._b_wall_time,
+            episode=episode,
+            step=step,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            action=action,
+            observation=() if packed else observation,
+            info=info,
+            render=render,
+            wall_time=wall_time,
             episodes=self._b_episodes,
             metrics=self._b_metrics,
         )
+        if packed:
+            batch.observation_array, batch.observation_dtype, shape = packed
+            batch.observation_shape.extend(shape)
         self._clear_steps()
         self._send_locked(pb.WorkerMessage(steps=batch))
 
@@ -543,7 +630,7 @@ class WorkerSession:
                 if self._closed.is_set():
                     return
                 try:
-                    pending = self._b_step or self._b_episodes or self._b_metrics
+                    pending = self._b_rows or self._b_episodes or self._b_metrics
                     if pending and now - self._batch_started >= self.batch_seconds:
                         self._flush_steps_locked()
                     if now >= next_beat:

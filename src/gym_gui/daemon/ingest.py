@@ -155,7 +155,10 @@ class StreamIngest:
             if self._store_steps and rows:
                 if not self._store_render:
                     rows = [(*row[:8], None, row[9]) for row in rows]
-                self._put(writer.put_steps, rows, batch.ByteSize())
+                size = batch.ByteSize()
+                if batch.observation_dtype:  # packed observations became JSON text here: count that
+                    size += sum(len(row[6]) for row in rows)
+                self._put(writer.put_steps, rows, size)
             if batch.step:
                 self.bus.publish(run.run_id, STEPS, batch)
             for episode in batch.episodes:

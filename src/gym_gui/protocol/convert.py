@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk.encoding import unpack_observations
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
@@ -259,13 +260,23 @@ def step_rows(batch: pb.StepBatch) -> list[StepRow]:
         ProtocolViolation: when the columns differ in length or a step index is negative.
     """
     n = len(batch.step)
+    observations: Sequence[str] = batch.observation
+    if batch.observation_dtype:
+        if batch.observation:
+            raise ProtocolViolation("a step batch has both packed and JSON observations")
+        try:
+            observations = unpack_observations(
+                batch.observation_array, batch.observation_dtype, tuple(batch.observation_shape), n
+            )
+        except ValueError as exc:
+            raise ProtocolViolation(str(exc)) from None
     lengths = {
         "episode": len(batch.episode),
         "reward": len(batch.reward),
         "terminated": len(batch.terminated),
         "truncated": len(batch.truncated),
         "action": len(batch.action),
-        "observation": len(batch.observation),
+        "observation": len(observations),
         "info": len(batch.info),
         "render": len(batch.render),
         "wall_time": len(batch.wall_time),
@@ -282,7 +293,7 @@ def step_rows(batch: pb.StepBatch) -> list[StepRow]:
             batch.terminated,
             batch.truncated,
             batch.action,
-            batch.observation,
+            observations,
             batch.info,
             renders,
             batch.wall_time,

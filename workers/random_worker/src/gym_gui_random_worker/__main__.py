@@ -74,7 +74,7 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                     bool(terminated),
                     bool(truncated),
                     encoding.dumps(action),
-                    encoding.dumps(observation),
+                    observation,  # numeric arrays travel packed; the daemon writes their JSON
                     encoding.dumps(info),
                     payload,
                 )

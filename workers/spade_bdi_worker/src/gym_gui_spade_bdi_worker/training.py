@@ -10,12 +10,12 @@ Telemetry of one step (``info`` of the step, JSON)::
      "beliefs": ["epsilon(0.5)", ...], "intention": ["run", "step", ...]}   # deliberate mode only
 
 with the action and the next state as the step's action and observation, and the grid render
-payload human play uses (``gym_gui_sdk.render.grid_payload``) for FrozenLake, CliffWalking and Taxi.
+payload human play uses (``gym_gui_sdk.render.GridPayloads``: ``grid_payload``'s bytes, the fixed board
+encoded once) for FrozenLake, CliffWalking and Taxi.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections import deque
@@ -25,14 +25,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gym_gui_sdk import render
+from gym_gui_sdk import encoding, render
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui_spade_bdi_worker.checkpoint import FINAL, QTableFile, periodic_path
 from gym_gui_spade_bdi_worker.environments import grid_map, table_shape
 from gym_gui_spade_bdi_worker.learner import QLearner
-
-_SEPARATORS = (",", ":")
 
 
 @dataclass
@@ -98,7 +96,7 @@ class Training:
         self.learner = QLearner(
             q, alpha=settings.alpha, gamma=settings.gamma, rng=random.Random(settings.seed)
         )
-        self.grid = render.render_kind_of(env) == render.GRID
+        self.grid = render.GridPayloads(env) if render.render_kind_of(env) == render.GRID else None
         fps = float(env.metadata.get("render_fps") or 4)
         self.step_period = 1.0 / fps if settings.real_time else 0.0
         self.episode = 0
@@ -215,8 +213,8 @@ class Training:
             outcome.truncated,
             str(action),
             str(outcome.next_state),
-            json.dumps(info, separators=_SEPARATORS),
-            render.grid_payload(self.env) if self.grid else b"",
+            encoding.dumps(info),
+            self.grid.payload() if self.grid is not None else b"",
         )
 
     def run_episode(self, epsilon: float) -> None:
@@ -245,14 +243,13 @@ class Training:
             truncated=self._truncated or not self._terminated,
             started_at=self._started_at,
             seed=None if self.settings.seed is None else self.settings.seed + self.episode,
-            info=json.dumps(
+            info=encoding.dumps(
                 {
                     "epsilon": self.epsilon,
                     "explored": self._explored,
                     "goal_reached": reached,
                     "gave_up": gave_up,
-                },
-                separators=_SEPARATORS,
+                }
             ),
         )
         session.metrics(

@@ -1,0 +1,112 @@
+"""Steps recorded column-wise (``WorkerSession.steps``) reach storage as the same rows ``step`` stores; numpy
+observations travel packed and are stored as the JSON text ``encoding.dumps`` makes of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from gym_gui_sdk import encoding
+from gym_gui_sdk.worker import WorkerSession
+
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
+from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.telemetry import TelemetryReader
+
+
+def human_session(client: DaemonClient, batch_steps: int) -> WorkerSession:
+    config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}})
+    record, token = client.submit(config)
+    session = WorkerSession(client.info.address, record.run_id, token, batch_steps=batch_steps)
+    session.start()
+    session.started("none")
+    return session
+
+
+def test_columns_of_steps_are_stored_row_for_row_across_batches(client: DaemonClient, home: Home) -> None:
+    session = human_session(client, batch_steps=7)
+    n = 30  # more than four batches: the columns are split at batch_steps
+    session.step(0, 0, 0.5, False, False, "1", "[0]", '{"a":1}', b"grid", 10.0)
+    session.steps(
+        [0] * n,
+        list(range(1, n + 1)),
+        [float(i) for i in range(n)],
+        [i == n - 1 for i in range(n)],
+        [False] * n,
+        [str(i % 4) for i in range(n)],
+        [f"[{i}]" for i in range(n)],
+        wall_time=[100.0 + i for i in range(n)],
+    )
+    session.episode(0, steps=n + 1, total_reward=1.0, terminated=True, truncated=False, started_at=0.0)
+    session.finish()
+    assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+    reader = TelemetryReader(RunDir(home.run_dir(session.run_id)).telemetry_path)
+    try:
+        rows = reader.steps(0)
+    finally:
+        reader.close()
+    assert [r.step for r in rows] == list(range(n + 1))
+    assert (rows[0].info, rows[0].render, rows[0].wall_time) == ('{"a":1}', b"grid", 10.0)
+    last = rows[-1]
+    assert (last.reward, last.terminated, last.action, last.observation) == (
+        float(n - 1),
+        True,
+        str((n - 1) % 4),
+        f"[{n - 1}]",
+    )
+    assert (last.info, last.render, last.wall_time) == ("{}", None, 100.0 + n - 1)
+
+
+def test_columns_of_unequal_length_are_refused_and_nothing_is_recorded(client: DaemonClient) -> None:
+    session = human_session(client, batch_steps=100)
+    with pytest.raises(ValueError, match="step columns differ in length: 2 steps"):
+        session.steps([0, 0], [0, 1], [0.0, 0.0], [False, True], [False], ["0", "1"], ["0", "1"])
+    session.finish()
+    assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+
+
+def stored_observations(home: Home, run_id: str) -> list[str]:
+    reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+    try:
+        return [record.observation for record in reader.steps(0)]
+    finally:
+        reader.close()
+
+
+def test_array_observations_travel_packed_and_are_stored_as_their_json(
+    client: DaemonClient, home: Home
+) -> None:
+    session = human_session(client, batch_steps=4)
+    buffer = np.zeros(3, dtype=np.float32)  # one buffer the "env" writes every step into
+    sent: list[Any] = []
+    for i in range(10):
+        buffer[:] = (i, i / 3, -i)
+        if i == 5:
+            buffer[1] = np.nan
+        sent.append(buffer.copy())
+        session.step(0, i, 0.0, False, False, "0", buffer)
+    # Within one batch: JSON text, an array of another shape and dtype, anything else.
+    odd = ["[1,2]", np.arange(4, dtype=np.int64).reshape(2, 2), {"x": np.float64(0.5)}, np.float32(2.5)]
+    for i, observation in enumerate(odd, start=10):
+        sent.append(observation)
+        session.step(0, i, 0.0, i == 13, False, "0", observation)
+    session.finish()
+    assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+    expected = [o if isinstance(o, str) else encoding.dumps(o) for o in sent]
+    assert stored_observations(home, session.run_id) == expected
+    assert expected[5] == f"[5.0,null,{encoding.dumps(np.float32(-5.0))}]"
+
+
+def test_packed_observations_round_trip_every_numeric_dtype() -> None:
+    for dtype in ("<f4", ">f8", "<i8", "|u1", "|b1", "<u2"):
+        arrays = [np.arange(6).reshape(2, 3).astype(dtype) + k for k in range(3)]
+        packed = encoding.pack_observations(arrays)
+        assert packed is not None
+        data, dtype_text, shape = packed
+        assert encoding.unpack_observations(data, dtype_text, shape, 3) == [encoding.dumps(a) for a in arrays]
+    assert encoding.pack_observations([np.zeros(2), np.zeros(3)]) is None
+    assert encoding.pack_observations([np.array(["a"])]) is None
