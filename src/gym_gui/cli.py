@@ -386,6 +386,14 @@ def train(
     ] = None,
     capture_video: Annotated[bool | None, typer.Option(help="Record videos of the agent.")] = None,
     checkpoint_every: Annotated[int | None, typer.Option(help="Save a checkpoint every N steps.")] = None,
+    warm_start: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RUN[:CHECKPOINT]",
+            help="Start from another run's saved model (CleanRL ppo and dqn families): its final model, "
+            "or the checkpoint named by its path inside that run.",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option(help="Show what would run, launch nothing.")] = False,
     notes: Annotated[str | None, typer.Option(help="Free text kept with the run.")] = None,
     render_fps: Annotated[
@@ -420,6 +428,10 @@ def train(
             "tracking.wandb_base_url": wandb_base_url,
             "tracking.capture_video": capture_video,
             "checkpoints.every_steps": checkpoint_every,
+            "warm_start.run_id": warm_start.split(":", 1)[0] if warm_start else None,
+            "warm_start.checkpoint": warm_start.split(":", 1)[1] or None
+            if warm_start and ":" in warm_start
+            else None,
             "dry_run": dry_run or None,
             "notes": notes,
             "telemetry.render_fps": render_fps,
