@@ -1,5 +1,6 @@
-"""The Re-run action of the runs table: enabled for ended runs, a package difference confirmed in a
-dialog, the re-run's verdict shown among the run's events in the log drawer."""
+"""The Re-run action of the runs table (enabled for ended runs, a package difference confirmed in a
+dialog, the re-run's verdict shown among the run's events in the log drawer) and the CleanRL form's
+"Start from" field."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.runs_table import LogDrawer, RunsTable
+from tests.ui.test_forms_and_runs import _cleanrl_form, _line
 
 
 def _ended_random_run(client: DaemonClient, episodes: int = 6) -> str:
@@ -111,3 +113,40 @@ def test_rerun_is_refused_for_a_run_that_has_not_ended(
     assert "has not ended" in table.rerun_button.toolTip()
     client.cancel(record.run_id)
     qtbot.waitUntil(lambda: table.rerun_button.isEnabled(), timeout=30_000)
+
+
+def test_the_cleanrl_form_starts_from_a_finished_run(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home
+) -> None:
+    parent = parse_run_config(
+        {
+            "worker": "cleanrl",
+            "algorithm": "ppo",
+            "env_id": "CartPole-v1",
+            "seed": 1,
+            "budget": {"timesteps": 512},
+            "params": {"num-envs": 2, "num-steps": 128},
+        }
+    )
+    record, _ = client.submit(parent)
+    assert client.wait_for_end(record.run_id, timeout=300).state is RunState.COMPLETED
+    form = _cleanrl_form(qtbot, link)
+    # Finished runs of the kind with a saved model are offered; typing an id is possible too.
+    qtbot.waitUntil(lambda: form.start_from_combo.findText(record.run_id) >= 0, timeout=20_000)
+    form.env_combo.setCurrentText("CartPole-v1")
+    form.timesteps_edit.setText("512")
+    _line(form, "num-envs").setText("2")
+    _line(form, "num-steps").setText("128")
+
+    form.start_from_combo.setEditText("not/a run")
+    assert not form.submit_button.isEnabled()
+    assert "invalid run id" in form.start_from_combo.toolTip()
+    form.start_from_combo.setCurrentIndex(form.start_from_combo.findText(record.run_id))
+    assert form.config().warm_start is not None and form.config().warm_start.run_id == record.run_id
+
+    with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
+        qtbot.mouseClick(form.submit_button, Qt.MouseButton.LeftButton)
+    child = str(submitted.args[0])
+    assert client.wait_for_end(child, timeout=300).state is RunState.COMPLETED
+    started_from = RunDir(home.run_dir(child)).read_manifest().warm_start_from
+    assert started_from is not None and started_from.run_id == record.run_id
