@@ -219,3 +219,22 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: st
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     for needle in needles:
         assert needle in result.stderr
+
+
+def non_loopback_ipv4() -> str:
+    """An IPv4 address of this machine beyond loopback (another machine would reach it)."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _index, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(probe.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15]))
+            except OSError:  # an interface without an IPv4 address
+                continue
+            address = socket.inet_ntoa(packed[20:24])
+            if not address.startswith("127."):
+                return address
+    raise AssertionError("this machine has no IPv4 address beyond loopback to listen on")

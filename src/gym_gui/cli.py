@@ -121,16 +121,37 @@ def daemon_start(
     foreground: Annotated[
         bool, typer.Option(help="Run in this terminal instead of in the background.")
     ] = False,
+    bind: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on. Beyond loopback (another machine's workers connect) the daemon "
+            "speaks TLS with a CA kept in the home's tls/ directory."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free one).", min=0, max=65535)] = 0,
+    tls: Annotated[
+        bool | None,
+        typer.Option(
+            "--tls/--no-tls", help="Speak TLS (default: only beyond loopback; --no-tls is refused there)."
+        ),
+    ] = None,
 ) -> None:
     """Start the daemon of this GYM_GUI_HOME (or say where the running one is)."""
+    from gym_gui.daemon.tls import check_bind
+
     home = _home()
+    check_bind(bind, tls)  # refused here, before a daemon is started to refuse it
+    args = ["--host", bind, "--port", str(port)]
+    if tls is not None:
+        args.append("--tls" if tls else "--no-tls")
     if foreground:
         from gym_gui.daemon.__main__ import main as daemon_main
 
-        raise typer.Exit(daemon_main(["--home", str(home.root)]))
-    with DaemonClient.connect(home.root) as client:
+        raise typer.Exit(daemon_main(["--home", str(home.root), *args]))
+    with DaemonClient.connect(home.root, daemon_args=args) as client:
         health = client.health()
-    console.print(f"daemon running at {health.address} (pid {health.pid}); log: {health.log_path}")
+    secure = " over TLS (CA: " + client.info.tls_ca + ")" if client.info.tls_ca else ""
+    console.print(f"daemon running at {health.address}{secure} (pid {health.pid}); log: {health.log_path}")
 
 
 @daemon_app.command("stop")
@@ -541,12 +562,16 @@ def eval_(
     real_time: Annotated[
         bool, typer.Option(help="Play at the env's own frame rate (to watch it live), not flat out.")
     ] = False,
+    env: Annotated[
+        str | None,
+        typer.Option(help="Environment to play (default: the run's; the daemon refuses any other)."),
+    ] = None,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
 ) -> None:
     """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable."""
     run_id = validate_run_id(run)
     with _client() as client:
-        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps, real_time)
+        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps, real_time, env)
         record, _ = client.submit(config)
         console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
         if detach:
@@ -613,6 +638,24 @@ def _rerun_verdict(run_dir: str) -> str | None:
     finally:
         reader.close()
     return events[-1].message if events else None
+
+
+@app.command("import-model")
+def import_model(
+    file: Annotated[Path, typer.Argument(help="The model file, e.g. a .cleanrl_model saved by a run.")],
+    env: Annotated[str, typer.Option(help="The environment it was trained on, e.g. CartPole-v1.")],
+    algo: Annotated[str, typer.Option(help="The algorithm (script) that trained it, e.g. ppo.")],
+    worker: Annotated[
+        str | None, typer.Option(help="Worker kind (default: the one installed kind that runs scripts).")
+    ] = None,
+) -> None:
+    """Store a model file as a finished run of its own (checked by loading it first), to evaluate or browse."""
+    worker = worker or _scripts_worker()
+    with _client() as client:
+        record = client.import_model(str(file.absolute()), worker, algo, env)
+    console.print(
+        f"run [bold]{record.run_id}[/] {_state(record.state.value)}: {escape(record.reason)}", soft_wrap=True
+    )
 
 
 def _scripts_worker() -> str:

@@ -15,6 +15,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.worker import Phase, WorkerSession
 
+from gym_gui.bus.run_bus import RunBus
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.records import (
     EpisodeRecord,
@@ -26,6 +27,9 @@ from gym_gui.core.records import (
     TelemetryEvent,
 )
 from gym_gui.core.states import RunState
+from gym_gui.daemon.executors import LocalExecutor
+from gym_gui.daemon.ingest import StreamIngest
+from gym_gui.daemon.supervisor import Supervisor
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -141,6 +145,49 @@ def test_steps_of_episodes_played_at_once_may_interleave(client: DaemonClient, h
         assert reader.steps_per_episode() == {0: 3, 1: 2}
     finally:
         reader.close()
+
+
+def test_a_stream_opened_again_keeps_what_was_not_stored_of_episodes_played_at_once(
+    home: Home, registry: RunRegistry
+) -> None:
+    """A worker playing two episodes at once had episode 1's steps stored, sent after episode 0's
+    first two, when its stream broke. On its next stream it sends again everything unconfirmed:
+    what was stored is kept once, and episode 0's steps 2 and 3, never stored, are kept although
+    episode 1 is newer. (The supervisor's loop is not started, so the first stream's end does not
+    end the run, as when the worker reconnects to a restarted daemon.)"""
+    bus = RunBus()
+    supervisor = Supervisor(home, registry, bus, LocalExecutor(), "127.0.0.1:0")
+    config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 2}})
+    record, token, _ = supervisor.submit(config)
+    run = supervisor.register(record.run_id, token, os.getpid())
+
+    def stream(messages: list[pb.WorkerMessage], resumed: bool) -> StreamIngest:
+        # What Publish does for each stream, without the end of the first one ending the run.
+        ingest = StreamIngest(supervisor, bus, run, resumed)
+        ingest.consume(iter(messages))
+        return ingest
+
+    assert not stream([started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1])], resumed=False).violation
+    metric = pb.WorkerMessage(seq=6, metrics=pb.MetricBatch(metrics=[pb.Metric(tag="m", step=1, value=2.0)]))
+    again = stream(
+        [
+            started(1),
+            steps(2, 0, [0, 1]),  # stored: dropped
+            steps(3, 1, [0, 1]),  # stored: dropped
+            steps(4, 0, [2, 3]),  # never stored: kept, though episode 1 is newer
+            steps(5, 1, [2]),
+            metric,
+        ],
+        resumed=True,
+    )
+    assert not again.violation
+    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
+    try:
+        assert reader.steps_per_episode() == {0: 4, 1: 3}
+        assert [(p.step, p.value) for p in reader.metrics("m")] == [(1, 2.0)]
+    finally:
+        reader.close()
+        supervisor.stop()
 
 
 def test_a_repeated_step_on_a_stream_kept_open_is_refused_naming_it(client: DaemonClient, home: Home) -> None:

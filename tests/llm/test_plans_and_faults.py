@@ -88,11 +88,12 @@ def test_a_server_that_stops_answering_fails_the_run_keeping_every_finished_step
 
     with ChatServer(then_stall) as server:
         final = run_to_end(client, llm_config(server.url, episodes=2, timeout=1, retries=1))
-        assert len(server.completions()) == 3 + 2
-    assert final.state is RunState.FAILED
+        asked = len(server.completions())
+    assert final.state is RunState.FAILED, final.reason
     assert final.reason == (
         f"the LLM endpoint at {server.url} failed a request: no answer within the timeout (after 1 retries)"
     )
+    assert asked == 3 + 2
     run = stored(home, final.run_id)
     assert [(s.episode, s.step) for s in run.steps] == [(0, 0), (0, 1), (0, 2)]
     assert run.episodes == []

@@ -147,6 +147,7 @@ def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     assert form.env_note.isVisibleTo(form) and "gym-gui bundles install cleanrl" in form.env_note.text()
     assert form.env_combo.isEditable() and form.env_combo.findText("Taxi-v4") >= 0
     assert form.ready and form.algorithm() == "ppo" and form.param_names() == []
+    assert form.env_combo.currentText() == form.config().env_id == "CartPole-v1"  # ppo's own, until known
     assert form.submit_button.isEnabled()
     assert form.config().algorithm == "ppo"
 

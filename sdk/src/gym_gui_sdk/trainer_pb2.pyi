@@ -543,3 +543,15 @@ class Resumed(_message.Message):
     COALESCED_FIELD_NUMBER: _ClassVar[int]
     coalesced: int
     def __init__(self, coalesced: _Optional[int] = ...) -> None: ...
+
+class ImportModelRequest(_message.Message):
+    __slots__ = ("path", "worker", "algorithm", "env_id")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    ENV_ID_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    worker: str
+    algorithm: str
+    env_id: str
+    def __init__(self, path: _Optional[str] = ..., worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., env_id: _Optional[str] = ...) -> None: ...

@@ -101,6 +101,11 @@ class TrainerServiceStub(object):
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.ShutdownRequest.SerializeToString,
                 response_deserializer=gym__gui__sdk_dot_trainer__pb2.ShutdownResponse.FromString,
                 _registered_method=True)
+        self.ImportModel = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/ImportModel',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.ImportModelRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.RunInfo.FromString,
+                _registered_method=True)
 
 
 class TrainerServiceServicer(object):
@@ -186,6 +191,12 @@ class TrainerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ImportModel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TrainerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -253,6 +264,11 @@ def add_TrainerServiceServicer_to_server(servicer, server):
                     servicer.Shutdown,
                     request_deserializer=gym__gui__sdk_dot_trainer__pb2.ShutdownRequest.FromString,
                     response_serializer=gym__gui__sdk_dot_trainer__pb2.ShutdownResponse.SerializeToString,
+            ),
+            'ImportModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportModel,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.ImportModelRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.RunInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -608,6 +624,33 @@ class TrainerService(object):
             '/gym_gui.v1.TrainerService/Shutdown',
             gym__gui__sdk_dot_trainer__pb2.ShutdownRequest.SerializeToString,
             gym__gui__sdk_dot_trainer__pb2.ShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/ImportModel',
+            gym__gui__sdk_dot_trainer__pb2.ImportModelRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.RunInfo.FromString,
             options,
             channel_credentials,
             insecure,

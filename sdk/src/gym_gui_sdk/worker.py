@@ -22,6 +22,7 @@ from gym_gui_sdk import (
     ENV_HOME,
     ENV_RUN_ID,
     ENV_RUN_TOKEN,
+    ENV_TLS_CA,
     __version__,
 )
 from gym_gui_sdk import trainer_pb2 as pb
@@ -64,6 +65,29 @@ def channel_options() -> list[tuple[str, int]]:
     ]
 
 
+def open_channel(address: str, tls_ca: str | None = None) -> grpc.Channel:
+    """A channel to the daemon at ``address``: plaintext, or TLS trusting only ``tls_ca``.
+
+    ``tls_ca`` is the daemon's CA certificate, as a file's path or as the PEM text itself (a worker
+    on another machine is handed the text).
+
+    Raises:
+        WorkerError: the CA certificate cannot be read.
+    """
+    if not tls_ca:
+        return grpc.insecure_channel(address, options=channel_options())
+    if tls_ca.lstrip().startswith("-----BEGIN"):
+        pem = tls_ca.encode()
+    else:
+        try:
+            with open(tls_ca, "rb") as f:
+                pem = f.read()
+        except OSError as exc:
+            raise WorkerError(f"cannot read the daemon's CA certificate {tls_ca}: {exc.strerror}") from None
+    credentials = grpc.ssl_channel_credentials(root_certificates=pem)
+    return grpc.secure_channel(address, credentials, options=channel_options())
+
+
 def server_options() -> list[tuple[str, int]]:
     """The daemon's server: the other side of :func:`channel_options`."""
     return [
@@ -97,6 +121,7 @@ class WorkerSession:
         outbox_size: int = 8,
         reconnect_seconds: float = 60.0,
         home: str | None = None,
+        tls_ca: str | None = None,
     ) -> None:
         self.address = address
         self.run_id = run_id
@@ -106,6 +131,7 @@ class WorkerSession:
         self.heartbeat_seconds = heartbeat_seconds
         self.reconnect_seconds = reconnect_seconds
         self._home = home
+        self._tls_ca = tls_ca if tls_ca is not None else os.environ.get(ENV_TLS_CA)
         self.stop_requested = threading.Event()
         self.checkpoint_requested = threading.Event()
         self._resume = threading.Event()
@@ -162,7 +188,7 @@ class WorkerSession:
 
     def _open(self, address: str) -> Registration:
         """Register at ``address`` and open a fresh Publish stream with a fresh outbox."""
-        channel = grpc.insecure_channel(address, options=channel_options())
+        channel = open_channel(address, self._tls_ca)
         stub = pb_grpc.WorkerServiceStub(channel)
         try:
             reply = stub.RegisterWorker(

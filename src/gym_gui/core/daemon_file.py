@@ -21,6 +21,8 @@ class DaemonFile(BaseModel):
     started_at: float
     home: str
     log_path: str
+    # A daemon speaking TLS (bound beyond loopback): its CA certificate, the one a client trusts.
+    tls_ca: str | None = None
     # The environment settings the daemon read once, when it started (its workers inherit them):
     # name → value, None when unset. A client whose own differ is told (setting_differences).
     settings: dict[str, str | None] = Field(default_factory=dict)

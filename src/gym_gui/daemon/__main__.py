@@ -10,8 +10,10 @@ import signal
 import sys
 from pathlib import Path
 
+from gym_gui.core.errors import ConfigError
 from gym_gui.daemon.server import LOOPBACK, DaemonAlreadyRunning, DaemonServer, configure_logging
 from gym_gui.daemon.supervisor import SupervisorSettings
+from gym_gui.daemon.tls import check_bind
 from gym_gui.storage.home import Home
 
 # Exit status of a daemon that found another one already serving its home.
@@ -35,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         "--home", type=Path, default=None, help="GYM_GUI_HOME (default: the platform's data dir)"
     )
     parser.add_argument("--host", default=LOOPBACK, help="address to listen on (default: loopback only)")
+    parser.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="speak TLS (default: only when listening beyond loopback, where --no-tls is refused)",
+    )
     parser.add_argument("--port", type=int, default=0, help="port (default: an ephemeral one)")
     defaults = SupervisorSettings()
     parser.add_argument("--max-concurrent", type=int, default=defaults.max_concurrent)
@@ -58,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.min_free_mb < 0 or args.warn_free_mb < 0:
         parser.error("--min-free-mb and --warn-free-mb must not be negative")
 
+    try:
+        tls = check_bind(args.host, args.tls)
+    except ConfigError as exc:
+        parser.error(str(exc))
     _release_large_blocks()
     home = Home(args.home)
     home.ensure()
@@ -71,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         min_free_bytes=int(args.min_free_mb * 1e6),
         warn_free_bytes=int(args.warn_free_mb * 1e6),
     )
-    server = DaemonServer(home, host=args.host, port=args.port, settings=settings)
+    server = DaemonServer(home, host=args.host, port=args.port, settings=settings, tls=tls)
     try:
         server.start()
     except DaemonAlreadyRunning as exc:

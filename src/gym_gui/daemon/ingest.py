@@ -51,30 +51,50 @@ class StreamIngest:
         self.done = threading.Event()
         self._store_steps = run.config.telemetry.store_steps
         self._store_render = run.config.telemetry.store_render
-
-    def _watermarks(self) -> None:
-        """On a reconnected stream, what is already stored (the worker sends again what it had
-        not seen confirmed, and the daemon keeps each record once)."""
-        self._last_step: tuple[int, int] | None = None  # stored before this stream: sent again, dropped
         self._open_episodes: dict[int, int] = {}  # episode -> its last step sent, until it ends
-        self._last_episode: int | None = None
-        self._metric_steps: dict[str, int] = {}
+
+    def _resend_filter(self) -> None:
+        """On a reconnected stream, find where what the worker sends again stops being stored.
+
+        The worker sends again, in order, every message the daemon had not confirmed; some of them
+        were stored before the daemon went away. The writer commits what it is handed in order, so
+        the stored ones are a prefix of those sent again: each record is looked up until the first
+        one that is not stored, and everything from there on is new. Looking up each record, rather
+        than comparing with the newest stored one, keeps the steps of episodes played at once (their
+        steps interleave) that were sent before a newer episode's stored steps but not stored.
+        """
+        self._resend: TelemetryReader | None = None
+        self._stored_last: dict[int, int | None] = {}  # episode -> its last step stored before this stream
         writer = self.run.writer
         if not self.resumed or writer is None:
             return
         writer.flush(timeout=60)
-        reader = TelemetryReader(writer.path)
-        try:
-            self._last_step = reader.last_step_key()
-            self._last_episode = reader.last_episode()
-            self._metric_steps = reader.metric_high_water()
-        finally:
-            reader.close()
+        self._resend = TelemetryReader(writer.path)
+
+    def _resent_over(self) -> None:
+        """The first record not stored before was found: nothing more is looked up."""
+        if self._resend is not None:
+            self._resend.close()
+            self._resend = None
+
+    def _new_steps(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        reader = self._resend
+        if reader is None or not self._store_steps:  # steps not stored tell nothing of the boundary
+            return rows
+        for index, row in enumerate(rows):
+            episode, step = row[0], row[1]
+            if episode not in self._stored_last:
+                self._stored_last[episode] = reader.last_step_of(episode)
+            last = self._stored_last[episode]
+            if last is None or step > last:
+                self._resent_over()
+                return rows[index:]
+        return []
 
     def consume(self, messages: Iterator[pb.WorkerMessage]) -> None:
         run = self.run
         try:
-            self._watermarks()
+            self._resend_filter()
             for message in messages:
                 self.supervisor.heard_from(run)
                 self._handle(message)
@@ -89,6 +109,7 @@ class StreamIngest:
             log.exception("run %s: bad worker message", run.run_id)
             self.violation = self.violation or f"could not process a worker message: {exc}"
         finally:
+            self._resent_over()
             if run.writer is not None:
                 with contextlib.suppress(GymGuiError):
                     run.writer.flush(timeout=60)
@@ -129,10 +150,7 @@ class StreamIngest:
             raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
         if kind == "steps":
             batch = message.steps
-            rows = convert.step_rows(batch)
-            if self._last_step is not None:
-                last = self._last_step
-                rows = [row for row in rows if (row[0], row[1]) > last]
+            rows = self._new_steps(convert.step_rows(batch))
             self._check_order(rows)
             if self._store_steps and rows:
                 if not self._store_render:
@@ -208,17 +226,25 @@ class StreamIngest:
                     del open_episodes[next(iter(open_episodes))]
 
     def _episode(self, episode: pb.Episode) -> None:
-        if self._last_episode is not None and episode.episode <= self._last_episode:
-            return
+        if self._resend is not None:
+            if self._resend.has_episode(episode.episode):
+                return
+            self._resent_over()
         assert self.run.writer is not None
         self._put(self.run.writer.put_episode, convert.episode_record(episode))
         self.bus.publish(self.run.run_id, "episode", episode)
 
     def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
         points = convert.metric_points(metrics)
-        if self._metric_steps:
-            high = self._metric_steps
-            points = [p for p in points if p.step > high.get(p.tag, -1)]
+        reader = self._resend
+        if reader is not None:
+            for index, point in enumerate(points):
+                if not reader.has_metric(point.tag, point.step, point.value):
+                    self._resent_over()
+                    points = points[index:]
+                    break
+            else:
+                points = []
         if points:
             assert self.run.writer is not None
             self._put(self.run.writer.put_metrics, points)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN
+from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN, ENV_TLS_CA
 
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.records import BundleProgress, LaunchPreview
@@ -60,8 +60,10 @@ class Launching:
         address: str,
         catalog: WorkerCatalog,
         bundles: BundleDirectory,
+        tls_ca: str | None = None,
     ) -> None:
         self.runs = runs
+        self.tls_ca = tls_ca
         self.ending = ending
         self.executor = executor
         self.address = address
@@ -196,6 +198,8 @@ class Launching:
                 "SDL_AUDIODRIVER": "dummy",
             }
         )
+        if self.tls_ca:
+            env[ENV_TLS_CA] = self.tls_ca
         return env
 
     def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:

@@ -23,6 +23,7 @@ from gym_gui.daemon.auth import TokenInterceptor
 from gym_gui.daemon.executors import Executor, LocalExecutor
 from gym_gui.daemon.service import TrainerService, WorkerService
 from gym_gui.daemon.supervisor import Supervisor, SupervisorSettings
+from gym_gui.daemon.tls import ensure_certificates
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.space import SpaceReserve
@@ -56,10 +57,13 @@ class DaemonServer:
         port: int = 0,
         settings: SupervisorSettings | None = None,
         executor: Executor | None = None,
+        tls: bool = False,
     ) -> None:
         self.home = home
         self.host = host
         self.port = port
+        self.tls = tls
+        self.tls_ca: str | None = None
         self.settings = settings or SupervisorSettings()
         self.executor = executor or LocalExecutor()
         self.token = secrets.token_urlsafe(32)
@@ -87,9 +91,22 @@ class DaemonServer:
             interceptors=[TokenInterceptor(self.token, self._is_worker_token)],
             options=server_options(),
         )
-        port = server.add_insecure_port(f"{self.host}:{self.port}")
-        self.address = f"{self.host}:{port}"
-        self.supervisor = Supervisor(self.home, registry, bus, self.executor, self.address, self.settings)
+        bind = f"{self.host}:{self.port}"
+        if self.tls:
+            files = ensure_certificates(self.home.tls_dir, self.host)
+            credentials = grpc.ssl_server_credentials(
+                [(files.server_key.read_bytes(), files.server_cert.read_bytes())]
+            )
+            port = server.add_secure_port(bind, credentials)
+            self.tls_ca = str(files.ca_cert)
+        else:
+            port = server.add_insecure_port(bind)
+        # Clients on this machine reach a wildcard bind on loopback (the certificate names it).
+        host = LOOPBACK if self.host in ("0.0.0.0", "::", "[::]") else self.host
+        self.address = f"{host}:{port}"
+        self.supervisor = Supervisor(
+            self.home, registry, bus, self.executor, self.address, self.settings, tls_ca=self.tls_ca
+        )
         trainer = TrainerService(self.home, registry, bus, self.supervisor, self.address, self.request_stop)
         pb_grpc.add_TrainerServiceServicer_to_server(trainer, server)
         pb_grpc.add_WorkerServiceServicer_to_server(WorkerService(self.supervisor, bus), server)
@@ -101,6 +118,7 @@ class DaemonServer:
             self.home.daemon_json,
             DaemonFile(
                 address=self.address,
+                tls_ca=self.tls_ca,
                 pid=os.getpid(),
                 version=__version__,
                 token=self.token,

@@ -28,6 +28,7 @@ from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError, RunBusy, StorageError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord
+from gym_gui.daemon.importing import ImportRequest
 from gym_gui.daemon.ingest import StreamIngest
 from gym_gui.daemon.supervisor import Supervisor
 from gym_gui.protocol import convert
@@ -292,6 +293,13 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
             log_path=str(self.home.daemon_log),
             max_concurrent=self.supervisor.settings.max_concurrent,
         )
+
+    @handled
+    def ImportModel(self, request: pb.ImportModelRequest, context: grpc.ServicerContext) -> pb.RunInfo:
+        imported = ImportRequest(
+            path=request.path, worker=request.worker, algorithm=request.algorithm, env_id=request.env_id
+        )
+        return self._info(self.supervisor.import_model(imported))
 
     @handled
     def Shutdown(self, request: pb.ShutdownRequest, context: grpc.ServicerContext) -> pb.ShutdownResponse:

@@ -16,6 +16,7 @@ with one job:
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import shutil
 import time
@@ -36,17 +37,20 @@ from gym_gui.daemon import recovery
 from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, signal_group
+from gym_gui.daemon.importing import ImportRequest, ModelImports
 from gym_gui.daemon.launching import Launching
 from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings, token_digest
 from gym_gui.daemon.scheduler import Scheduler
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
-from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.run_dir import MODEL_KINDS, RunDir, file_sha256
 from gym_gui.workers import BundleDirectory, WorkerCatalog, WorkerLauncher, worker_catalog
 from gym_gui.workers.bundles import app_environment
 
 __all__ = ["LiveRun", "Supervisor", "SupervisorSettings"]
+
+log = logging.getLogger(__name__)
 
 _CONTROLS = {
     Command.PAUSE: Control.PAUSE,
@@ -69,6 +73,7 @@ class Supervisor:
         settings: SupervisorSettings | None = None,
         bundles: BundleDirectory | None = None,
         catalog: WorkerCatalog | None = None,
+        tls_ca: str | None = None,
     ) -> None:
         self.home = home
         self.registry = registry
@@ -78,9 +83,12 @@ class Supervisor:
         self.bundles = bundles or BundleDirectory(home.bundles_dir, self.catalog.bundles())
         self.runs = LiveRuns(home, registry, bus)
         self.ending = Ending(self.runs, self.settings)
-        self.launching = Launching(self.runs, self.ending, executor, address, self.catalog, self.bundles)
+        self.launching = Launching(
+            self.runs, self.ending, executor, address, self.catalog, self.bundles, tls_ca=tls_ca
+        )
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
+        self.imports = ModelImports(self.runs, self.launching, self.catalog, self.disk)
 
     @property
     def launchers(self) -> dict[str, WorkerLauncher]:
@@ -185,6 +193,14 @@ class Supervisor:
             secret_env=dict(secret_env or {}),
         )
         return self.launching.preview(run)
+
+    def import_model(self, request: ImportRequest) -> RunRecord:
+        """Store a model file trained elsewhere as a COMPLETED run of its own (see :mod:`importing`).
+
+        Raises:
+            ConfigError: the file or what it is said to be is refused; nothing is stored.
+        """
+        return self.imports.import_model(request)
 
     def _admit(self, config: RunConfig) -> WorkerSpec:
         """The checks a config passes before anything is stored: its worker kind, its env, its launcher's."""
@@ -415,9 +431,20 @@ class Supervisor:
             run.reported_message = lifecycle.message
 
     def record_artifact(self, run: LiveRun, kind: str, path: str, step: int, meta: dict[str, Any]) -> None:
-        """An artifact the worker wrote (its path checked to be inside the run): into the manifest."""
-        if run.manifest is not None:
-            run.manifest.add_artifact(kind, path, step, meta)
+        """An artifact the worker wrote (its path checked to be inside the run): into the manifest.
+
+        A saved model is registered with its sha256, so the checkpoint browser can tell a file
+        changed since (workers write a model whole and rename it into place before announcing it).
+        """
+        if run.manifest is None:
+            return
+        file = RunDir(run.run_dir).artifact_path(path)
+        if kind in MODEL_KINDS and "sha256" not in meta and file is not None:
+            try:
+                meta = {**meta, "sha256": file_sha256(file)}
+            except OSError as exc:
+                log.warning("run %s: %s not hashed: %s", run.run_id, path, exc)
+        run.manifest.add_artifact(kind, path, step, meta)
 
     def stream_failed(self, run: LiveRun, reason: str) -> None:
         """The worker's stream broke the protocol or storage refused its data: the run fails with

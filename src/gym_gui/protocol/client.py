@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import channel_options
+from gym_gui_sdk.worker import open_channel
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
@@ -84,7 +84,7 @@ class DaemonClient:
 
     def __init__(self, info: DaemonFile) -> None:
         self.info = info
-        self._channel = grpc.insecure_channel(info.address, options=channel_options())
+        self._channel = open_channel(info.address, info.tls_ca)
         self._stub = pb_grpc.TrainerServiceStub(self._channel)
         self._metadata = [("authorization", f"Bearer {info.token}")]
 
@@ -254,12 +254,14 @@ class DaemonClient:
         seed: int | None = None,
         render_fps: float = 30.0,
         real_time: bool = False,
+        env_id: str | None = None,
     ) -> RunConfig:
         """The config of an evaluation run that plays a trained run's model (its final one by default).
 
         ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab.
-
-        The daemon's worker plugin checks the rest (that the kind evaluates, that the model exists).
+        ``env_id`` is the environment to play (default: the trained run's); the daemon's worker plugin
+        decides whether the model may play it, and checks the rest (that the kind evaluates, that the
+        model exists).
 
         Raises:
             ConfigError: when ``run_id`` is not a training run.
@@ -272,7 +274,7 @@ class DaemonClient:
             {
                 "worker": detail.record.worker,
                 "mode": "evaluate",
-                "env_id": detail.record.env_id,
+                "env_id": env_id or detail.record.env_id,
                 "algorithm": trained.get("algorithm"),
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
@@ -295,6 +297,16 @@ class DaemonClient:
         if not isinstance(stored, dict):
             raise ConfigError(f"run {run_id} has no stored config to re-run")
         return parse_run_config({**stored, "rerun_of": run_id})
+
+    def import_model(self, path: str, worker: str, algorithm: str, env_id: str) -> RunRecord:
+        """Store the model file at ``path`` (absolute, on the daemon's machine) as a finished run of its
+        own, once ``worker``'s loader has loaded it as a model of ``algorithm`` for ``env_id``.
+
+        Raises:
+            ConfigError: the loader's refusal (or a bad argument); nothing is stored.
+        """
+        request = pb.ImportModelRequest(path=path, worker=worker, algorithm=algorithm, env_id=env_id)
+        return convert.run_record(self._call("ImportModel", request, 300))
 
     def shutdown(self) -> None:
         self._call("Shutdown", pb.ShutdownRequest())

@@ -74,6 +74,11 @@ class Home:
         return self._root / "daemon.lock"
 
     @property
+    def tls_dir(self) -> Path:
+        """The daemon's CA and server certificate, when it listens beyond loopback (daemon/tls.py)."""
+        return self._root / "tls"
+
+    @property
     def reserve_path(self) -> Path:
         """The daemon's space reserve: released when the disk fills, so the registry can record run ends."""
         return self._root / "space.reserve"

@@ -12,6 +12,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -38,6 +39,8 @@ _WANDB = "wandb"
 _WANDB_STATE = "state"
 # Files never archived: SQLite's side files (their content is in the backup copy) and half-written temporaries.
 _NOT_EXPORTED = ("-wal", "-shm", "-journal", ".tmp")
+# The artifact kinds that are saved models: filed under the manifest's ``checkpoints``.
+MODEL_KINDS = ("checkpoint", "model")
 
 
 # ------------------------------------------------------------------ the manifest model
@@ -110,6 +113,7 @@ class Manifest(_Tolerant):
     optuna_db: str | None = None  # a sweep's trial: the study's storage URL (no password) ...
     optuna_study: str | None = None  # ... the study's name ...
     optuna_trial: int | None = None  # ... and the trial's number
+    imported_from: str | None = None  # an imported model's run: the file it was copied from
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
     ended_at: float | None = None
     final_state: RunState | None = None
@@ -117,7 +121,7 @@ class Manifest(_Tolerant):
     def with_artifact(self, entry: ArtifactEntry) -> Manifest:
         """A copy with ``entry`` registered: listed in ``artifacts`` and filed by its kind."""
         fields: dict[str, Any] = {"artifacts": [*self.artifacts, entry]}
-        if entry.kind in ("checkpoint", "model"):
+        if entry.kind in MODEL_KINDS:
             fields["checkpoints"] = [*self.checkpoints, entry]
         elif entry.kind == "video":
             fields["videos"] = [*self.videos, entry]
@@ -196,17 +200,26 @@ class ManifestWriter:
         self._manifest = manifest
 
 
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes (hex), read a block at a time.
+@dataclass(frozen=True)
+class SavedModel:
+    """One saved model of a run: ``path`` is relative to the run directory.
 
-    Raises:
-        OSError: it cannot be read.
+    ``sha256`` is the digest recorded in the manifest when the file was registered (None for runs
+    stored before digests were recorded); ``size`` is 0 and ``exists`` False when the file is gone.
     """
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+
+    kind: str  # "model" (the final one) or "checkpoint" (periodic, or on cancel)
+    path: str
+    step: int
+    exists: bool
+    size: int
+    sha256: str | None = None
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as hex (read in blocks; blocking)."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 # ------------------------------------------------------------------ the directory
@@ -288,20 +301,44 @@ class RunDir:
             return None
         return self._path / pure
 
-    def saved_models(self) -> list[ArtifactEntry]:
-        """The models (final or checkpoint) the manifest registers whose file is in the run directory,
-        in the order they were saved; [] for a run without a readable manifest (a dry run, a run
-        that never started)."""
-        try:
-            manifest = self.read_manifest()
-        except StorageError:
-            return []
-        saved = []
+    def models(self, manifest: Manifest | None = None) -> list[SavedModel]:
+        """The models (final or checkpoint) the manifest registers, by step (the final one last at
+        its step), whether their file is still there or not: the one reading of "a run's models".
+
+        A path registered twice (after a reconnect) is one model; entries whose path leaves the run
+        directory are skipped, never opened. ``manifest``: one already read.
+
+        Raises:
+            StorageError: the manifest is damaged (the message names the file and what is wrong).
+        """
+        manifest = self.read_manifest() if manifest is None else manifest
+        models: dict[str, SavedModel] = {}
         for entry in manifest.checkpoints:
             file = self.artifact_path(entry.path)
-            if file is not None and file.is_file():
-                saved.append(entry)
-        return saved
+            if file is None:
+                continue
+            try:
+                size, exists = file.stat().st_size, file.is_file()
+            except OSError:
+                size, exists = 0, False
+            digest = entry.meta.get("sha256")
+            models[entry.path] = SavedModel(
+                entry.kind or "checkpoint",
+                entry.path,
+                entry.step,
+                exists,
+                size if exists else 0,
+                digest if isinstance(digest, str) else None,
+            )
+        return sorted(models.values(), key=lambda m: (m.step, m.kind == "model"))
+
+    def saved_models(self) -> list[SavedModel]:
+        """:meth:`models` whose file is in the run directory; [] for a run without a readable manifest
+        (a dry run, a run that never started)."""
+        try:
+            return [model for model in self.models() if model.exists]
+        except StorageError:
+            return []
 
     # ------------------------------------------------------------ creating
 

@@ -117,6 +117,11 @@ _UPSERT_META = (
 )
 
 _STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps"
+# The metric CleanRL's scripts log each finished episode's return under (the analytics lane stores
+# no episodes table rows, only this series).
+EPISODIC_RETURN = "charts/episodic_return"
+# A run's final return is the mean of this many of its last episodic returns.
+FINAL_RETURN_EPISODES = 20
 _EPISODE_SELECT = "SELECT episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info FROM episodes"
 
 
@@ -793,6 +798,16 @@ class TelemetryReader:
         rows = self._rows("SELECT MAX(episode) FROM episodes")
         return rows[0][0] if rows else None
 
+    def has_episode(self, episode: int) -> bool:
+        """Whether the summary of ``episode`` is stored."""
+        return bool(self._rows("SELECT 1 FROM episodes WHERE episode = ?", (episode,)))
+
+    def has_metric(self, tag: str, step: int, value: float) -> bool:
+        """Whether a point of ``tag`` at ``step`` with ``value`` is stored (the (tag, step) index)."""
+        return bool(
+            self._rows("SELECT 1 FROM metrics WHERE tag = ? AND step = ? AND value = ?", (tag, step, value))
+        )
+
     def metric_high_water(self) -> dict[str, int]:
         """The largest stored step of each metric tag."""
         return dict(self._rows("SELECT tag, MAX(step) FROM metrics GROUP BY tag"))
@@ -811,6 +826,22 @@ class TelemetryReader:
             params,
         )
         return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
+
+    def final_return(self, last: int = FINAL_RETURN_EPISODES) -> tuple[float, int] | None:
+        """The mean of the run's last ``last`` episodic returns and how many there were; None with none.
+
+        The returns are the stored episodes' total rewards (telemetry and hybrid lanes) or, for a run
+        that stores no episodes (CleanRL's analytics lane), the last points of :data:`EPISODIC_RETURN`.
+        """
+        rows = self._rows("SELECT total_reward FROM episodes ORDER BY episode DESC LIMIT ?", (last,))
+        if not rows:
+            rows = self._rows(
+                "SELECT value FROM metrics WHERE tag = ? ORDER BY step DESC, rowid DESC LIMIT ?",
+                (EPISODIC_RETURN, last),
+            )
+        if not rows:
+            return None
+        return sum(float(value) for (value,) in rows) / len(rows), len(rows)
 
     def metric_count(self, tag: str | None = None) -> int:
         """Number of stored metric points, of one tag or of all."""

@@ -8,19 +8,8 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from gym_gui.core.errors import StorageError
-from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.run_dir import RunDir, SavedModel
 from gym_gui.ui.presenters import capabilities_of
-
-
-@dataclass(frozen=True)
-class SavedModel:
-    """One saved model of a run: ``path`` is relative to the run directory."""
-
-    kind: str  # "model" (the final one) or "checkpoint" (periodic, or on cancel)
-    path: str
-    step: int
-    exists: bool
-    size: int
 
 
 @dataclass(frozen=True)
@@ -61,7 +50,7 @@ class RunArtifacts:
 
 
 def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
-    """The run's saved models (by step) and videos, from its manifest (blocking: call it off the GUI thread).
+    """The run's saved models (by step, :meth:`RunDir.models`) and videos, from its manifest (blocking: call it off the GUI thread).
 
     Entries whose path leaves the run directory are skipped, never opened.
 
@@ -70,16 +59,6 @@ def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
     """
     files = RunDir(run_dir)
     manifest = files.read_manifest()
-    models: dict[str, SavedModel] = {}
-    for entry in manifest.checkpoints:
-        file = files.artifact_path(entry.path)
-        if file is None:
-            continue
-        size = file.stat().st_size if file.is_file() else 0
-        # A path registered twice (re-registered after a reconnect) is one model.
-        models[entry.path] = SavedModel(
-            entry.kind or "checkpoint", entry.path, entry.step, file.is_file(), size
-        )
     videos: dict[str, Video] = {}
     for entry in manifest.videos:
         file = files.artifact_path(entry.path)
@@ -107,7 +86,7 @@ def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
         except StorageError as exc:
             evaluable = f"the run's config cannot be read: {exc}"
     return RunArtifacts(
-        sorted(models.values(), key=lambda m: (m.step, m.kind == "model")),
+        files.models(manifest),
         sorted(videos.values(), key=lambda v: (v.episode if v.episode is not None else -1, v.path)),
         evaluable,
     )

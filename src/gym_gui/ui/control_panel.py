@@ -228,6 +228,8 @@ class ControlPanel(QWidget):
         self.forms = QStackedWidget()
         self.no_form = QLabel("Choose a worker.")
         self.no_form.setWordWrap(True)
+        # At the top, where a form starts.
+        self.no_form.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.forms.addWidget(self.no_form)
         self.trained = UseTrainedPanel()
         self.forms.addWidget(self.trained)

@@ -25,6 +25,7 @@ from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.human_play import HumanPlayWidget
+from gym_gui.ui.model_browser import ModelBrowser
 from gym_gui.ui.presenters import offers_trained_model, tabs_for_run
 from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
@@ -37,6 +38,7 @@ SHORTCUTS = (
     ("Ctrl+.", "Cancel the selected run"),
     ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
     ("Ctrl+H", "Human play"),
+    ("Ctrl+M", "Saved models (the checkpoint browser)"),
     ("Space / Left / Right", "Replay: play-pause / step back / step forward"),
     ("Arrow keys, W A S D …", "Human play: the environment's key map (see Game Info)"),
 )
@@ -161,6 +163,15 @@ class MainWindow(QMainWindow):
         compare_dock.hide()
         self.compare_dock = compare_dock
 
+        # The checkpoint browser: a dock beside the runs it reads, like Compare, shown from View.
+        self.models = ModelBrowser(link, self._all_runs)
+        models_dock = QDockWidget("Saved models", self)
+        models_dock.setObjectName("modelsDock")
+        models_dock.setWidget(self.models)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, models_dock)
+        models_dock.hide()
+        self.models_dock = models_dock
+
         self._pending_select: str | None = None
         self._wire()
         self._menus()
@@ -184,6 +195,9 @@ class MainWindow(QMainWindow):
         self.runs.run_selected.connect(self._show_logs)
         self.runs.selection_changed.connect(self._compare)
         self.run_view.follow_run.connect(self._follow_new_run)
+        self.models.evaluation_started.connect(self._follow_new_run)
+        self.runs.run_updated.connect(self.models.run_changed)
+        self.models_dock.visibilityChanged.connect(lambda shown: self.models.refresh() if shown else None)
         self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
 
     def _menus(self) -> None:
@@ -206,8 +220,13 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, i=index: self.run_view.tabs.setCurrentIndex(i))
             view_menu.addAction(action)
         view_menu.addSeparator()
-        for dock in (self.control_dock, self.runs_dock, self.compare_dock):
+        for dock in (self.control_dock, self.runs_dock, self.compare_dock, self.models_dock):
             view_menu.addAction(dock.toggleViewAction())  # a closed dock comes back from here
+        self.models_action = QAction("Browse saved models", self)
+        self.models_action.setShortcut(QKeySequence("Ctrl+M"))
+        self.models_action.triggered.connect(self.show_models)
+        view_menu.insertAction(view_menu.actions()[0], self.models_action)
+        view_menu.insertSeparator(view_menu.actions()[1])
         help_menu = self.menuBar().addMenu("&Help")
         shortcuts = QAction("Keyboard shortcuts", self)
         shortcuts.triggered.connect(self.show_shortcuts)
@@ -259,6 +278,18 @@ class MainWindow(QMainWindow):
             self.run_view.show_run(run)
         self.control.set_mode(AGENT)
         self.centre.setCurrentWidget(self.run_view)
+
+    def show_models(self) -> None:
+        """Show the checkpoint browser (its dock) in front, listing the models as they are now."""
+        if self.models_dock.isVisible():
+            self.models.refresh()
+        self.models_dock.show()
+        self.models_dock.raise_()
+
+    def _all_runs(self) -> list[RunRecord]:
+        """Every run the runs table holds (the window's one store of runs)."""
+        model = self.runs.model
+        return [run for run in map(model.info, model.run_ids()) if run is not None]
 
     def _compare(self, run_ids: list[str]) -> None:
         """Several runs selected: overlay a chosen metric of them (mean ± std across seeds)."""

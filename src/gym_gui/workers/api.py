@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
@@ -79,6 +79,27 @@ class WorkerLauncher(Protocol):
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
         """What the worker offers for a form or ``gym-gui algorithms`` (a JSON object; ``query``
         narrows it, e.g. to one algorithm's arguments)."""
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """What a worker kind's loader found in a model file offered for import."""
+
+    stored_as: str  # where the imported run keeps it (relative), where an evaluation looks by default
+    step: int  # the training step it was saved at (0 when the file does not say)
+
+
+@runtime_checkable
+class ModelImporter(Protocol):
+    """A launcher whose kind can take a model file trained elsewhere as a run of its own (optional)."""
+
+    def check_model(self, path: Path, algorithm: str, env_id: str) -> ModelCheck:
+        """Load ``path`` as an evaluation of it would, as a model of ``algorithm`` for ``env_id``.
+
+        Raises:
+            ConfigError: it cannot be loaded so, with the loader's own first line.
+        """
+        ...
 
 
 class ModuleLauncher:

@@ -15,7 +15,6 @@ from typing import Any
 
 from gym_gui.core import wandb_auth
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, parse_run_config
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.ui.forms.params import Params, parse_int
@@ -234,7 +233,9 @@ class CleanRLModel(RunModel):
     """
 
     algorithm: str = "ppo"  # the chosen script, or the one wanted until the scripts are listed
-    env_id: str = field(default_factory=lambda: next(iter(ENV_CATALOG)))
+    # ppo's own env until the bundle describes the script: a first run made before the bundle is
+    # installed (it comes with that run) is one ppo can train on.
+    env_id: str = "CartPole-v1"
     seed: int = 1  # CleanRL's own default seed
     total_timesteps: str = "500000"
     gpu: bool = False

@@ -27,14 +27,14 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.records import MetricBatch, MetricPoint, RunRecord
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.tabs.base import RunTab
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TAG = "charts/episodic_return"
+DEFAULT_TAG = EPISODIC_RETURN
 DEFAULT_SMOOTHING = 0.6  # TensorBoard's default
 REDRAW_MS = 100  # charts redraw at ~10 Hz whatever the stream rate
 X_STEP = "step"

@@ -35,11 +35,18 @@ DEFAULT_RENDER_FPS = 30.0
 
 
 def submit_evaluation(
-    client: DaemonClient, run_id: str, checkpoint: str, episodes: int, render_fps: float, real_time: bool
+    client: DaemonClient,
+    run_id: str,
+    checkpoint: str,
+    episodes: int,
+    render_fps: float,
+    real_time: bool,
+    env_id: str | None = None,
 ) -> str:
-    """Submit an evaluation run of ``checkpoint`` of ``run_id`` (what `gym-gui eval` submits); returns its id."""
+    """Submit an evaluation run of ``checkpoint`` of ``run_id`` (what `gym-gui eval` submits), on ``env_id``
+    (default: the run's; the daemon refuses another before anything is stored); returns its id."""
     config = client.evaluation_config(
-        run_id, episodes, checkpoint, render_fps=render_fps, real_time=real_time
+        run_id, episodes, checkpoint, render_fps=render_fps, real_time=real_time, env_id=env_id
     )
     record, _ = client.submit(config)
     return record.run_id

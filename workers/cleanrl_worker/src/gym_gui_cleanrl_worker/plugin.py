@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -17,10 +18,10 @@ from typing import Any
 
 from gym_gui.core.config import RunConfig, ScriptSource
 from gym_gui.core.envs import ENV_CATALOG
-from gym_gui.core.errors import ConfigError, StorageError
+from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.storage.run_dir import RunDir, file_sha256
-from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, PipStep, WorkerPlugin
+from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModelCheck, PipStep, WorkerPlugin
 
 log = logging.getLogger(__name__)
 
@@ -78,15 +79,29 @@ BUNDLE = BundleSpec(
 )
 
 
+def _loader_line(stderr: str) -> str:
+    """The loader's own first line in a failed load's stderr: its ``error:`` line (a ModelError), else the
+    exception line a traceback ends with (its message's first line), else the last line."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("error:"):
+            return line.removeprefix("error:").strip()
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", line):
+            return line
+    return lines[-1].strip() if lines else ""
+
+
 class BundleCall:
     """Runs the CleanRL worker's helper entry points in a bundle interpreter and parses their JSON."""
 
     def __init__(self, python: Path) -> None:
         self.python = python
 
-    def __call__(self, module: str, *args: str, timeout: float = 300) -> Any:
+    def run(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``python -m module args`` in the bundle, its output captured."""
         try:
-            result = subprocess.run(
+            return subprocess.run(
                 [str(self.python), "-m", module, *args],
                 capture_output=True,
                 text=True,
@@ -95,6 +110,9 @@ class BundleCall:
             )
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:  # ValueError: a NUL in an argument
             raise ConfigError(f"could not run {self.python}: {exc}") from None
+
+    def __call__(self, module: str, *args: str, timeout: float = 300) -> Any:
+        result = self.run(module, *args, timeout=timeout)
         try:
             data = json.loads(result.stdout)
         except ValueError:
@@ -193,6 +211,7 @@ class CleanRLLauncher:
     def validate(self, config: RunConfig) -> None:
         if config.mode == "evaluate":
             self._model_path(config)
+            self._check_evaluation_env(config)
             if config.budget.episodes is None:
                 raise ConfigError("field 'budget.episodes': an evaluation plays a number of episodes")
             return
@@ -281,6 +300,46 @@ class CleanRLLauncher:
         except OSError as exc:
             raise ConfigError(f"field 'warm_start.checkpoint': cannot read {model}: {exc.strerror}") from None
         return model, {"run_id": parent_id, "checkpoint": checkpoint, "sha256": digest}
+
+    def _check_evaluation_env(self, config: RunConfig) -> None:
+        """What an evaluation may play: the environment of the run whose model it is, nothing else (a
+        network sized for one env's spaces plays no other, and a return on another env is no measure)."""
+        assert config.evaluation is not None
+        try:
+            trained = RunDir(self.home.run_dir(config.evaluation.run_id)).read_config()
+        except GymGuiError as exc:
+            raise ConfigError(
+                f"field 'evaluation.run_id': the trained run's config cannot be read: {exc}"
+            ) from None
+        if trained.env_id != config.env_id:
+            raise ConfigError(
+                f"field 'env_id': the model of run {config.evaluation.run_id} was trained on "
+                f"{trained.env_id}; it cannot play {config.env_id}"
+            )
+
+    def check_model(self, path: Path, algorithm: str, env_id: str) -> ModelCheck:
+        """Load ``path`` in the bundle as an evaluation does (``gym_gui_cleanrl_worker.evaluate``, no
+        episode played), on ``env_id``, and refuse it unless it is a model of ``algorithm``."""
+        result = BundleCall(self.python(ScriptSource())).run(
+            "gym_gui_cleanrl_worker.evaluate",
+            "--model",
+            str(path),
+            "--episodes",
+            "0",
+            "--env-id",
+            env_id,
+        )
+        lines = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
+        try:
+            summary = json.loads(lines[-1]) if result.returncode == 0 and lines else None
+        except ValueError:
+            summary = None
+        if not isinstance(summary, dict):
+            reason = _loader_line(result.stderr) or f"exit code {result.returncode}"
+            raise ConfigError(f"{path} is not a loadable CleanRL model for {env_id}: {reason}")
+        if summary.get("algo") != algorithm:
+            raise ConfigError(f"{path} holds a {summary.get('algo')} model, not {algorithm}")
+        return ModelCheck(stored_as=FINAL_MODEL, step=int(summary.get("step") or 0))
 
     def _script_argv(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
         """:meth:`_resolve`, reusing the answer validate got for the same config at submit."""
