@@ -19,7 +19,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 from typer._click import exceptions as click_errors  # typer carries its own click
 
-from gym_gui.core import wandb_auth
 from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import read_daemon_file, setting_differences
@@ -40,6 +39,7 @@ from gym_gui.core.records import (
     SweepRecord,
     TelemetryEvent,
 )
+from gym_gui.core.rerun import RERUN_EVENT
 from gym_gui.core.states import RunState, SweepState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.protocol.errors import DaemonError
@@ -49,7 +49,13 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.sweeps.optimise import TRIAL_REASON_ATTR
 from gym_gui.sweeps.spec import load_spec
 from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, read_study, storage_url
-from gym_gui.workers import BundleDirectory, TorchBuild, TorchVariant, worker_catalog
+from gym_gui.workers import (
+    BundleDirectory,
+    TorchBuild,
+    TorchVariant,
+    secrets_from_environment,
+    worker_catalog,
+)
 from gym_gui.workers.wandb_sync import sync_offline_runs
 
 app = typer.Typer(
@@ -406,6 +412,14 @@ def train(
     ] = None,
     capture_video: Annotated[bool | None, typer.Option(help="Record videos of the agent.")] = None,
     checkpoint_every: Annotated[int | None, typer.Option(help="Save a checkpoint every N steps.")] = None,
+    warm_start: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RUN[:CHECKPOINT]",
+            help="Start from another run's saved model (CleanRL ppo and dqn families): its final model, "
+            "or the checkpoint named by its path inside that run.",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option(help="Show what would run, launch nothing.")] = False,
     notes: Annotated[str | None, typer.Option(help="Free text kept with the run.")] = None,
     render_fps: Annotated[
@@ -440,6 +454,10 @@ def train(
             "tracking.wandb_base_url": wandb_base_url,
             "tracking.capture_video": capture_video,
             "checkpoints.every_steps": checkpoint_every,
+            "warm_start.run_id": warm_start.split(":", 1)[0] if warm_start else None,
+            "warm_start.checkpoint": warm_start.split(":", 1)[1] or None
+            if warm_start and ":" in warm_start
+            else None,
             "dry_run": dry_run or None,
             "notes": notes,
             "telemetry.render_fps": render_fps,
@@ -450,10 +468,10 @@ def train(
     with _client() as client:
         if run_config.dry_run:
             # The daemon resolves a dry run before it replies: the reply is its end and its plan.
-            record, plan = client.dry_run(run_config, _secret_env(run_config))
+            record, plan = client.dry_run(run_config, secrets_from_environment(run_config))
             final = client.get_run(record.run_id).record
         else:
-            record, _ = client.submit(run_config, _secret_env(run_config))
+            record, _ = client.submit(run_config, secrets_from_environment(run_config))
             console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)}")
             if detach:
                 return
@@ -463,20 +481,6 @@ def train(
         _print_plan(plan)
     if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
-
-
-def _secret_env(config: RunConfig) -> dict[str, str]:
-    """The run's secrets from this shell's environment: the variables its worker kind takes
-    (``WorkerSpec.secrets``, e.g. the LLM worker's ``LLM_API_KEY``), and the W&B key for the run's
-    W&B server when the run tracks (WANDB_API_KEY, else a `wandb login`)."""
-    catalog = worker_catalog()
-    names = list(catalog.spec(config.worker).secrets) if config.worker in catalog else []
-    secrets = {name: os.environ[name] for name in names if os.environ.get(name)}
-    if config.tracking.wandb_mode != "disabled":
-        key = wandb_auth.api_key(config.tracking.wandb_base_url)
-        if key:
-            secrets[wandb_auth.API_KEY_VAR] = key
-    return secrets
 
 
 def _print_plan(plan: LaunchPreview) -> None:
@@ -581,6 +585,64 @@ def eval_(
     _print_end(final)
     if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
+
+
+@app.command()
+def rerun(
+    run: Annotated[str, typer.Argument(help="The run to run again.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Re-run even when today's package set differs from the run's.")
+    ] = False,
+    detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
+) -> None:
+    """Run a run again: its stored config, so the same seed, with the package set it ran with.
+
+    The package set the re-run would get today is compared with the one the run's manifest recorded
+    first; a difference is listed (old → new) and needs confirming. When the re-run ends it says
+    whether its episodic returns are identical to the original's.
+    """
+    run_id = validate_run_id(run)
+    with _client() as client:
+        config = client.rerun_config(run_id)
+        secrets = secrets_from_environment(config)
+        changes = client.preview(config, secrets).package_changes
+        if changes:
+            console.print(f"the package set differs from the one {run_id} ran with (old → new):")
+            for change in changes:
+                console.print(f"  {escape(change.text())}", highlight=False)
+            try:
+                confirmed = yes or typer.confirm("Re-run with today's packages?")
+            except typer.Abort:  # no terminal to ask on
+                confirmed = False
+            if not confirmed:
+                raise ConfigError(
+                    f"not re-run: {len(changes)} packages differ from those {run_id} ran with; "
+                    "pass --yes to re-run with today's"
+                )
+        record, _ = client.submit(config, secrets)
+        console.print(f"run [bold]{record.run_id}[/] {_state(record.state.value)} (re-runs {run_id})")
+        if detach:
+            return
+        final = follow(client, record.run_id, config)
+    _print_end(final)
+    verdict = _rerun_verdict(final.run_dir)
+    if verdict is not None:
+        console.print(escape(verdict), highlight=False, soft_wrap=True)
+    if final.state is not RunState.COMPLETED:
+        raise typer.Exit(1)
+
+
+def _rerun_verdict(run_dir: str) -> str | None:
+    """What the daemon found when the re-run ended: whether its returns match the original's."""
+    path = RunDir(run_dir).telemetry_path if run_dir else None
+    if path is None or not path.exists():
+        return None
+    reader = TelemetryReader(path)
+    try:
+        events = [event for event in reader.events() if event.kind == RERUN_EVENT]
+    finally:
+        reader.close()
+    return events[-1].message if events else None
 
 
 @app.command("import-model")

@@ -71,6 +71,11 @@ SCRIPT = [
     ),
     Step("gym-gui eval RUN --episodes 5", run="ppo", says="COMPLETED"),
     Step(
+        "gym-gui train --worker cleanrl --algo ppo --env CartPole-v1 --total-timesteps 10000 --warm-start RUN",
+        run="ppo",
+        says="COMPLETED",
+    ),
+    Step(
         "gym-gui train --worker cleanrl --algo dqn --env CartPole-v1 --total-timesteps 20000 --dry-run",
         says="dqn",
     ),
@@ -83,6 +88,7 @@ SCRIPT = [
     Step("gym-gui runs", run="frozenlake", says="FrozenLake-v1"),
     Step("gym-gui show RUN", run="frozenlake", says="COMPLETED"),
     Step("gym-gui watch RUN", run="frozenlake", says="COMPLETED"),
+    Step("gym-gui rerun RUN", run="frozenlake", says="identical: 200 episodic returns match"),
     Step("gym-gui pause RUN", run="long_random", says="PAUSED"),
     Step("gym-gui resume RUN", run="long_random", says="RUNNING"),
     Step("gym-gui render-rate RUN FPS", run="long_random"),

@@ -281,3 +281,16 @@ def test_the_llm_form_keeps_its_prompt_as_typed_its_key_secret_and_its_env_depen
     model.use_parameters(launcher.describe({"env_id": "Taxi-v4"})["parameters"])
     assert model.to_config().params == {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}
     assert model.values()["params"] == {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}
+
+
+def test_start_from_names_a_run_and_is_not_remembered() -> None:
+    model = _dqn()
+    model.env_id = "CartPole-v1"
+    assert model.to_config().warm_start is None
+    model.warm_start = "../registry"
+    assert "invalid run id" in model.errors()["warm_start.run_id"]
+    model.warm_start = " CartPole-v1__dqn__1__1700000000 "
+    config = model.to_config()
+    assert config.warm_start is not None and config.warm_start.run_id == "CartPole-v1__dqn__1__1700000000"
+    assert config.warm_start.checkpoint is None  # the parent's final model
+    assert "warm_start" not in model.values()  # a choice per run: the next form starts from new weights

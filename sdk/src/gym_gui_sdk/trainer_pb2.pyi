@@ -124,7 +124,7 @@ class PreviewRunRequest(_message.Message):
     def __init__(self, config_json: _Optional[str] = ..., secret_env: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class LaunchPreview(_message.Message):
-    __slots__ = ("argv", "cwd", "env", "display", "script_argv", "warnings", "run_id")
+    __slots__ = ("argv", "cwd", "env", "display", "script_argv", "warnings", "run_id", "packages", "package_changes")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +139,8 @@ class LaunchPreview(_message.Message):
     SCRIPT_ARGV_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    PACKAGES_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_CHANGES_FIELD_NUMBER: _ClassVar[int]
     argv: _containers.RepeatedScalarFieldContainer[str]
     cwd: str
     env: _containers.ScalarMap[str, str]
@@ -146,7 +148,19 @@ class LaunchPreview(_message.Message):
     script_argv: _containers.RepeatedScalarFieldContainer[str]
     warnings: _containers.RepeatedScalarFieldContainer[str]
     run_id: str
-    def __init__(self, argv: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., display: _Optional[str] = ..., script_argv: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., run_id: _Optional[str] = ...) -> None: ...
+    packages: _containers.RepeatedScalarFieldContainer[str]
+    package_changes: _containers.RepeatedCompositeFieldContainer[PackageChange]
+    def __init__(self, argv: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., display: _Optional[str] = ..., script_argv: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., run_id: _Optional[str] = ..., packages: _Optional[_Iterable[str]] = ..., package_changes: _Optional[_Iterable[_Union[PackageChange, _Mapping]]] = ...) -> None: ...
+
+class PackageChange(_message.Message):
+    __slots__ = ("name", "old", "new")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    NEW_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    old: str
+    new: str
+    def __init__(self, name: _Optional[str] = ..., old: _Optional[str] = ..., new: _Optional[str] = ...) -> None: ...
 
 class RunRef(_message.Message):
     __slots__ = ("run_id",)

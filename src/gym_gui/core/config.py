@@ -204,17 +204,12 @@ class CheckpointOptions(_Strict):
     )
 
 
-class EvaluationOptions(_Strict):
-    """What an evaluation run plays: a trained run's saved model."""
+class _SavedModel(_Strict):
+    """A trained run's saved model: the run, and a checkpoint inside its directory (default: the final model)."""
 
-    run_id: str = Field(min_length=1, max_length=200, description="The trained run whose model is played.")
+    run_id: str = Field(min_length=1, max_length=200, description="The trained run whose model it is.")
     checkpoint: str | None = Field(
         default=None, description="Checkpoint path inside that run's directory; default: its final model."
-    )
-    real_time: bool = Field(
-        default=False,
-        description="Play at the environment's own frame rate (its render_fps), so a person can watch; "
-        "otherwise as fast as the machine allows.",
     )
 
     @field_validator("run_id")
@@ -226,6 +221,21 @@ class EvaluationOptions(_Strict):
     @classmethod
     def _checkpoint_path(cls, value: str | None) -> str | None:
         return None if value is None else _field_check(check_path_text, value)
+
+
+class WarmStart(_SavedModel):
+    """What a training run starts from: another run's saved model, loaded into the script's model before
+    training (CleanRL: the ppo family's ``agent``, the dqn family's ``q_network``)."""
+
+
+class EvaluationOptions(_SavedModel):
+    """What an evaluation run plays: a trained run's saved model."""
+
+    real_time: bool = Field(
+        default=False,
+        description="Play at the environment's own frame rate (its render_fps), so a person can watch; "
+        "otherwise as fast as the machine allows.",
+    )
 
 
 class RunConfig(_Strict):
@@ -255,6 +265,15 @@ class RunConfig(_Strict):
     evaluation: EvaluationOptions | None = Field(
         default=None, description="With mode evaluate: what to play."
     )
+    warm_start: WarmStart | None = Field(
+        default=None,
+        description="With mode train: start from another run's saved model instead of new weights.",
+    )
+    rerun_of: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The run this one re-runs (same config, seed and package set); its returns are compared at the end.",
+    )
     tracking: Tracking = Field(default_factory=Tracking)
     resources: Resources = Field(default_factory=Resources)
     telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)
@@ -265,6 +284,11 @@ class RunConfig(_Strict):
     @classmethod
     def _env_id_form(cls, value: str) -> str:
         return _field_check(validate_env_id, value)
+
+    @field_validator("rerun_of")
+    @classmethod
+    def _rerun_of_id(cls, value: str | None) -> str | None:
+        return None if value is None else _field_check(validate_run_id, value)
 
     @field_validator("params")
     @classmethod
@@ -280,6 +304,8 @@ class RunConfig(_Strict):
     def _evaluation_matches_mode(self) -> RunConfig:
         if self.mode == "evaluate" and self.evaluation is None:
             raise ValueError("mode 'evaluate' needs 'evaluation' (the trained run to play)")
+        if self.warm_start is not None and self.mode != "train":
+            raise ValueError(f"'warm_start' is for training runs; a run of mode {self.mode!r} trains nothing")
         return self
 
     def to_json(self) -> str:

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gym_gui.core.rerun import PackageChange
 from gym_gui.core.states import RunState, SweepState
 
 # Column order of a step row, as the writer inserts it and readers return it.
@@ -276,6 +277,10 @@ class LaunchPreview:
     display: str
     script_argv: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The package set the worker would run with (``pip freeze`` form), and for a re-run how it
+    # differs from the set the original recorded in its manifest (empty: the same, or not a re-run).
+    packages: list[str] = field(default_factory=list)
+    package_changes: list[PackageChange] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,13 @@ class Launch(StrEnum):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """The controls a worker kind accepts while it runs, and whether its models can be evaluated."""
+    """The controls a worker kind accepts while it runs, whether its models can be evaluated, and
+    whether a training run can start from another run's saved model (``RunConfig.warm_start``)."""
 
     pause: bool = False
     checkpoint: bool = False
     evaluation: bool = False
+    warm_start: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ import time
 from dataclasses import dataclass
 
 from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.rerun import RERUN_EVENT, compare_returns
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.executors import process_alive, signal_group, tail
 from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings
 from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.telemetry import TelemetryReader
 
 log = logging.getLogger(__name__)
 
@@ -189,8 +191,38 @@ class Ending:
                     writer.flush(timeout=60)
                 if writer.error is not None and state is RunState.COMPLETED:
                     state, reason = RunState.FAILED, f"storage failed: {writer.error}"
+            if run.config.rerun_of is not None and not run.config.dry_run:
+                self._compare_returns(run, run.config.rerun_of)
             run.end = (state, reason)
         self.record_end(run)
+
+    def _compare_returns(self, run: LiveRun, original: str) -> None:
+        """Say, as an event of the re-run stored before its end is, whether its episodic returns are
+        the original's (:func:`gym_gui.core.rerun.compare_returns`)."""
+        data: dict[str, object] = {"rerun_of": original}
+        try:
+            original_files = RunDir(self.runs.home.run_dir(original))
+            if not original_files.path.is_dir():
+                raise StorageError(f"run {original} was deleted")
+            before = _episodic_returns(original_files)
+            after = _episodic_returns(RunDir(run.run_dir))
+        except GymGuiError as exc:
+            message = f"re-run of {original}: its returns cannot be compared: {exc}"
+            self.runs.event(run, "WARNING", message, kind=RERUN_EVENT, data=data)
+        else:
+            comparison = compare_returns(before, after)
+            data.update(
+                identical=comparison.identical,
+                episodes=len(comparison.rerun),
+                original_episodes=len(comparison.original),
+                first_difference=comparison.first_difference,
+            )
+            level = "INFO" if comparison.identical else "WARNING"
+            message = f"re-run of {original}: {comparison.text()}"
+            self.runs.event(run, level, message, kind=RERUN_EVENT, data=data)
+        if run.writer is not None:
+            with contextlib.suppress(StorageError):
+                run.writer.flush(timeout=60)
 
     def record_end(self, run: LiveRun) -> None:
         """Record a run's decided end: its manifest, then the registry; then let the run go.
@@ -233,3 +265,14 @@ class Ending:
         log.error("run %s: %s", run.run_id, held, exc_info=None if isinstance(exc, GymGuiError) else exc)
         with contextlib.suppress(GymGuiError):
             self.runs.publish_row(run.run_id)
+
+
+def _episodic_returns(files: RunDir) -> list[float]:
+    """A run's episodic returns as stored (:meth:`TelemetryReader.episodic_returns`); [] when it stored nothing."""
+    if not files.telemetry_path.exists():
+        return []
+    reader = TelemetryReader(files.telemetry_path)
+    try:
+        return reader.episodic_returns()
+    finally:
+        reader.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -12,6 +13,7 @@ from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOK
 
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.records import BundleProgress, LaunchPreview
+from gym_gui.core.rerun import PackageChange, package_changes
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.ending import Ending
@@ -20,6 +22,7 @@ from gym_gui.daemon.live import LiveRun, LiveRuns
 from gym_gui.daemon.preview import launch_preview
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import BundleDirectory, LaunchContext, LaunchPlan, WorkerCatalog, WorkerLauncher
+from gym_gui.workers.bundles import app_environment
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +106,22 @@ class Launching:
             GymGuiError: the launcher's refusal, naming the field.
         """
         plan = self.launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
-        return self._preview(run, plan, *self._launch_env(run, plan))
+        preview = self._preview(run, plan, *self._launch_env(run, plan))
+        packages = self._packages(run, plan)
+        changes: list[PackageChange] = []
+        if run.config.rerun_of is not None:
+            original = RunDir(self.runs.home.run_dir(run.config.rerun_of)).read_manifest()
+            changes = package_changes(original.environment.packages, packages)
+        return dataclasses.replace(preview, packages=packages, package_changes=changes)
+
+    @staticmethod
+    def _packages(run: LiveRun, plan: LaunchPlan) -> list[str]:
+        """The package set the run's worker gets: its launcher's word (a bundle's ``pip freeze``), else
+        gym_gui's own environment's, which its manifest records from the start."""
+        environment = plan.manifest.get("environment")
+        if isinstance(environment, dict) and isinstance(environment.get("packages"), list):
+            return [str(line) for line in environment["packages"]]
+        return list(app_environment(run.spec.bundle).packages)
 
     def _prepare(self, run: LiveRun) -> LaunchPreview | None:
         """Resolve a run's command and start it; a dry run instead records the plan and returns it."""

@@ -175,7 +175,7 @@ class Supervisor:
                 secret_env=dict(secret_env or {}),
                 launching=config.dry_run,  # resolved below, never by the loop
             )
-            run.manifest = files.create_manifest(app_environment(spec.bundle))
+            run.manifest = files.create_manifest(app_environment(spec.bundle), rerun_of=config.rerun_of)
             if trial is not None:
                 run.manifest.update(
                     optuna_db=trial.storage, optuna_study=trial.study, optuna_trial=trial.trial
@@ -229,10 +229,16 @@ class Supervisor:
             raise ConfigError(f"worker {spec.display_name!r} is unavailable: {spec.unavailable_reason}")
         if config.mode == "evaluate" and not spec.capabilities.evaluation:
             raise ConfigError(f"field 'mode': {spec.display_name} runs have no models to evaluate")
+        if config.warm_start is not None and not spec.capabilities.warm_start:
+            raise ConfigError(
+                f"field 'warm_start': {spec.display_name} runs cannot start from another run's saved model"
+            )
         if plugin.bundle is None:
             # A worker with its own bundle decides which env ids it can make (its launcher checks);
             # the others run in gym_gui's environment, whose gymnasium answers.
             check_env(config.env_id)
+        if config.rerun_of is not None and not self.registry.exists(config.rerun_of):
+            raise ConfigError(f"field 'rerun_of': there is no run {config.rerun_of} to re-run")
         if spec.launch is Launch.DAEMON:
             self.launching.launcher(config.worker).validate(config)
         return spec

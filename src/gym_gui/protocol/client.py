@@ -310,6 +310,20 @@ class DaemonClient:
             }
         )
 
+    def rerun_config(self, run_id: str) -> RunConfig:
+        """The config of a re-run of ``run_id``: its stored RunConfig (so the same seed) naming it as
+        ``rerun_of``. :meth:`preview` of it says how today's package set differs from the original's.
+
+        Raises:
+            RunNotFound: there is no such run.
+            ConfigError: its stored config is not one this gym_gui can run.
+        """
+        detail = self.get_run(run_id)
+        stored = json.loads(detail.config_json or "{}")
+        if not isinstance(stored, dict):
+            raise ConfigError(f"run {run_id} has no stored config to re-run")
+        return parse_run_config({**stored, "rerun_of": run_id})
+
     def import_model(self, path: str, worker: str, algorithm: str, env_id: str) -> RunRecord:
         """Store the model file at ``path`` (absolute, on the daemon's machine) as a finished run of its
         own, once ``worker``'s loader has loaded it as a model of ``algorithm`` for ``env_id``.

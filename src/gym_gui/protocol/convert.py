@@ -34,6 +34,7 @@ from gym_gui.core.records import (
     TelemetryEvent,
     WorkerDescription,
 )
+from gym_gui.core.rerun import PackageChange
 from gym_gui.core.states import RunState, SweepState
 
 Command = pb.ControlMessage.Command
@@ -125,6 +126,11 @@ def launch_preview_message(preview: LaunchPreview) -> pb.LaunchPreview:
         display=preview.display,
         script_argv=preview.script_argv,
         warnings=preview.warnings,
+        packages=preview.packages,
+        package_changes=[
+            pb.PackageChange(name=change.name, old=change.old, new=change.new)
+            for change in preview.package_changes
+        ],
     )
 
 
@@ -137,6 +143,8 @@ def launch_preview(message: pb.LaunchPreview) -> LaunchPreview:
         display=message.display,
         script_argv=list(message.script_argv),
         warnings=list(message.warnings),
+        packages=list(message.packages),
+        package_changes=[PackageChange(c.name, c.old, c.new) for c in message.package_changes],
     )
 
 

@@ -80,6 +80,15 @@ class RunEnvironment(_Tolerant):
     packages: list[str] = Field(default_factory=list)
 
 
+class WarmStartEntry(_Tolerant):
+    """The saved model a warm-started run began from: the run, the checkpoint (relative to that run's
+    directory) and the file's SHA-256 when the run was launched."""
+
+    run_id: str = ""
+    checkpoint: str = ""
+    sha256: str = ""
+
+
 class Manifest(_Tolerant):
     """What a run directory holds: the command line, the package set, and every registered artifact.
 
@@ -95,6 +104,8 @@ class Manifest(_Tolerant):
     script: str | None = None  # CleanRL: the script that trains
     script_command: list[str] | None = None  # CleanRL: the script's own command line
     evaluates: EvaluationOptions | None = None  # an evaluation run: the model it plays
+    rerun_of: str | None = None  # a re-run: the run whose config, seed and package set it repeats
+    warm_start_from: WarmStartEntry | None = None  # a warm start: the saved model it began from
     tensorboard_dir: str | None = None
     wandb: WandbEntry | None = None
     checkpoints: list[ArtifactEntry] = Field(default_factory=list)
@@ -387,10 +398,14 @@ class RunDir:
                 f"{self.manifest_path} is damaged: {format_validation_error(exc)}; it is left as it is"
             ) from None
 
-    def create_manifest(self, environment: RunEnvironment) -> ManifestWriter:
+    def create_manifest(self, environment: RunEnvironment, rerun_of: str | None = None) -> ManifestWriter:
         """Write a new run's manifest (replacing any) and return the daemon's handle on it."""
         manifest = Manifest(
-            run_id=self.run_id, created_at=time.time(), environment=environment, cwd=str(self._path)
+            run_id=self.run_id,
+            created_at=time.time(),
+            environment=environment,
+            cwd=str(self._path),
+            rerun_of=rerun_of,
         )
         writer = ManifestWriter(self, manifest)
         writer.update()

@@ -22,6 +22,7 @@ from gym_gui.core.records import (
     StepRecord,
     StepRow,
 )
+from gym_gui.core.rerun import EPISODIC_RETURN_TAG
 from gym_gui.storage.registry import (
     BUSY_TIMEOUT_MS,
     Migration,
@@ -702,6 +703,15 @@ class TelemetryReader:
     def episode_count(self) -> int:
         """Number of stored episode summaries."""
         return int(self._scalar("SELECT COUNT(*) FROM episodes"))
+
+    def episodic_returns(self) -> list[float]:
+        """Every finished episode's return, in order: the stored episodes' (a telemetry-lane run), else
+        the points of ``charts/episodic_return`` (a CleanRL run stores no episodes), in step order and,
+        within a step, in the order they were stored (the order the script printed them)."""
+        returns = [value for (value,) in self._rows("SELECT total_reward FROM episodes ORDER BY episode")]
+        if returns:
+            return [float(value) for value in returns]
+        return [point.value for point in self.metrics(EPISODIC_RETURN_TAG)]
 
     def steps(self, episode: int, start: int = 0, stop: int | None = None) -> list[StepRecord]:
         """Steps ``start <= step < stop`` of ``episode`` in step order (a primary-key range: immediate)."""

@@ -20,18 +20,15 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.records import RunRecord
-from gym_gui.core.states import RunState
-from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
-from gym_gui.ui.presenters import capabilities_of, tabs_for_run
+from gym_gui.ui.presenters import offers_trained_model, tabs_for_run
 from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
@@ -277,14 +274,7 @@ class MainWindow(QMainWindow):
 
     def _run_updated(self, run: RunRecord) -> None:
         self.run_view.run_changed(run)
-        if (
-            run.state is RunState.COMPLETED
-            and run.run_id not in self.control.trained.offered()
-            and capabilities_of(run.worker).evaluation
-            and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
-            and run.run_dir
-            and RunDir(run.run_dir).saved_models()  # a dry run or a failed save has nothing to play
-        ):
+        if run.run_id not in self.control.trained.offered() and offers_trained_model(run):
             self.control.trained.offer(run.run_id)
 
     def _run_removed(self, run_id: str) -> None:

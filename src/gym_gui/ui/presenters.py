@@ -8,7 +8,9 @@ from PySide6.QtWidgets import QWidget
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
+from gym_gui.core.states import RunState
 from gym_gui.core.workers import Capabilities, Lane
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.workers import LANE_TABS, WorkerPlugin, worker_catalog
@@ -119,3 +121,16 @@ def capabilities_of(kind: str) -> Capabilities:
         return presenter_for(kind).capabilities
     except GymGuiError:
         return Capabilities()
+
+
+def offers_trained_model(run: RunRecord) -> bool:
+    """Whether ``run`` is a finished training run with a saved model to play or to start from: it
+    completed, its kind evaluates models, it is not itself an evaluation, and its directory holds a
+    saved model (a dry run or a failed save has none). Reads the run's manifest."""
+    return bool(
+        run.state is RunState.COMPLETED
+        and capabilities_of(run.worker).evaluation
+        and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
+        and run.run_dir
+        and RunDir(run.run_dir).saved_models()
+    )

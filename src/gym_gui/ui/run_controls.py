@@ -11,11 +11,12 @@ from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, 
 
 from gym_gui.core.config import MAX_RENDER_FPS
 from gym_gui.core.controls import Control, control_refusal
+from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
-from gym_gui.core.workers import Capabilities, Lane
+from gym_gui.core.workers import Capabilities, Lane, Launch
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.presenters import capabilities_of
+from gym_gui.ui.presenters import capabilities_of, presenter_for
 
 # What each control's button says it does (its tooltip while it applies).
 DESCRIPTIONS = {
@@ -32,6 +33,26 @@ RENDER_RATE_DELAY_MS = 300
 def refusal(run: RunRecord, control: Control) -> str:
     """Why ``control`` does not apply to ``run`` now (empty when it does)."""
     return control_refusal(control, run.state, capabilities_of(run.worker), run.worker, run.lane)
+
+
+RERUN_DESCRIPTION = (
+    "Run it again: the same config and seed; a package set that differs from the one it ran with "
+    "is shown to confirm first, and the re-run says at its end whether its returns are identical"
+)
+
+
+def rerun_refusal(run: RunRecord) -> str:
+    """Why ``run`` cannot be re-run now (empty when it can): it must have ended, and its worker kind
+    must be one the daemon launches (a person's play cannot be repeated)."""
+    if not run.state.terminal:
+        return f"{run.run_id} has not ended; re-run it once it has"
+    try:
+        launch = presenter_for(run.worker).spec.launch
+    except GymGuiError as exc:
+        return str(exc)
+    if launch is not Launch.DAEMON:
+        return f"{run.worker} runs are played by a person, not launched: they cannot be re-run"
+    return ""
 
 
 def send_control(

@@ -50,16 +50,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core.config import RunConfig
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
-from gym_gui.core.records import RunDetail, RunRecord
+from gym_gui.core.records import EventRecord, RunDetail, RunRecord
+from gym_gui.core.rerun import PackageChange
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.run_controls import DESCRIPTIONS, refusal, send_control
+from gym_gui.ui.run_controls import DESCRIPTIONS, RERUN_DESCRIPTION, refusal, rerun_refusal, send_control
+from gym_gui.workers import secrets_from_environment
 
 log = logging.getLogger(__name__)
 
@@ -497,6 +500,10 @@ class RunsTable(QWidget):
             Control.RESUME: self.resume_button,
             Control.CHECKPOINT: self.checkpoint_button,
         }
+        self.rerun_button = _button("Re-run")
+        self.rerun_button.setObjectName("runsRerun")
+        # The confirmation a re-run asks for when the package set differs (None while none is open).
+        self.rerun_dialog: QMessageBox | None = None
         self.archive_button = _button("Archive")
         self.delete_button = _button("Delete…")
         self.open_button = _button("Open folder")
@@ -511,6 +518,7 @@ class RunsTable(QWidget):
             self.pause_button,
             self.resume_button,
             self.checkpoint_button,
+            self.rerun_button,
             self.archive_button,
             self.delete_button,
             self.open_button,
@@ -537,6 +545,7 @@ class RunsTable(QWidget):
         self.pause_button.clicked.connect(lambda: self.control(Control.PAUSE))
         self.resume_button.clicked.connect(lambda: self.control(Control.RESUME))
         self.checkpoint_button.clicked.connect(lambda: self.control(Control.CHECKPOINT))
+        self.rerun_button.clicked.connect(lambda: self.rerun())
         self.archive_button.clicked.connect(self._archive_clicked)
         self.delete_button.clicked.connect(lambda: self.delete())
         self.open_button.clicked.connect(lambda: self.open_folder())
@@ -712,6 +721,9 @@ class RunsTable(QWidget):
             # One run selected: say why it cannot; several: apply to those that can.
             why = refusals[0] if len(refusals) == 1 else ""
             button.setToolTip(why or DESCRIPTIONS[control])
+        why = rerun_refusal(selected[0]) if len(selected) == 1 else "select one run to re-run it"
+        self.rerun_button.setEnabled(not why)
+        self.rerun_button.setToolTip(why or RERUN_DESCRIPTION)
         self.archive_button.setEnabled(bool(selected))
         self.archive_button.setText(
             "Unarchive" if selected and all(info.archived for info in selected) else "Archive"
@@ -776,6 +788,60 @@ class RunsTable(QWidget):
 
     def _controlled(self, info: RunRecord, asked: str) -> None:
         self._note(f"{asked} {info.run_id}")
+
+    def rerun(self, run_id: str | None = None) -> None:
+        """Run a run again (default: the current one) with its config and seed. The daemon's preview
+        says first how today's package set differs from the one it ran with; a difference is shown
+        in :attr:`rerun_dialog` and the re-run starts only once it is confirmed."""
+        run_id = run_id or self.current_run_id()
+        if not run_id:
+            return
+
+        def plan(client: DaemonClient) -> tuple[RunConfig, list[PackageChange]]:
+            config = client.rerun_config(run_id)
+            return config, client.preview(config, secrets_from_environment(config)).package_changes
+
+        self.link.call(plan, lambda planned: self._rerun_planned(run_id, *planned), self._error)
+
+    def _rerun_planned(self, run_id: str, config: RunConfig, changes: list[PackageChange]) -> None:
+        if not changes:
+            self._submit_rerun(run_id, config)
+            return
+        shown = "\n".join(change.text() for change in changes[:20])
+        if len(changes) > 20:
+            shown += f"\n… and {len(changes) - 20} more"
+        dialog = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Re-run",
+            f"The package set differs from the one {run_id} ran with (old → new):\n\n{shown}\n\n"
+            "Re-run with today's packages?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self,
+        )
+        dialog.setObjectName("rerunConfirm")
+        dialog.setDefaultButton(QMessageBox.StandardButton.No)
+
+        def answered(result: int) -> None:
+            self.rerun_dialog = None
+            if result == QMessageBox.StandardButton.Yes:
+                self._submit_rerun(run_id, config)
+            else:
+                self._note(f"not re-run: {len(changes)} packages differ from those {run_id} ran with")
+
+        dialog.finished.connect(answered)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.rerun_dialog = dialog
+        dialog.open()
+
+    def _submit_rerun(self, run_id: str, config: RunConfig) -> None:
+        def submit(client: DaemonClient) -> RunRecord:
+            return client.submit(config, secrets_from_environment(config))[0]
+
+        def done(record: RunRecord) -> None:
+            self._run_updated(record)
+            self._note(f"re-running {run_id} as {record.run_id}")
+
+        self.link.call(submit, done, self._error)
 
     def _archive_clicked(self) -> None:
         self.set_archived(None, self.archive_button.text() == "Archive")
@@ -886,6 +952,25 @@ def tail_lines(path: Path, lines: int = LOG_LINES, max_bytes: int = 512 * 1024) 
     return "\n".join(parts[-lines:])
 
 
+def event_line(event: EventRecord) -> str:
+    """One stored event as the drawer lists it: its time, level and message."""
+    return f"{time.strftime('%H:%M:%S', time.localtime(event.time))} {event.level:<7} {event.message}"
+
+
+def _events_after(path: Path, after: int) -> list[EventRecord]:
+    """The run's stored events with an id above ``after`` ([] while it has no telemetry yet)."""
+    if not path.exists():
+        return []
+    try:
+        reader = TelemetryReader(path)
+    except GymGuiError:
+        return []  # not initialised yet: the next refresh finds them
+    try:
+        return reader.events(after)
+    finally:
+        reader.close()
+
+
 class LogDrawer(QWidget):
     """The tails of the selected run's worker output, stdout and stderr (last ~200 lines each).
 
@@ -903,9 +988,13 @@ class LogDrawer(QWidget):
         self.title.setObjectName("logTitle")
         self.stdout_view = self._text_view("logStdout")
         self.stderr_view = self._text_view("logStderr")
+        # What the daemon and the worker said about the run (warnings, a re-run's verdict …).
+        self.events_view = self._text_view("logEvents")
+        self._events_read = 0  # the id of the last event shown
         self.tabs = QTabWidget()
         self.tabs.addTab(self.stdout_view, "stdout")
         self.tabs.addTab(self.stderr_view, "stderr")
+        self.tabs.addTab(self.events_view, "events")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.title)
@@ -929,8 +1018,10 @@ class LogDrawer(QWidget):
         """Follow ``run`` (None: show nothing)."""
         self.run = run
         self._seen = {}
+        self._events_read = 0
         self.stdout_view.clear()
         self.stderr_view.clear()
+        self.events_view.clear()
         if run is None:
             self.title.setText("No run selected.")
             self._timer.stop()
@@ -953,11 +1044,11 @@ class LogDrawer(QWidget):
     def clear(self) -> None:
         self.show_run(None)
 
-    def _paths(self) -> tuple[Path, Path] | None:
+    def _paths(self) -> tuple[Path, Path, Path] | None:
         if self.run is None or not self.run.run_dir:
             return None
         files = RunDir(self.run.run_dir)
-        return files.worker_stdout_log, files.worker_stderr_log
+        return files.worker_stdout_log, files.worker_stderr_log, files.telemetry_path
 
     def refresh(self) -> None:
         """Read the tails again if the files changed (off the GUI thread)."""
@@ -966,11 +1057,13 @@ class LogDrawer(QWidget):
             return
         run_id = self.run.run_id if self.run is not None else ""
         seen = dict(self._seen)
+        events_read = self._events_read
+        stdout_path, stderr_path, telemetry_path = paths
         self._reading = True
 
-        def read() -> dict[str, tuple[tuple[int, int], str]]:
+        def read() -> tuple[dict[str, tuple[tuple[int, int], str]], list[EventRecord]]:
             result = {}
-            for name, path in zip(("stdout", "stderr"), paths, strict=True):
+            for name, path in (("stdout", stdout_path), ("stderr", stderr_path)):
                 try:
                     stat = path.stat()
                 except OSError:
@@ -978,15 +1071,20 @@ class LogDrawer(QWidget):
                 stamp = (stat.st_size, stat.st_mtime_ns)
                 if seen.get(name) != stamp:
                     result[name] = (stamp, tail_lines(path))
-            return result
+            return result, _events_after(telemetry_path, events_read)
 
-        def done(result: dict[str, tuple[tuple[int, int], str]]) -> None:
+        def done(read_now: tuple[dict[str, tuple[tuple[int, int], str]], list[EventRecord]]) -> None:
             self._reading = False
             if self.run is None or self.run.run_id != run_id:
                 return  # another run was selected meanwhile
+            result, events = read_now
             for name, (stamp, text) in result.items():
                 self._seen[name] = stamp
                 self._set_text(self.stdout_view if name == "stdout" else self.stderr_view, text)
+            if events and self._events_read == events_read:
+                self._events_read += len(events)  # event ids have no gaps
+                for event in events:
+                    self.events_view.appendPlainText(event_line(event))
 
         def failed(message: str) -> None:
             self._reading = False
@@ -1004,7 +1102,9 @@ class LogDrawer(QWidget):
         bar.setValue(bar.maximum() if at_bottom else position)
 
     def text(self, stream: str = "stdout") -> str:
-        return (self.stdout_view if stream == "stdout" else self.stderr_view).toPlainText()
+        """What the drawer shows of ``stream``: stdout, stderr or events."""
+        views = {"stdout": self.stdout_view, "stderr": self.stderr_view, "events": self.events_view}
+        return views[stream].toPlainText()
 
     def closeEvent(self, event: Any) -> None:
         self._timer.stop()

@@ -12,7 +12,12 @@ from gym_gui.workers.api import (
     WorkerPlugin,
 )
 from gym_gui.workers.bundles import BundleDirectory, BundleSpec, PipStep, TorchBuild, TorchVariant
-from gym_gui.workers.registry import ENTRY_POINT_GROUP, WorkerCatalog, worker_catalog
+from gym_gui.workers.registry import (
+    ENTRY_POINT_GROUP,
+    WorkerCatalog,
+    secrets_from_environment,
+    worker_catalog,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -31,5 +36,6 @@ __all__ = [
     "WorkerCatalog",
     "WorkerLauncher",
     "WorkerPlugin",
+    "secrets_from_environment",
     "worker_catalog",
 ]

@@ -10,10 +10,13 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gym_gui.core import wandb_auth
+from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import WorkerSpec
 from gym_gui.workers.api import WorkerPlugin
@@ -162,3 +165,17 @@ def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
 def worker_catalog() -> WorkerCatalog:
     """The catalog of this process, loaded once (a newly installed plugin shows after a restart)."""
     return load_catalog()
+
+
+def secrets_from_environment(config: RunConfig) -> dict[str, str]:
+    """A run's secrets from this process's environment: the variables its worker kind takes
+    (``WorkerSpec.secrets``, e.g. the LLM worker's ``LLM_API_KEY``), and the W&B key for the run's
+    W&B server when the run tracks (WANDB_API_KEY, else a `wandb login`)."""
+    catalog = worker_catalog()
+    names = list(catalog.spec(config.worker).secrets) if config.worker in catalog else []
+    secrets = {name: os.environ[name] for name in names if os.environ.get(name)}
+    if config.tracking.wandb_mode != "disabled":
+        key = wandb_auth.api_key(config.tracking.wandb_base_url)
+        if key:
+            secrets[wandb_auth.API_KEY_VAR] = key
+    return secrets

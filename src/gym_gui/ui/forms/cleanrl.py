@@ -7,6 +7,7 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -22,6 +23,7 @@ from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import LaunchPreview, RunRecord, WorkerDescription
 from gym_gui.core.states import RunState
+from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import SEED_MAX, CleanRLModel
@@ -39,7 +41,13 @@ from gym_gui.ui.forms.widgets import (
     set_combo_text,
     show_env_choices,
 )
+from gym_gui.ui.presenters import offers_trained_model
 from gym_gui.ui.settings import Settings
+
+START_FROM_TIP = (
+    "Start training from another run's final model (ppo and dqn families, the same environment): "
+    "a finished run of this kind with a saved model, or empty for new weights"
+)
 
 
 class CleanRLForm(RunForm):
@@ -77,6 +85,7 @@ class CleanRLForm(RunForm):
         self._validate()
         self.preview.schedule()
         if link.connected:
+            self._list_trained()
             self.reload()
         else:
             self.status_label.setText("waiting for the daemon…")
@@ -110,6 +119,15 @@ class CleanRLForm(RunForm):
         self.checkpoint_every_edit = QLineEdit()
         self.checkpoint_every_edit.setObjectName("checkpointEvery")
         self.checkpoint_every_edit.setPlaceholderText("final model only")
+        # A finished run of this kind whose final model training starts from; empty: new weights.
+        self.start_from_combo = QComboBox()
+        self.start_from_combo.setObjectName("startFrom")
+        self.start_from_combo.setEditable(True)
+        self.start_from_combo.addItem("")
+        line = self.start_from_combo.lineEdit()
+        assert line is not None
+        line.setPlaceholderText("new weights")
+        self.start_from_combo.setToolTip(START_FROM_TIP)
         self.notes_edit = QPlainTextEdit()
         self.notes_edit.setPlaceholderText("kept with the run")
         self.notes_edit.setMaximumHeight(60)
@@ -146,6 +164,7 @@ class CleanRLForm(RunForm):
         form.addRow("Total timesteps", self.timesteps_edit)
         form.addRow("Resources", gpu_row)
         form.addRow("Checkpoint every", self.checkpoint_every_edit)
+        form.addRow("Start from", self.start_from_combo)
         form.addRow("Notes", self.notes_edit)
 
         layout = QVBoxLayout(self)
@@ -166,6 +185,7 @@ class CleanRLForm(RunForm):
             bind(self.gpu_mandatory_check, model, "gpu_mandatory", self._changed),
             bind(self.deterministic_check, model, "torch_deterministic", self._changed),
             bind(self.checkpoint_every_edit, model, "checkpoint_every", self._changed),
+            bind(self.start_from_combo, model, "warm_start", self._changed),
             bind(self.notes_edit, model, "notes", self._changed),
             bind(self.dry_run_check, model, "dry_run", self._changed),
         ]
@@ -185,6 +205,7 @@ class CleanRLForm(RunForm):
             errors.get("checkpoints.every_steps", ""),
             "Save a checkpoint every N steps.",
         )
+        mark(self.start_from_combo, errors.get("warm_start.run_id", ""), START_FROM_TIP)
         self.params_box.mark(errors)
 
     def _enable_dependents(self) -> None:
@@ -201,6 +222,8 @@ class CleanRLForm(RunForm):
     # -------------------------------------------------------- talking to the daemon
 
     def _connection(self, connected: bool, _message: str) -> None:
+        if connected:
+            self._list_trained()
         if connected and self.model.script is None and not self._loading:
             self.reload()
 
@@ -402,7 +425,24 @@ class CleanRLForm(RunForm):
         if self.bundle_installed is False:
             self.picker.watch_install(self.link, run_id)
 
+    def _list_trained(self) -> None:
+        """Offer, under "Start from", the finished runs of this kind with a saved model (read off the
+        GUI thread: it reads their manifests); runs that finish later arrive by :meth:`_run_updated`."""
+        kind = self.worker_kind
+
+        def trained(client: DaemonClient) -> list[str]:
+            return [r.run_id for r in client.list_runs() if r.worker == kind and offers_trained_model(r)]
+
+        self.link.call(trained, self._offer_start, lambda _message: None)
+
+    def _offer_start(self, run_ids: list[str]) -> None:
+        for run_id in run_ids:
+            if self.start_from_combo.findText(run_id) < 0:
+                self.start_from_combo.addItem(run_id)
+
     def _run_updated(self, run: RunRecord) -> None:
+        if run.worker == self.worker_kind and run.state.terminal and offers_trained_model(run):
+            self._offer_start([run.run_id])
         if run.run_id == self.picker.install_run and run.state is not RunState.QUEUED:
             # The bundle is there (or failed): the run has left the queue. Read the scripts now.
             self.picker.stop_install_watch(hide=True)

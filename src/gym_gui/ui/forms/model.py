@@ -15,7 +15,8 @@ from typing import Any
 
 from gym_gui.core import wandb_auth
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, parse_run_config
-from gym_gui.core.errors import ConfigError
+from gym_gui.core.errors import ConfigError, GymGuiError
+from gym_gui.core.ids import validate_run_id
 from gym_gui.ui.forms.params import Params, parse_int
 
 WANDB_MODES = ("disabled", "offline", "online")
@@ -285,6 +286,8 @@ class CleanRLModel(RunModel):
     torch_deterministic: bool = True
     tracking: TrackingModel = field(default_factory=TrackingModel)
     checkpoint_every: str = ""
+    # The run whose final model training starts from ("": new weights); a choice per run, not remembered.
+    warm_start: str = ""
     notes: str = ""
     script: dict[str, Any] | None = None  # the chosen script's arguments, as the daemon described them
     mapped: dict[str, str] = field(default_factory=dict)
@@ -379,6 +382,11 @@ class CleanRLModel(RunModel):
             errors["budget.timesteps"] = error
         if error := _positive(self.checkpoint_every, required=False):
             errors["checkpoints.every_steps"] = error
+        if self.warm_start.strip():
+            try:
+                validate_run_id(self.warm_start.strip())
+            except GymGuiError as exc:
+                errors["warm_start.run_id"] = str(exc)
         return {**errors, **self.params.errors()}
 
     def config_data(self) -> dict[str, Any]:
@@ -391,6 +399,7 @@ class CleanRLModel(RunModel):
             "algorithm": self.algorithm.strip() or None,
             "params": self.params.changed(),
             "checkpoints": {"every_steps": parse_int(every) if every else None},
+            "warm_start": {"run_id": self.warm_start.strip()} if self.warm_start.strip() else None,
             "tracking": self.tracking.config_data(),
             "resources": {
                 "gpu": self.gpu,

@@ -185,6 +185,12 @@ class Trainer:
             if data.get("requested") is True:
                 meta["requested"] = True  # saved on "checkpoint now", which waits for it by this
             self.session.artifact(kind, checkpoint, int(data.get("step") or 0), meta)
+        warm = data.get("warm_start")
+        if isinstance(warm, str):
+            module = data.get("module")
+            self.session.event(
+                "INFO", f"warm start: {module} loaded from {warm} before training", {"warm_start": warm}
+            )
         video = data.get("video")
         if isinstance(video, str):
             self._video(video, data)
@@ -302,6 +308,8 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
     ]
     if args.checkpoint_every:
         command += ["--checkpoint-every", str(args.checkpoint_every)]
+    if args.warm_start:
+        command += ["--warm-start", args.warm_start, "--warm-start-module", args.warm_start_module]
     command += ["--", *args.script_args]
     trainer = Trainer(session, run_dir, command)
     code = trainer.run()
@@ -391,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     training = sub.add_parser("train", help="run a CleanRL script")
     training.add_argument("--script", required=True)
     training.add_argument("--checkpoint-every", type=int, default=None)
+    training.add_argument("--warm-start", default=None, help="a saved model to start training from")
+    training.add_argument("--warm-start-module", default="", help="the script's network it is loaded into")
     training.add_argument("script_args", nargs=argparse.REMAINDER)
     evaluation = sub.add_parser("evaluate", help="play a saved model")
     evaluation.add_argument("--model", required=True)

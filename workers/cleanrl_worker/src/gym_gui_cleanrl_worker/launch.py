@@ -234,6 +234,70 @@ def _patch_summary_writer(runtime: _Runtime) -> None:
     SummaryWriter.__gym_gui_patched__ = True  # type: ignore[attr-defined]
 
 
+def warm_start(namespace: dict[str, Any], model_path: str, module: str) -> None:
+    """Load the ``module`` network of the saved model at ``model_path`` into the script's network of
+    that name (a global of its namespace), in place, so an optimizer built on it trains it.
+
+    Raises:
+        SystemExit: with one line naming what does not match (the first tensor whose name or shape
+            differs), which the worker reports as the run's failure.
+    """
+    from gym_gui_cleanrl_worker.evaluate import ModelError, load_model_file
+
+    try:
+        saved = load_model_file(model_path)
+    except ModelError as exc:
+        raise SystemExit(f"warm start failed: {exc}") from None
+    modules = saved["modules"]
+    if module not in modules:
+        raise SystemExit(
+            f"warm start failed: the saved model has no {module!r} network (it has {', '.join(sorted(modules))})"
+        )
+    network = namespace.get(module)
+    if network is None or not hasattr(network, "load_state_dict"):
+        raise SystemExit(
+            f"warm start failed: the script has no {module!r} network when its optimizer is built"
+        )
+    state = modules[module]["state_dict"]
+    own = network.state_dict()
+    for name, tensor in own.items():
+        if name not in state:
+            raise SystemExit(
+                f"warm start failed: tensor {name!r} of the script's {module} is not in the saved model"
+            )
+        if tuple(state[name].shape) != tuple(tensor.shape):
+            raise SystemExit(
+                f"warm start failed: tensor {name!r} has shape {list(tensor.shape)} in the script's {module} "
+                f"and {list(state[name].shape)} in the saved model"
+            )
+    for name in state:
+        if name not in own:
+            raise SystemExit(
+                f"warm start failed: the saved model's tensor {name!r} is not in the script's {module}"
+            )
+    network.load_state_dict(state)
+    print(MARKER + json.dumps({"warm_start": model_path, "module": module}), flush=True)
+
+
+def _patch_warm_start(runtime: _Runtime, model_path: str, module: str) -> None:
+    """Load the saved model when the script builds its first optimizer: its network exists by then
+    (CleanRL builds ``agent`` / ``q_network`` and then its optimizer over their parameters) and no
+    step has been trained; a dqn script copies ``target_network`` from ``q_network`` after that."""
+    import torch
+
+    original_init = torch.optim.Optimizer.__init__
+    loaded = False
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal loaded
+        if not loaded:
+            loaded = True
+            warm_start(runtime.namespace, model_path, module)
+        original_init(self, *args, **kwargs)
+
+    torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign]
+
+
 def _install_signal_handlers(runtime: _Runtime) -> None:
     launcher_pid = os.getpid()
 
@@ -279,11 +343,24 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument(
         "--checkpoint-every", type=int, default=None, help="also checkpoint every N global steps"
     )
+    parser.add_argument("--warm-start", default=None, help="a saved model to start training from")
+    parser.add_argument(
+        "--warm-start-module", default=None, help="the script's network it is loaded into (e.g. agent)"
+    )
     return parser.parse_args(own), flags
 
 
-def run(script: Path, run_dir: Path, flags: list[str], checkpoint_every: int | None = None) -> int:
+def run(
+    script: Path,
+    run_dir: Path,
+    flags: list[str],
+    checkpoint_every: int | None = None,
+    warm_start_from: tuple[str, str] | None = None,
+) -> int:
     """Run `script` with argv `[script, *flags]` in `run_dir` in this process; return the exit code.
+
+    ``warm_start_from`` (model path, network name) loads a saved model into the script's network
+    before training (:func:`warm_start`).
 
     0: the script finished and checkpoints/final.cleanrl_model was saved (when it had networks).
     143: SIGTERM stopped it; checkpoints/interrupted.cleanrl_model was saved and its writers closed.
@@ -304,6 +381,8 @@ def run(script: Path, run_dir: Path, flags: list[str], checkpoint_every: int | N
     namespace = module.__dict__
     runtime = _Runtime(script, namespace, checkpoint_every)
     _patch_summary_writer(runtime)
+    if warm_start_from is not None:
+        _patch_warm_start(runtime, *warm_start_from)
     code = compile(script.read_bytes(), str(script), "exec")
 
     # As `python script.py` would: the script's dir first on sys.path, and it is `__main__` (for pickling).
@@ -348,9 +427,11 @@ def _stop(runtime: _Runtime, name: str, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: `launch --script PATH --run-dir DIR [--checkpoint-every N] -- <script flags…>`."""
+    """CLI: `launch --script PATH --run-dir DIR [--checkpoint-every N] [--warm-start MODEL
+    --warm-start-module NAME] -- <script flags…>`."""
     options, flags = _parse(list(sys.argv[1:] if argv is None else argv))
-    return run(Path(options.script), Path(options.run_dir), flags, options.checkpoint_every)
+    warm = (options.warm_start, options.warm_start_module or "") if options.warm_start else None
+    return run(Path(options.script), Path(options.run_dir), flags, options.checkpoint_every, warm)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ from typing import Any
 
 from gym_gui.core.config import RunConfig, ScriptSource
 from gym_gui.core.envs import ENV_CATALOG
-from gym_gui.core.errors import ConfigError, GymGuiError
+from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
-from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.run_dir import RunDir, file_sha256
 from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModelCheck, PipStep, WorkerPlugin
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,11 @@ MAPPED_FLAGS: dict[str, str] = {
     "wandb-entity": "tracking.wandb_entity",
     "capture-video": "tracking.capture_video",
 }
+
+# The scripts a warm start can load a saved model into, by family (a script belongs to the family
+# its name starts with; the JAX ports have no torch networks): the network the family trains, which
+# the script builds before its optimizer. A dqn script copies its target network from it itself.
+WARM_START_NETWORKS: dict[str, str] = {"ppo": "agent", "dqn": "q_network"}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
@@ -214,6 +219,8 @@ class CleanRLLauncher:
             raise ConfigError("field 'algorithm': choose a CleanRL script, e.g. ppo")
         if config.budget.timesteps is None:
             raise ConfigError("field 'budget.timesteps': CleanRL trains for a number of environment steps")
+        if config.warm_start is not None:
+            self._warm_start(config)
         if self.bundles.installed(self.bundle) or config.source.python:
             resolved = self._resolve(config, gpu=False)
             with self._lock:
@@ -240,6 +247,59 @@ class CleanRLLauncher:
                 f"field 'evaluation.checkpoint': run {config.evaluation.run_id} has no model at {model}"
             )
         return model
+
+    def _warm_start(self, config: RunConfig) -> tuple[Path, dict[str, str]]:
+        """The saved model a warm start loads and its manifest entry (``run_id``, ``checkpoint``,
+        ``sha256``), after checking it can fit: the parent is a CleanRL training run of the same
+        algorithm family on the same environment, and the checkpoint is one of its saved models.
+
+        Raises:
+            ConfigError: naming the ``warm_start`` field and why the model cannot be loaded.
+        """
+        assert config.warm_start is not None
+        parent_id, checkpoint = config.warm_start.run_id, config.warm_start.checkpoint or FINAL_MODEL
+        family = warm_start_family(config.algorithm)
+        if family is None:
+            families = ", ".join(f"the {name} family" for name in WARM_START_NETWORKS)
+            raise ConfigError(
+                f"field 'warm_start': {config.algorithm} cannot start from a saved model; "
+                f"warm starts are for {families}"
+            )
+        files = RunDir(self.home.run_dir(parent_id))
+        if not files.path.is_dir():
+            raise ConfigError(f"field 'warm_start.run_id': there is no run {parent_id}")
+        try:
+            parent = files.read_config()
+        except StorageError as exc:
+            raise ConfigError(f"field 'warm_start.run_id': run {parent_id} cannot be read: {exc}") from None
+        if parent.worker != config.worker or parent.mode != "train":
+            raise ConfigError(f"field 'warm_start.run_id': run {parent_id} is not a CleanRL training run")
+        parent_family = warm_start_family(parent.algorithm)
+        if parent_family != family:
+            raise ConfigError(
+                f"field 'warm_start.run_id': run {parent_id} trained {parent.algorithm} "
+                f"({parent_family or 'no warm-start'} family) and this run trains {config.algorithm} "
+                f"({family} family): their models do not match"
+            )
+        if parent.env_id != config.env_id or parent.env_kwargs != config.env_kwargs:
+            raise ConfigError(
+                f"field 'warm_start.run_id': run {parent_id} trained on {parent.env_id} and this run "
+                f"trains on {config.env_id}: the model's observation and action spaces are the parent's"
+            )
+        saved = {entry.path: entry for entry in files.saved_models()}
+        if checkpoint not in saved:
+            offered = ", ".join(saved) or "none"
+            raise ConfigError(
+                f"field 'warm_start.checkpoint': {checkpoint!r} is not a saved model of run {parent_id} "
+                f"(its models: {offered})"
+            )
+        model = files.artifact_path(checkpoint)
+        assert model is not None
+        try:
+            digest = file_sha256(model)
+        except OSError as exc:
+            raise ConfigError(f"field 'warm_start.checkpoint': cannot read {model}: {exc.strerror}") from None
+        return model, {"run_id": parent_id, "checkpoint": checkpoint, "sha256": digest}
 
     def _check_evaluation_env(self, config: RunConfig) -> None:
         """What an evaluation may play: the environment of the run whose model it is, nothing else (a
@@ -391,6 +451,11 @@ class CleanRLLauncher:
         argv = [str(python), "-m", "gym_gui_cleanrl_worker", "train", "--script", script]
         if config.checkpoints.every_steps:
             argv += ["--checkpoint-every", str(config.checkpoints.every_steps)]
+        warm_start: dict[str, str] | None = None
+        if config.warm_start is not None:
+            model, warm_start = self._warm_start(config)
+            network = WARM_START_NETWORKS[str(warm_start_family(config.algorithm))]
+            argv += ["--warm-start", str(model), "--warm-start-module", network]
         argv += ["--", *flags]
 
         if config.tracking.wandb_mode != "disabled":
@@ -423,9 +488,21 @@ class CleanRLLauncher:
         script_argv = [str(python), script, *flags]
         manifest: dict[str, Any] = {"script": script, "script_command": script_argv}
         manifest["environment"] = self._environment(config, python)
+        if warm_start is not None:
+            manifest["warm_start_from"] = warm_start
         return LaunchPlan(
             argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets, script_argv=script_argv
         )
+
+
+def warm_start_family(algorithm: str | None) -> str | None:
+    """The family of :data:`WARM_START_NETWORKS` a script (by name) belongs to, or None."""
+    if not algorithm or "jax" in algorithm.split("_"):
+        return None
+    for family in WARM_START_NETWORKS:
+        if algorithm == family or algorithm.startswith(f"{family}_"):
+            return family
+    return None
 
 
 def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -452,7 +529,7 @@ PLUGIN = WorkerPlugin(
         display_name="CleanRL Worker",
         lane=Lane.ANALYTICS,
         # Pause stops the script's process (SIGSTOP) and resume continues it (SIGCONT).
-        capabilities=Capabilities(pause=True, checkpoint=True, evaluation=True),
+        capabilities=Capabilities(pause=True, checkpoint=True, evaluation=True, warm_start=True),
         bundle=BUNDLE.name,
         rank=30,
         description="Real CleanRL scripts (ppo, dqn, sac, …) with their own arguments, metrics and models.",
