@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 from typer._click import exceptions as click_errors  # typer carries its own click
 
-from gym_gui.core.config import RunConfig, parse_run_config, run_config_schema
+from gym_gui.core.config import RunConfig, WarmStart, parse_run_config, run_config_schema
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import read_daemon_file, setting_differences
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -454,10 +454,8 @@ def train(
             "tracking.wandb_base_url": wandb_base_url,
             "tracking.capture_video": capture_video,
             "checkpoints.every_steps": checkpoint_every,
-            "warm_start.run_id": warm_start.split(":", 1)[0] if warm_start else None,
-            "warm_start.checkpoint": warm_start.split(":", 1)[1] or None
-            if warm_start and ":" in warm_start
-            else None,
+            "warm_start.run_id": WarmStart.reference(warm_start)["run_id"] if warm_start else None,
+            "warm_start.checkpoint": WarmStart.reference(warm_start)["checkpoint"] if warm_start else None,
             "dry_run": dry_run or None,
             "notes": notes,
             "telemetry.render_fps": render_fps,

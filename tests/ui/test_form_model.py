@@ -294,3 +294,8 @@ def test_start_from_names_a_run_and_is_not_remembered() -> None:
     assert config.warm_start is not None and config.warm_start.run_id == "CartPole-v1__dqn__1__1700000000"
     assert config.warm_start.checkpoint is None  # the parent's final model
     assert "warm_start" not in model.values()  # a choice per run: the next form starts from new weights
+    model.warm_start = "CartPole-v1__dqn__1__1700000000:checkpoints/step_1024.cleanrl_model"
+    started = model.to_config().warm_start
+    assert started is not None and started.checkpoint == "checkpoints/step_1024.cleanrl_model"
+    model.warm_start = "CartPole-v1__dqn__1__1700000000:bad\x00path"
+    assert "control character" in model.errors()["warm_start.run_id"]

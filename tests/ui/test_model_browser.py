@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
@@ -20,6 +21,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.model_browser import COLUMNS, ImportModelDialog, ModelBrowser
 from gym_gui.ui.settings import Settings
@@ -158,6 +160,32 @@ def test_evaluate_from_the_browser_starts_an_evaluation_that_plays(
     episodes = reader.episodes()
     reader.close()
     assert len(episodes) == 2 and all(e.steps > 0 and e.total_reward == e.steps for e in episodes)
+
+
+def test_train_from_this_fills_the_form_to_start_from_the_model_and_the_run_names_it(
+    qtbot: QtBot, window: MainWindow, trained: dict[str, Any]
+) -> None:
+    client: DaemonClient = trained["client"]
+    home: Home = trained["home"]
+    checkpoint = "checkpoints/step_1024.cleanrl_model"
+    browser = _open(qtbot, window, trained["ppo"])
+    qtbot.waitUntil(lambda: any(e.model.path == checkpoint for e in browser.entries()), timeout=30_000)
+    _select(qtbot, browser, trained["ppo"], checkpoint)
+    browser.buttons["train"].click()
+    form = window.control.forms.currentWidget()
+    assert isinstance(form, CleanRLForm) and window.control.roster.kind() == "cleanrl"
+    qtbot.waitUntil(lambda: "filled from the model" in form.status_label.text(), timeout=120_000)
+    assert (form.model.algorithm, form.model.env_id) == ("ppo", "CartPole-v1")
+    assert form.start_from_combo.currentText() == f"{trained['ppo']}:{checkpoint}"
+    form.timesteps_edit.setText("512")
+    with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
+        qtbot.mouseClick(form.submit_button, Qt.MouseButton.LeftButton)
+    child = str(submitted.args[0])
+    final = client.wait_for_end(child, timeout=300)
+    assert final.state is RunState.COMPLETED, final.reason
+    started_from = RunDir(home.run_dir(child)).read_manifest().warm_start_from
+    assert started_from is not None
+    assert (started_from.run_id, started_from.checkpoint) == (trained["ppo"], checkpoint)
 
 
 def test_an_env_mismatch_is_refused_before_launch_in_the_window_and_in_gym_gui_eval(

@@ -227,6 +227,17 @@ class WarmStart(_SavedModel):
     """What a training run starts from: another run's saved model, loaded into the script's model before
     training (CleanRL: the ppo family's ``agent``, the dqn family's ``q_network``)."""
 
+    @classmethod
+    def reference(cls, text: str) -> dict[str, str | None]:
+        """The fields ``RUN[:CHECKPOINT]`` names (the form the CLI's --warm-start and the window's
+        "Start from" take): a run id holds no ":", so the first one ends it."""
+        run_id, _, checkpoint = text.strip().partition(":")
+        return {"run_id": run_id, "checkpoint": checkpoint or None}
+
+    def text(self) -> str:
+        """The ``RUN[:CHECKPOINT]`` form of this warm start."""
+        return f"{self.run_id}:{self.checkpoint}" if self.checkpoint else self.run_id
+
 
 class EvaluationOptions(_SavedModel):
     """What an evaluation run plays: a trained run's saved model."""

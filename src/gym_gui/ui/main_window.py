@@ -26,13 +26,13 @@ from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
+from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
 from gym_gui.ui.presenters import offers_trained_model, tabs_for_run
 from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
-from gym_gui.ui.study.model import FollowUp
 from gym_gui.ui.study.view import StudyWidget
 from gym_gui.ui.tabs.base import RunTab
 
@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
         self.runs.selection_changed.connect(self._compare)
         self.run_view.follow_run.connect(self._follow_new_run)
         self.models.evaluation_started.connect(self._follow_new_run)
+        self.models.train_requested.connect(self.train_with)
         self.runs.run_updated.connect(self.models.run_changed)
         self.models_dock.visibilityChanged.connect(lambda shown: self.models.refresh() if shown else None)
         self.run_view.run_requested.connect(self.show_run_in_table)

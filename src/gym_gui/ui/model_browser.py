@@ -31,6 +31,7 @@ from gym_gui.core.records import RunRecord
 from gym_gui.storage.model_index import DigestCache, ModelEntry, gather_models, group_models, load_refusal
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.tabs.checkpoints import DEFAULT_EPISODES, DEFAULT_RENDER_FPS, submit_evaluation
 from gym_gui.workers import worker_catalog
 
@@ -62,6 +63,7 @@ class ModelBrowser(QWidget):
 
     evaluation_started = Signal(str)
     imported = Signal(str)  # the run id of an imported model
+    train_requested = Signal(object)  # a FollowUp: the training form filled to start from the model
 
     def __init__(
         self, link: DaemonLink, runs: Callable[[], list[RunRecord]], parent: QWidget | None = None
@@ -105,14 +107,19 @@ class ModelBrowser(QWidget):
         self.status = QLabel("")
         self.status.setWordWrap(True)
 
-        # The actions on the selected model, in button order: one more is one line here (the place for
-        # "Train from this", a warm start from the selected model, once RunConfig can say so).
+        # The actions on the selected model, in button order: one more is one line here.
         self.model_actions = (
             ModelAction(
                 "evaluate",
                 "Evaluate",
                 "Play the model as a new, replayable run (watch it live)",
                 self.evaluate,
+            ),
+            ModelAction(
+                "train",
+                "Train from this",
+                "Fill the training form for a new run that starts from this model (a warm start)",
+                self.train_from,
             ),
         )
         self.buttons: dict[str, QPushButton] = {}
@@ -325,6 +332,18 @@ class ModelBrowser(QWidget):
             self._evaluation_submitted,
             lambda message: self.status.setText(f"The evaluation was refused: {message}"),
         )
+
+    def train_from(self, entry: ModelEntry) -> None:
+        """Ask for the training form of the model's worker, filled to start from it: its algorithm and
+        environment, and the model as the warm start (the daemon refuses one its script cannot load)."""
+        config = {
+            "worker": entry.worker,
+            "algorithm": entry.algorithm,
+            "env_id": entry.env_id,
+            "warm_start": {"run_id": entry.run_id, "checkpoint": entry.model.path},
+        }
+        self.train_requested.emit(FollowUp(config, {}, f"the model {entry.model.path} of {entry.run_id}"))
+        self.status.setText(f"The training form starts from {entry.model.path} of {entry.run_id}.")
 
     def _evaluation_submitted(self, run_id: str) -> None:
         self.status.setText(f"Evaluation {run_id} started.")

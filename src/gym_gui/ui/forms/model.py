@@ -13,10 +13,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from gym_gui.core import wandb_auth
-from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, parse_run_config
-from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.ids import validate_run_id
+from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, WarmStart, parse_run_config
+from gym_gui.core.errors import ConfigError
 from gym_gui.ui.forms.params import Params, parse_int
 
 WANDB_MODES = ("disabled", "offline", "online")
@@ -40,6 +41,17 @@ def _positive(text: str, required: bool) -> str:
 def _text(values: dict[str, Any], key: str) -> str | None:
     value = values.get(key)
     return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What a training form is filled with for a follow-up run: a RunConfig's JSON form (a sweep's base
+    config, a saved model's run and warm start; None for a study made elsewhere: the form's own worker
+    and script are kept), then parameters over it; ``origin`` says where from, in the status line."""
+
+    config: dict[str, Any] | None
+    params: dict[str, Any]
+    origin: str
 
 
 def _config_values(config: dict[str, Any]) -> dict[str, Any]:
@@ -295,6 +307,16 @@ class CleanRLModel(RunModel):
     saved_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # script → name → raw
     envs: list[dict[str, str]] | None = None
 
+    def take_config(self, config: dict[str, Any]) -> None:
+        """The common fields, and the run (and checkpoint) the config's training starts from."""
+        super().take_config(config)
+        warm = config.get("warm_start")
+        if isinstance(warm, dict):
+            try:
+                self.warm_start = WarmStart.model_validate(warm).text()
+            except ValidationError:  # shown as typed, so the field says what is wrong with it
+                self.warm_start = f"{warm.get('run_id', '')}:{warm.get('checkpoint') or ''}".rstrip(":")
+
     # -------------------------------------------------------- the chosen script
 
     def use_script(
@@ -384,9 +406,11 @@ class CleanRLModel(RunModel):
             errors["checkpoints.every_steps"] = error
         if self.warm_start.strip():
             try:
-                validate_run_id(self.warm_start.strip())
-            except GymGuiError as exc:
-                errors["warm_start.run_id"] = str(exc)
+                WarmStart.model_validate(WarmStart.reference(self.warm_start))
+            except ValidationError as exc:
+                errors["warm_start.run_id"] = "; ".join(
+                    str(error["msg"]).removeprefix("Value error, ") for error in exc.errors()
+                )
         return {**errors, **self.params.errors()}
 
     def config_data(self) -> dict[str, Any]:
@@ -399,7 +423,7 @@ class CleanRLModel(RunModel):
             "algorithm": self.algorithm.strip() or None,
             "params": self.params.changed(),
             "checkpoints": {"every_steps": parse_int(every) if every else None},
-            "warm_start": {"run_id": self.warm_start.strip()} if self.warm_start.strip() else None,
+            "warm_start": WarmStart.reference(self.warm_start) if self.warm_start.strip() else None,
             "tracking": self.tracking.config_data(),
             "resources": {
                 "gpu": self.gpu,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, params_as_flags
+from gym_gui.ui.forms.model import FollowUp
 
 BEST_MARK = "★"  # Optuna's best trial; with several objectives, each trial of the Pareto front
 
@@ -114,16 +115,6 @@ def trial_for_training(view: StudyView, selected: int | None) -> TrialRow:
             f"(marked {BEST_MARK}: {front}) to train with"
         )
     return chosen
-
-
-@dataclass(frozen=True)
-class FollowUp:
-    """What the training form is filled with: the sweep's base config (None for a study made
-    elsewhere: the form's own worker and script are kept), then the trial's parameters."""
-
-    config: dict[str, Any] | None
-    params: dict[str, Any]
-    origin: str  # "study NAME, trial N", for the form's status line
 
 
 def follow_up(view: StudyView, trial: TrialRow) -> FollowUp:
