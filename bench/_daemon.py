@@ -1,4 +1,5 @@
-"""What every bench shares: a throwaway GYM_GUI_HOME, and stopping its daemon and removing it afterwards."""
+"""What every bench shares: a throwaway GYM_GUI_HOME, stopping its daemon and removing it afterwards,
+and the raw-insert reference the telemetry benches measure against."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ import time
 from pathlib import Path
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.telemetry import open_telemetry_db
+
+INSERT_STEP = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 
 
 def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
@@ -57,3 +62,25 @@ def running_seconds(client: DaemonClient, run_id: str) -> float | None:
     history = client.get_run(run_id).history
     running_at = next((c.time for c in history if c.to_state == RunState.RUNNING.value), None)
     return None if running_at is None else history[-1].time - running_at
+
+
+def raw_inserts(rows: list[tuple[object, ...]], target: Path, batch: int) -> tuple[float, int]:
+    """Seconds to ``executemany`` ``rows`` into a fresh telemetry database at ``target`` (same schema and
+    pragmas as a run's), ``batch`` rows a transaction, and the rows it then holds; the files are removed.
+
+    Only the inserts are timed: opening the database is not what the daemon's writer pays per step.
+    """
+    conn = open_telemetry_db(target)
+    try:
+        start = time.perf_counter()
+        for offset in range(0, len(rows), batch):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(INSERT_STEP, rows[offset : offset + batch])
+            conn.execute("COMMIT")
+        seconds = time.perf_counter() - start
+        count = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
+    finally:
+        conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    return seconds, count

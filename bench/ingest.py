@@ -31,22 +31,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
+from _daemon import fresh_home, raw_inserts, release  # bench/ is on sys.path when a bench runs as a script
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_ID, ENV_RUN_TOKEN
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError
-from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import open_telemetry_db
 
 GOAL = 0.5
 EPISODE_STEPS = 25  # about a random CartPole episode
-_INSERT = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 
 
 class BenchError(RuntimeError):
@@ -200,19 +197,7 @@ def run_workers(client: DaemonClient, home: Home, workers: int, steps: int, batc
 
 def run_raw(rows: list[tuple[Any, ...]], target: Path, batch: int) -> float:
     """Rows/s of ``executemany`` of ``rows`` into a fresh telemetry database, ``batch`` rows a transaction."""
-    conn = open_telemetry_db(target)
-    try:
-        start = time.perf_counter()
-        for offset in range(0, len(rows), batch):
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(_INSERT, rows[offset : offset + batch])
-            conn.execute("COMMIT")
-        seconds = time.perf_counter() - start
-        count = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
-    finally:
-        conn.close()
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    seconds, count = raw_inserts(rows, target, batch)
     if count != len(rows):
         raise BenchError(f"raw insert stored {count} rows of {len(rows)}")
     return len(rows) / seconds

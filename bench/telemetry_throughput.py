@@ -36,6 +36,7 @@ from typing import Any
 
 from _daemon import (  # bench/ is on sys.path when a bench runs as a script
     fresh_home,
+    raw_inserts,
     release,
     running_seconds,
 )
@@ -53,7 +54,6 @@ from gym_gui.storage.telemetry import open_telemetry_db
 RAW_BATCH = 1000
 GOAL = 0.5
 GOAL_ON_OFF = 0.8  # telemetry costs the worker at most a fifth
-_INSERT = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 _SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY episode, step"
 
 
@@ -138,19 +138,7 @@ def read_rows(telemetry: Path) -> list[tuple[Any, ...]]:
 
 
 def run_raw(rows: list[tuple[Any, ...]], target: Path) -> Raw:
-    conn = open_telemetry_db(target)
-    try:
-        # Only the inserts are timed: reading the source and opening/migrating are not part of
-        # what the daemon's writer pays per step either.
-        start = time.perf_counter()
-        for offset in range(0, len(rows), RAW_BATCH):
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(_INSERT, rows[offset : offset + RAW_BATCH])
-            conn.execute("COMMIT")
-        seconds = time.perf_counter() - start
-        count = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
-    finally:
-        conn.close()
+    seconds, count = raw_inserts(rows, target, RAW_BATCH)
     if count != len(rows):
         raise BenchError(f"raw insert stored {count} rows of {len(rows)}")
     return Raw(len(rows), seconds)
