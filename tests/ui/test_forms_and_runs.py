@@ -309,7 +309,7 @@ def test_runs_table_cancel_archive_export_delete(
     assert client.wait_for_end(run_id, timeout=30).state is RunState.CANCELLED
     qtbot.waitUntil(lambda: table.state_of(run_id) == RunState.CANCELLED.value, timeout=10_000)
 
-    # Archived runs are hidden unless "Show archived".
+    # Archived runs are hidden unless "Archived" is checked.
     assert run_id in table.run_ids(visible_only=True)
     table.archive([run_id])
     qtbot.waitUntil(lambda: run_id not in table.run_ids(visible_only=True), timeout=10_000)

@@ -67,7 +67,7 @@ def test_the_window_pauses_and_resumes_a_random_run_from_the_table_and_the_live_
     assert live.controls.pause_button.isEnabled() and not live.controls.resume_button.isEnabled()
     assert live.controls.checkpoint_button.isHidden()  # the Live tab shows only what the worker can do
     entries = _menu_entries(table)
-    assert (entries["Pause"], entries["Resume"], entries["Checkpoint now"]) == (True, False, False)
+    assert (entries["Pause"], entries["Resume"], entries["Checkpoint"]) == (True, False, False)
 
     _click(qtbot, table.pause_button)
     qtbot.waitUntil(lambda: table.state_of(run_id) == "PAUSED", timeout=30_000)
@@ -79,7 +79,7 @@ def test_the_window_pauses_and_resumes_a_random_run_from_the_table_and_the_live_
     assert not table.pause_button.isEnabled() and table.resume_button.isEnabled()
     assert live.controls.resume_button.isEnabled() and not live.controls.pause_button.isEnabled()
     entries = _menu_entries(table)
-    assert (entries["Pause"], entries["Resume"], entries["Checkpoint now"]) == (False, True, False)
+    assert (entries["Pause"], entries["Resume"], entries["Checkpoint"]) == (False, True, False)
 
     _click(qtbot, live.controls.resume_button)
     qtbot.waitUntil(lambda: table.state_of(run_id) == "RUNNING", timeout=30_000)
@@ -145,7 +145,7 @@ def test_controls_a_worker_cannot_take_are_disabled_and_say_why(
         assert table.pause_button.toolTip() == "worker human cannot pause"
         assert table.checkpoint_button.toolTip() == "worker human cannot checkpoint on demand"
         entries = _menu_entries(table)
-        assert not (entries["Pause"] or entries["Resume"] or entries["Checkpoint now"])
+        assert not (entries["Pause"] or entries["Resume"] or entries["Checkpoint"])
         live = window.run_view.tab_list()[0]
         assert isinstance(live, LiveTab)
         assert not live.controls.pause_button.isEnabled() and not live.controls.resume_button.isEnabled()

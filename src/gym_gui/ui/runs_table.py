@@ -492,7 +492,7 @@ class RunsTable(QWidget):
         self.pause_button.setObjectName("runsPause")
         self.resume_button = _button("Resume")
         self.resume_button.setObjectName("runsResume")
-        self.checkpoint_button = _button("Checkpoint now")
+        self.checkpoint_button = _button("Checkpoint")
         self.checkpoint_button.setObjectName("runsCheckpoint")
         # The run controls, enabled from the selected runs' states and their workers' capabilities.
         self.control_buttons = {
@@ -508,7 +508,9 @@ class RunsTable(QWidget):
         self.delete_button = _button("Delete…")
         self.open_button = _button("Open folder")
         self.export_button = _button("Export…")
-        self.show_archived_check = QCheckBox("Show archived")
+        # Short, as the buttons are: every one of them fits beside a form at the default 1400 px.
+        self.show_archived_check = QCheckBox("Archived")
+        self.show_archived_check.setToolTip("Show archived runs too")
         self.message_label = QLabel()
         self.message_label.setObjectName("runsMessage")
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -847,7 +849,7 @@ class RunsTable(QWidget):
         self.set_archived(None, self.archive_button.text() == "Archive")
 
     def set_archived(self, run_ids: list[str] | None = None, archived: bool = True) -> None:
-        """Archive (hidden unless "Show archived") or unarchive runs (default: the selected ones)."""
+        """Archive (hidden unless "Archived" is checked) or unarchive runs (default: the selected ones)."""
         for run_id in self._targets(run_ids):
             self.link.call(_bind(DaemonClient.archive, run_id, archived), self._run_updated, self._error)
 
