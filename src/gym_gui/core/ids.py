@@ -17,6 +17,15 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 ENV_ID_PATTERN = re.compile(r"^(?:[\w:-]+/)?[\w:.-]*\w[\w:.-]*$")
 
 
+def _checked_id(text: str, what: str) -> str:
+    if not isinstance(text, str) or not RUN_ID_PATTERN.fullmatch(text):
+        raise InvalidRunId(
+            f"invalid {what} id {text!r}: use 1-200 characters of [A-Za-z0-9._-], "
+            "starting with a letter or digit"
+        )
+    return text
+
+
 def validate_run_id(run_id: str) -> str:
     """Return ``run_id`` unchanged if it is safe to use as a directory name, else raise.
 
@@ -26,12 +35,7 @@ def validate_run_id(run_id: str) -> str:
     Raises:
         InvalidRunId: naming the offending id.
     """
-    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
-        raise InvalidRunId(
-            f"invalid run id {run_id!r}: use 1-200 characters of [A-Za-z0-9._-], "
-            "starting with a letter or digit"
-        )
-    return run_id
+    return _checked_id(run_id, "run")
 
 
 def validate_env_id(env_id: str) -> str:
@@ -53,6 +57,15 @@ def _component(text: str) -> str:
     return cleaned or "x"
 
 
+def _free(base: str, exists: Callable[[str], bool]) -> str:
+    """``base``, or ``base-2``, ``base-3`` … the first that ``exists`` says is not taken."""
+    candidate, n = base, 1
+    while exists(candidate):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
 def make_run_id(
     env_id: str,
     worker_or_algo: str,
@@ -70,11 +83,7 @@ def make_run_id(
     base = "__".join(
         [_component(env_id)[:80], _component(worker_or_algo)[:60], _component(seed_part), str(stamp)]
     )
-    candidate, n = base, 1
-    while exists(candidate):
-        n += 1
-        candidate = f"{base}-{n}"
-    return validate_run_id(candidate)
+    return validate_run_id(_free(base, exists))
 
 
 def validate_sweep_id(sweep_id: str) -> str:
@@ -83,12 +92,7 @@ def validate_sweep_id(sweep_id: str) -> str:
     Raises:
         InvalidRunId: naming the offending id.
     """
-    if not isinstance(sweep_id, str) or not RUN_ID_PATTERN.fullmatch(sweep_id):
-        raise InvalidRunId(
-            f"invalid sweep id {sweep_id!r}: use 1-200 characters of [A-Za-z0-9._-], "
-            "starting with a letter or digit"
-        )
-    return sweep_id
+    return _checked_id(sweep_id, "sweep")
 
 
 def make_sweep_id(
@@ -96,9 +100,4 @@ def make_sweep_id(
 ) -> str:
     """A fresh sweep id, ``{name}__{unix_time}`` (``-2``, ``-3`` … appended while taken)."""
     stamp = int(time.time()) if unix_time is None else unix_time
-    base = f"{_component(name)[:120]}__{stamp}"
-    candidate, n = base, 1
-    while exists(candidate):
-        n += 1
-        candidate = f"{base}-{n}"
-    return validate_sweep_id(candidate)
+    return validate_sweep_id(_free(f"{_component(name)[:120]}__{stamp}", exists))
