@@ -36,43 +36,15 @@ class RunState(StrEnum):
         return self is not RunState.QUEUED and not self.terminal
 
 
+# Where a started run can end: a worker, however it went, ends its run in one of these.
+_ENDS = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED, RunState.LOST, RunState.PRUNED})
+
 TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.STARTING, RunState.CANCELLED, RunState.FAILED}),
-    RunState.STARTING: frozenset(
-        {
-            RunState.RUNNING,
-            RunState.COMPLETED,
-            RunState.FAILED,
-            RunState.CANCELLED,
-            RunState.LOST,
-            RunState.PRUNED,
-        }
-    ),
-    RunState.RUNNING: frozenset(
-        {
-            RunState.PAUSED,
-            RunState.COMPLETED,
-            RunState.FAILED,
-            RunState.CANCELLED,
-            RunState.LOST,
-            RunState.PRUNED,
-        }
-    ),
-    RunState.PAUSED: frozenset(
-        {
-            RunState.RUNNING,
-            RunState.COMPLETED,
-            RunState.FAILED,
-            RunState.CANCELLED,
-            RunState.LOST,
-            RunState.PRUNED,
-        }
-    ),
-    RunState.COMPLETED: frozenset(),
-    RunState.FAILED: frozenset(),
-    RunState.CANCELLED: frozenset(),
-    RunState.LOST: frozenset(),
-    RunState.PRUNED: frozenset(),
+    RunState.STARTING: frozenset({RunState.RUNNING}) | _ENDS,
+    RunState.RUNNING: frozenset({RunState.PAUSED}) | _ENDS,
+    RunState.PAUSED: frozenset({RunState.RUNNING}) | _ENDS,
+    **{end: frozenset() for end in _ENDS},
 }
 
 
