@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.telemetry import TelemetryReader
 
 GOAL = 0.5
 EPISODE_STEPS = 25  # about a random CartPole episode
@@ -185,11 +185,11 @@ def run_workers(client: DaemonClient, home: Home, workers: int, steps: int, batc
         if final.state is not RunState.COMPLETED:
             raise BenchError(f"run {run_id} ended {final.state.value}: {final.reason}")
         telemetry = RunDir(home.run_dir(run_id)).telemetry_path
-        conn = sqlite3.connect(telemetry.resolve().as_uri() + "?mode=ro", uri=True)
+        reader = TelemetryReader(telemetry)
         try:
-            stored = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
+            stored = reader.step_count()
         finally:
-            conn.close()
+            reader.close()
         if stored != steps:
             raise BenchError(f"run {run_id} stored {stored} steps of {steps} sent: not lossless")
     return workers * steps / seconds

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import statistics
 import sys
 import time
@@ -49,7 +48,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import open_telemetry_db
+from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
 
 RAW_BATCH = 1000
 GOAL = 0.5
@@ -119,11 +118,11 @@ def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float)
         raise BenchError(f"run {record.run_id} has no RUNNING transition in its history")
 
     telemetry = RunDir(home.run_dir(record.run_id)).telemetry_path
-    conn = sqlite3.connect(telemetry.resolve().as_uri() + "?mode=ro", uri=True)
+    reader = TelemetryReader(telemetry)
     try:
-        stored = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
+        stored = reader.step_count()
     finally:
-        conn.close()
+        reader.close()
     if stored != steps:
         raise BenchError(f"run {record.run_id} stored {stored} steps of a budget of {steps}: not lossless")
     return EndToEnd(record.run_id, stored, running, wall, telemetry)
