@@ -7,8 +7,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# The tag CleanRL scripts log each finished episode's return under (analytics-lane runs store no episodes).
-EPISODIC_RETURN_TAG = "charts/episodic_return"
 # The kind of the event a re-run gets when it ends: whether its returns match the original's.
 RERUN_EVENT = "rerun"
 # Shown for a package one set has and the other has not.

@@ -22,7 +22,6 @@ from gym_gui.core.records import (
     StepRecord,
     StepRow,
 )
-from gym_gui.core.rerun import EPISODIC_RETURN_TAG
 from gym_gui.storage.registry import (
     BUSY_TIMEOUT_MS,
     Migration,
@@ -704,14 +703,19 @@ class TelemetryReader:
         """Number of stored episode summaries."""
         return int(self._scalar("SELECT COUNT(*) FROM episodes"))
 
-    def episodic_returns(self) -> list[float]:
-        """Every finished episode's return, in order: the stored episodes' (a telemetry-lane run), else
-        the points of ``charts/episodic_return`` (a CleanRL run stores no episodes), in step order and,
-        within a step, in the order they were stored (the order the script printed them)."""
-        returns = [value for (value,) in self._rows("SELECT total_reward FROM episodes ORDER BY episode")]
-        if returns:
-            return [float(value) for value in returns]
-        return [point.value for point in self.metrics(EPISODIC_RETURN_TAG)]
+    def episodic_returns(self, last: int | None = None) -> list[float]:
+        """Every finished episode's return, in order (with ``last``, only the last ``last``): the stored
+        episodes' (a telemetry-lane run), else the points of :data:`EPISODIC_RETURN` (a CleanRL run
+        stores no episodes), in step order and, within a step, in the order they were stored (the
+        order the script printed them)."""
+        limit = -1 if last is None else last
+        rows = self._rows("SELECT total_reward FROM episodes ORDER BY episode DESC LIMIT ?", (limit,))
+        if not rows:
+            rows = self._rows(
+                "SELECT value FROM metrics WHERE tag = ? ORDER BY step DESC, rowid DESC LIMIT ?",
+                (EPISODIC_RETURN, limit),
+            )
+        return [float(value) for (value,) in reversed(rows)]
 
     def steps(self, episode: int, start: int = 0, stop: int | None = None) -> list[StepRecord]:
         """Steps ``start <= step < stop`` of ``episode`` in step order (a primary-key range: immediate)."""
@@ -828,20 +832,10 @@ class TelemetryReader:
         return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
 
     def final_return(self, last: int = FINAL_RETURN_EPISODES) -> tuple[float, int] | None:
-        """The mean of the run's last ``last`` episodic returns and how many there were; None with none.
-
-        The returns are the stored episodes' total rewards (telemetry and hybrid lanes) or, for a run
-        that stores no episodes (CleanRL's analytics lane), the last points of :data:`EPISODIC_RETURN`.
-        """
-        rows = self._rows("SELECT total_reward FROM episodes ORDER BY episode DESC LIMIT ?", (last,))
-        if not rows:
-            rows = self._rows(
-                "SELECT value FROM metrics WHERE tag = ? ORDER BY step DESC, rowid DESC LIMIT ?",
-                (EPISODIC_RETURN, last),
-            )
-        if not rows:
-            return None
-        return sum(float(value) for (value,) in rows) / len(rows), len(rows)
+        """The mean of the run's last ``last`` episodic returns (:meth:`episodic_returns`) and how many
+        there were; None with none."""
+        returns = self.episodic_returns(last)
+        return (sum(returns) / len(returns), len(returns)) if returns else None
 
     def metric_count(self, tag: str | None = None) -> int:
         """Number of stored metric points, of one tag or of all."""
