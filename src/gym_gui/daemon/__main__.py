@@ -13,7 +13,7 @@ from pathlib import Path
 from gym_gui.core.errors import ConfigError
 from gym_gui.daemon.server import LOOPBACK, DaemonAlreadyRunning, DaemonServer, configure_logging
 from gym_gui.daemon.supervisor import SupervisorSettings
-from gym_gui.daemon.tls import check_bind
+from gym_gui.daemon.tls import check_bind, is_loopback
 from gym_gui.storage.home import Home
 
 # Exit status of a daemon that found another one already serving its home.
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Home(args.home)
     home.ensure()
     configure_logging(home)
-    if args.host != LOOPBACK:
+    if not is_loopback(args.host):
         logging.getLogger(__name__).warning("listening on %s: reachable beyond this machine", args.host)
     settings = SupervisorSettings(
         max_concurrent=args.max_concurrent,

@@ -24,7 +24,7 @@ from gym_gui.daemon.executors import Executor, LocalExecutor
 from gym_gui.daemon.service import TrainerService, WorkerService
 from gym_gui.daemon.supervisor import Supervisor, SupervisorSettings
 from gym_gui.daemon.sweeping import Sweeping
-from gym_gui.daemon.tls import ensure_certificates
+from gym_gui.daemon.tls import WILDCARDS, ensure_certificates
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.space import SpaceReserve
@@ -104,7 +104,7 @@ class DaemonServer:
         else:
             port = server.add_insecure_port(bind)
         # Clients on this machine reach a wildcard bind on loopback (the certificate names it).
-        host = LOOPBACK if self.host in ("0.0.0.0", "::", "[::]") else self.host
+        host = LOOPBACK if self.host in WILDCARDS else self.host
         self.address = f"{host}:{port}"
         self.supervisor = Supervisor(
             self.home, registry, bus, self.executor, self.address, self.settings, tls_ca=self.tls_ca

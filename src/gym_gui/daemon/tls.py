@@ -24,6 +24,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from gym_gui.core.errors import ConfigError
 
+# Binds that listen on every address of the machine.
+WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
 _VALID = datetime.timedelta(days=3650)
 _SERVER_VALID = datetime.timedelta(days=825)
 
@@ -81,8 +83,7 @@ def _names(host: str) -> tuple[list[str], list[str]]:
     """The DNS names and IP addresses the server certificate must name to answer on ``host``."""
     dns = {"localhost"}
     ips = {"127.0.0.1", "::1"}
-    wildcard = host in ("0.0.0.0", "::", "[::]")
-    if wildcard:
+    if host in WILDCARDS:
         # Every address of this machine: a client may reach a wildcard bind on any of them.
         name = socket.gethostname()
         dns.update({name, socket.getfqdn()})
