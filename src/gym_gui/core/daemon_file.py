@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gym_gui.core.files import write_atomically
 
 
 class DaemonFile(BaseModel):
@@ -57,8 +58,4 @@ def read_daemon_file(path: Path) -> DaemonFile | None:
 
 def write_daemon_file(path: Path, info: DaemonFile) -> None:
     """Write ``info`` atomically, readable by the owner only (it holds the token)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(info.model_dump(), indent=2))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(info.model_dump(), indent=2), private=True)

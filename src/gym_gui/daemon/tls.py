@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from gym_gui.core.errors import ConfigError
+from gym_gui.core.files import write_atomically
 
 # Binds that listen on every address of the machine.
 WILDCARDS = frozenset({"0.0.0.0", "::", "[::]"})
@@ -97,20 +97,6 @@ def _names(host: str) -> tuple[list[str], list[str]]:
     return sorted(dns), sorted(ips)
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def _write_public(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def _new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -155,8 +141,8 @@ def _ca(files: TLSFiles) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
         )
         .sign(key, hashes.SHA256())
     )
-    _write_private(files.ca_key, _key_bytes(key))
-    _write_public(files.ca_cert, cert.public_bytes(serialization.Encoding.PEM))
+    write_atomically(files.ca_key, _key_bytes(key), private=True)
+    write_atomically(files.ca_cert, cert.public_bytes(serialization.Encoding.PEM))
     return cert, key
 
 
@@ -205,6 +191,6 @@ def ensure_certificates(directory: Path, host: str) -> TLSFiles:
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
-    _write_private(files.server_key, _key_bytes(key))
-    _write_public(files.server_cert, cert.public_bytes(serialization.Encoding.PEM))
+    write_atomically(files.server_key, _key_bytes(key), private=True)
+    write_atomically(files.server_cert, cert.public_bytes(serialization.Encoding.PEM))
     return files

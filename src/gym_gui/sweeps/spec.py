@@ -9,7 +9,6 @@ parameter description (:func:`check_space`), the one the window's generated form
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gym_gui.core.config import RunConfig, format_validation_error
 from gym_gui.core.errors import ConfigError
+from gym_gui.core.files import write_atomically
 
 # A sweep or study name: it names a directory under the home and is typed on command lines.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -373,12 +373,7 @@ STUDY_FILE = "study.db"  # the study's SQLite storage, unless the spec names ano
 
 def write_spec(directory: Path, spec: SweepSpec) -> None:
     """Write the spec into the sweep's directory, readable by its owner only (the URL may hold a password)."""
-    path = directory / SPEC_FILE
-    partial = path.with_name(f".{SPEC_FILE}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(spec.model_dump_json(indent=2))
-    os.replace(partial, path)
+    write_atomically(directory / SPEC_FILE, spec.model_dump_json(indent=2), private=True)
 
 
 def read_spec(directory: Path) -> SweepSpec:
