@@ -168,21 +168,10 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.reconnect_button)
 
         self.compare = CompareView()
-        compare_dock = QDockWidget("Compare", self)
-        compare_dock.setObjectName("compareDock")
-        compare_dock.setWidget(self.compare)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, compare_dock)
-        compare_dock.hide()
-        self.compare_dock = compare_dock
-
+        self.compare_dock = self._side_dock("Compare", "compareDock", self.compare)
         # The checkpoint browser: a dock beside the runs it reads, like Compare, shown from View.
         self.models = ModelBrowser(link, self._all_runs)
-        models_dock = QDockWidget("Saved models", self)
-        models_dock.setObjectName("modelsDock")
-        models_dock.setWidget(self.models)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, models_dock)
-        models_dock.hide()
-        self.models_dock = models_dock
+        self.models_dock = self._side_dock("Saved models", "modelsDock", self.models)
 
         self._pending_select: str | None = None
         self.attach_dialog: AttachStudyDialog | None = None
@@ -190,6 +179,15 @@ class MainWindow(QMainWindow):
         self._wire()
         self._menus()
         self._restore()
+
+    def _side_dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
+        """A dock at the window's right for ``widget``, hidden until asked for."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        dock.hide()
+        return dock
 
     # ------------------------------------------------------------ wiring
 
