@@ -15,8 +15,9 @@ Both sides run exactly the same flags: the daemon's own mapping of the config (s
 total timesteps, cuda False, ...) is resolved once per algorithm by a dry run and read from its
 manifest.json ("script_command"); every real run's manifest is checked to hold the same. Both get
 the environment the daemon gives a worker: the daemon's allow-list taken from this process's
-environment (so the caller's OMP_NUM_THREADS and friends, never set here), PYTHONUNBUFFERED and the
-SDL dummy drivers as the worker has them, and ``CUDA_VISIBLE_DEVICES=""``.
+environment, the thread pool sizes it gives (``OMP_NUM_THREADS`` and friends: the caller's when set,
+else the CPUs shared by the runs that may go at once), PYTHONUNBUFFERED and the SDL dummy drivers as
+the worker has them, and ``CUDA_VISIBLE_DEVICES=""``.
 
 The goal figure is CleanRL's own throughput, measured identically on both sides: the script's last
 ``SPS: N`` line (global_step / seconds since the script's ``start_time``, i.e. after its imports
@@ -68,7 +69,8 @@ from gym_gui.core.states import RunState
 
 # Private, but it is the daemon's own allow-list: importing it keeps the raw side's environment
 # equal to the worker's even when the list changes.
-from gym_gui.daemon.launching import _INHERITED_ENV
+from gym_gui.daemon.launching import worker_base_env
+from gym_gui.daemon.live import SupervisorSettings
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
 from gym_gui.storage.run_dir import RunDir
@@ -81,14 +83,6 @@ SEED = 1
 SPS_TAG = "charts/SPS"
 # CleanRL prints `print("SPS:", int(global_step / (time.time() - start_time)))`.
 _SPS_LINE = re.compile(r"^SPS:\s*([0-9]+(?:\.[0-9]*)?)\s*$", re.MULTILINE)
-# What the worker process gets from the daemon besides the allow-list (supervisor._worker_env and
-# the CleanRL launcher's plan with cuda off), minus gym_gui's own address/token/run variables.
-_WORKER_EXTRA_ENV = {
-    "PYTHONUNBUFFERED": "1",
-    "SDL_VIDEODRIVER": "dummy",
-    "SDL_AUDIODRIVER": "dummy",
-    "CUDA_VISIBLE_DEVICES": "",
-}
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -222,11 +216,12 @@ def find_bundles(explicit: Path | None) -> Path:
     )
 
 
-def worker_env() -> dict[str, str]:
-    """The environment the daemon gives a CleanRL worker, without gym_gui's own run variables."""
-    env = {key: os.environ[key] for key in _INHERITED_ENV if key in os.environ}
-    env.update(_WORKER_EXTRA_ENV)
-    return env
+def worker_env(max_concurrent: int | None = None) -> dict[str, str]:
+    """The environment the daemon gives a CleanRL worker (its base environment, with the thread pools
+    sized for ``max_concurrent`` runs at once as a daemon started so sizes them, and CUDA off as the
+    launcher's plan has it), without gym_gui's own run variables."""
+    settings = SupervisorSettings() if max_concurrent is None else SupervisorSettings(max_concurrent)
+    return {**worker_base_env(settings.thread_env()), "CUDA_VISIBLE_DEVICES": ""}
 
 
 def run_config(algo: str, steps: int, *, dry_run: bool = False) -> RunConfig:
@@ -425,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(
             f"daemon {client.info.address} (pid {client.info.pid}), home {home.root}, bundle python {python}, "
-            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}, {os.cpu_count()} CPUs",
+            f"OMP_NUM_THREADS={worker_env()['OMP_NUM_THREADS']} (both sides), {os.cpu_count()} CPUs",
             flush=True,
         )
         flags = {algo: resolve_flags(client, home, algo, args.steps, args.timeout) for algo in algos}

@@ -96,7 +96,7 @@ def plain(
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    env = worker_env()
+    env = worker_env(data["parallel"])  # the daemon runs with --max-concurrent PARALLEL
     space = {
         "learning-rate": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True),
         "num-envs": optuna.distributions.CategoricalDistribution([2, 4]),

@@ -36,10 +36,18 @@ _INHERITED_ENV = (
     "USER",
     "OPENBLAS_CORETYPE",
     "OPENBLAS_L2_SIZE",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES",
 )
+
+
+def worker_base_env(thread_env: dict[str, str]) -> dict[str, str]:
+    """What every worker's environment starts from, before its run's own variables: the allow-listed
+    variables of the daemon's environment, the thread pool sizes (``SupervisorSettings.thread_env``),
+    unbuffered output and SDL's dummy drivers (a worker has no screen or sound)."""
+    env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+    env.update(thread_env)
+    env.update({"PYTHONUNBUFFERED": "1", "SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"})
+    return env
 
 
 class Launching:
@@ -60,9 +68,11 @@ class Launching:
         address: str,
         catalog: WorkerCatalog,
         bundles: BundleDirectory,
+        thread_env: dict[str, str],
         tls_ca: str | None = None,
     ) -> None:
         self.runs = runs
+        self.thread_env = thread_env
         self.tls_ca = tls_ca
         self.ending = ending
         self.executor = executor
@@ -185,7 +195,7 @@ class Launching:
         return launch_preview(run.run_id, plan, run.run_dir, env, worker_secrets, bundle_dirs)
 
     def _worker_env(self, run: LiveRun) -> dict[str, str]:
-        env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+        env = worker_base_env(self.thread_env)
         env.update(
             {
                 ENV_DAEMON_ADDRESS: self.address,
@@ -193,9 +203,6 @@ class Launching:
                 ENV_RUN_TOKEN: run.token,
                 ENV_RUN_DIR: str(run.run_dir),
                 "GYM_GUI_HOME": str(self.runs.home.root),
-                "PYTHONUNBUFFERED": "1",
-                "SDL_VIDEODRIVER": "dummy",
-                "SDL_AUDIODRIVER": "dummy",
             }
         )
         if self.tls_ca:

@@ -92,7 +92,14 @@ class Supervisor:
         self.runs = LiveRuns(home, registry, bus)
         self.ending = Ending(self.runs, self.settings)
         self.launching = Launching(
-            self.runs, self.ending, executor, address, self.catalog, self.bundles, tls_ca=tls_ca
+            self.runs,
+            self.ending,
+            executor,
+            address,
+            self.catalog,
+            self.bundles,
+            self.settings.thread_env(),
+            tls_ca=tls_ca,
         )
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
