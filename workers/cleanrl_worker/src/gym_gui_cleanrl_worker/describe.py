@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui_cleanrl_worker.envs import env_table, refusal, script_envs_answer
-from gym_gui_cleanrl_worker.scripts import find_algorithm, list_algorithms
+from gym_gui_cleanrl_worker.scripts import AlgorithmInfo, algorithm_info, find_algorithm, list_algorithms
 
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
@@ -616,8 +616,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.values is not None:
                 # Before running anything: the script must be runnable here, and so must the env.
-                infos = {info.name: info for info in list_algorithms(args.scripts_dir)}
-                info = infos.get(args.algo)
+                # (Its own file only: reading all ~30 scripts took a second of every run's submit.)
+                try:
+                    info: AlgorithmInfo | None = algorithm_info(args.algo, args.scripts_dir)
+                except KeyError:
+                    info = None  # describe_algo below names the closest scripts
                 if info is not None and not info.runnable:
                     raise ValueError(f"{args.algo} cannot run here: {info.reason}")
                 reason = refusal(info, args.env_id) if args.env_id else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
 import subprocess
 import threading
@@ -509,8 +510,15 @@ def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, 
     return BundleCall(python)("gym_gui_cleanrl_worker.describe", *dir_args, "--list")
 
 
+# The device nodes a GPU driver makes (NVIDIA's, ROCm's, WSL's): where none exists no torch build
+# sees a GPU, and asking torch would cost its import (~2 s) on every machine without one.
+_GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
 @functools.lru_cache(maxsize=16)
 def _cuda_available(python: Path) -> bool:
+    if not any(os.path.exists(device) for device in _GPU_DEVICES):
+        return False
     try:
         result = subprocess.run(
             [str(python), "-c", "import torch; print(torch.cuda.is_available())"],
