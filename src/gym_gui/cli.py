@@ -375,7 +375,24 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
         node[leaf] = value
     if params:
         data["params"] = {**(data.get("params") or {}), **dict(_parse_param(p) for p in params)}
+    if not data.get("budget"):
+        data["budget"] = _default_budget(data.get("worker"))
     return parse_run_config(data)
+
+
+def _default_budget(kind: object) -> dict[str, int] | None:
+    """The budget of a run that names none: its worker kind's own (``WorkerSpec.default_budget``)."""
+    catalog = worker_catalog()
+    if not isinstance(kind, str) or kind not in catalog:
+        return None  # the config's own check names the missing or unknown worker
+    spec = catalog.spec(kind)
+    if spec.default_budget is None:
+        raise ConfigError(
+            f"field 'budget': {spec.display_name} has no default budget: "
+            "give --episodes or --total-timesteps (or budget in --config)"
+        )
+    bound, count = spec.default_budget
+    return {bound: count}
 
 
 @app.command()
@@ -383,7 +400,10 @@ def train(
     worker: Annotated[str | None, typer.Option(help="Worker kind (random, cleanrl, …).")] = None,
     env: Annotated[str | None, typer.Option(help="Environment id, e.g. FrozenLake-v1.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the first episode.")] = None,
-    episodes: Annotated[int | None, typer.Option(help="Episodes to run.")] = None,
+    episodes: Annotated[
+        int | None,
+        typer.Option(help="Episodes to run (neither this nor --total-timesteps: the kind's default budget)."),
+    ] = None,
     total_timesteps: Annotated[int | None, typer.Option(help="Environment steps to run.")] = None,
     algo: Annotated[str | None, typer.Option(help="Algorithm, e.g. ppo for CleanRL.")] = None,
     param: Annotated[
@@ -719,10 +739,19 @@ def algorithms(
 
 @app.command()
 def workers() -> None:
-    """The worker kinds installed as plugins: roster name, lane, controls, bundle — and broken plugins with their error."""
+    """The worker kinds installed as plugins: roster name, lane, controls, default budget, bundle — and
+    broken plugins with their error."""
     catalog = worker_catalog()
     bundles = _bundles()
-    table = Table("kind", "roster name", "lane", "controls", "bundle", Column("status", overflow="fold"))
+    table = Table(
+        "kind",
+        "roster name",
+        "lane",
+        "controls",
+        "default budget",
+        "bundle",
+        Column("status", overflow="fold"),
+    )
     for plugin in catalog.plugins():
         spec = plugin.spec
         controls = [name for name, on in dataclasses.asdict(spec.capabilities).items() if on]
@@ -731,12 +760,17 @@ def workers() -> None:
         else:
             bundle = spec.bundle + ("" if bundles.installed(plugin.bundle.name) else " (not installed)")
         status = "available" if spec.available else f"[dim]unavailable: {escape(spec.unavailable_reason)}[/]"
-        table.add_row(spec.kind, spec.display_name, spec.lane.value, ", ".join(controls), bundle, status)
-    for broken in catalog.broken:
+        budget = "" if spec.default_budget is None else "{1} {0}".format(*spec.default_budget)
         table.add_row(
-            broken.name, "", "", "", "", f"[red]broken[/] ({escape(broken.source)}): {escape(broken.error)}"
+            spec.kind, spec.display_name, spec.lane.value, ", ".join(controls), budget, bundle, status
         )
     console.print(table)
+    # Whole lines, not table cells: an import error is read in full, not folded into a column.
+    for broken in catalog.broken:
+        console.print(
+            f"[red]broken[/] plugin {escape(broken.name)} ({escape(broken.source)}): {escape(broken.error)}",
+            soft_wrap=True,
+        )
 
 
 wandb_app = typer.Typer(help="Weights & Biases runs of gym_gui runs.", no_args_is_help=True)

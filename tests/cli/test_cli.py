@@ -67,6 +67,12 @@ def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
         gym_gui("train", "--worker", "random", "--env", "CartPole-v1", "--episodes", "0", home=home),
         "budget.episodes",
     )
+    # A kind without a default budget (CleanRL runs by its script's steps) asks for one.
+    assert_one_line_error(
+        gym_gui("train", "--worker", "cleanrl", "--algo", "ppo", "--env", "CartPole-v1", home=home),
+        "field 'budget': CleanRL Worker has no default budget",
+        "--total-timesteps",
+    )
     assert_one_line_error(gym_gui("show", "../registry", home=home), "invalid run id")
     assert_one_line_error(
         gym_gui("cancel", "CartPole-v1__random__0__1", home=home), "CartPole-v1__random__0__1"

@@ -14,7 +14,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from tests.llm.chat_server import MODEL, ChatServer, prose, solver
 from tests.llm.support import completed, llm_config, run_to_end, stored, unused_url
-from tests.support import files_containing
+from tests.support import files_containing, gym_gui
 
 KEY = "sk-test-4f1c2e9b7a"
 
@@ -94,6 +94,23 @@ def test_replies_that_are_no_action_are_counted_and_the_fallback_plays_on(
     )
     assert all(c["reply"].startswith("I would carefully") for c in calls)
     assert run.last("llm/invalid_reply_rate") == 1.0
+
+
+def test_the_issue_command_line_trains_the_kinds_default_budget(client: DaemonClient, home: Home) -> None:
+    # `gym-gui train --worker llm --env FrozenLake-v1 --param base_url=… --param model=…`, nothing more:
+    # the run takes the LLM kind's default budget (20 episodes).
+    with ChatServer(solver) as server:
+        result = gym_gui(
+            "train", "--worker", "llm", "--env", "FrozenLake-v1",
+            "--param", f"base_url={server.url}", "--param", f"model={MODEL}",
+            home=home.root, timeout=900,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "COMPLETED" in result.stdout
+    (record,) = client.list_runs()
+    budget = json.loads(client.get_run(record.run_id).config_json)["budget"]
+    assert budget["episodes"] == 20 and budget.get("timesteps") is None
+    assert [e.episode for e in stored(home, record.run_id).episodes] == list(range(20))
 
 
 def test_an_unreachable_endpoint_fails_the_run_before_its_first_episode_naming_the_url(

@@ -82,7 +82,8 @@ def test_an_llm_run_starts_from_its_form_and_is_watched_live_with_its_conversati
         secret = form.findChild(QLineEdit, "secret:LLM_API_KEY")
         assert secret is not None and secret.echoMode() is QLineEdit.EchoMode.Password
         type_into(qtbot, secret, KEY)
-        form.budget_kind_combo.setCurrentText("episodes")
+        # The form starts from the kind's own budget (WorkerSpec.default_budget).
+        assert (form.budget_kind_combo.currentText(), form.budget_spin.value()) == ("episodes", 20)
         form.budget_spin.setValue(1000)  # more than the test watches: it is cancelled
         with qtbot.waitSignal(form.run_submitted, timeout=60_000) as submitted:
             click(form.submit_button)

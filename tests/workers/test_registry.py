@@ -156,6 +156,9 @@ def test_cli_lists_broken_plugins_and_the_daemon_still_runs_workers(tmp_path: Pa
         ):
             assert any(kind in line and name in line for line in lines), listed.stdout
         assert any("tp_later" in line and "unavailable: it does not run" in line for line in lines)
+        # Each kind's default budget (none for CleanRL, whose scripts have their own).
+        assert any(" llm " in line and "20 episodes" in line for line in lines), listed.stdout
+        assert any(" spade_bdi " in line and "5000 episodes" in line for line in lines), listed.stdout
         broken = [line for line in lines if "broken" in line]
         assert len(broken) == 3 and any("a_module_that_is_not_installed" in line for line in broken)
 

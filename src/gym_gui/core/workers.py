@@ -10,6 +10,8 @@ from enum import StrEnum
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # The bundle name of workers that run in gym_gui's own environment.
 APP_BUNDLE = "app"
+# What a run's budget counts (RunConfig.budget's fields).
+BUDGET_BOUNDS = ("episodes", "timesteps")
 
 
 class Lane(StrEnum):
@@ -55,6 +57,9 @@ class WorkerSpec:
         description: one line for the roster's tooltip and ``gym-gui workers``.
         secrets: environment variables its runs take as secrets from whoever submits them (the
             CLI's environment, the form's password fields): handed to the worker only, never stored.
+        default_budget: how long a run goes when its submitter says nothing, as ``(bound, count)``
+            with bound ``episodes`` or ``timesteps`` (``gym-gui train`` without ``--episodes`` or
+            ``--total-timesteps``, and the form's starting budget); None: the budget must be given.
     """
 
     kind: str
@@ -67,10 +72,18 @@ class WorkerSpec:
     rank: int = 50
     description: str = ""
     secrets: tuple[str, ...] = ()
+    default_budget: tuple[str, int] | None = None
 
     def __post_init__(self) -> None:
         if not KIND_PATTERN.fullmatch(self.kind):
             raise ValueError(f"worker kind {self.kind!r} must match {KIND_PATTERN.pattern}")
+        if self.default_budget is not None:
+            bound, count = self.default_budget
+            if bound not in BUDGET_BOUNDS or not isinstance(count, int) or count < 1:
+                raise ValueError(
+                    f"worker kind {self.kind!r}: default_budget {self.default_budget!r} must be "
+                    f"(one of {', '.join(BUDGET_BOUNDS)}, a count of at least 1)"
+                )
 
     @property
     def available(self) -> bool:

@@ -18,11 +18,11 @@ from pydantic import ValidationError
 from gym_gui.core import wandb_auth
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, WarmStart, parse_run_config
 from gym_gui.core.errors import ConfigError
+from gym_gui.core.workers import BUDGET_BOUNDS
 from gym_gui.ui.forms.params import Params, parse_int
 
 WANDB_MODES = ("disabled", "offline", "online")
 SEED_MAX = 2**31 - 1  # what a seed field holds (an int32 spin box); RunConfig allows up to 2**32 - 1
-BUDGET_KINDS = ("episodes", "timesteps")
 
 
 # ------------------------------------------------------------------ the common model
@@ -63,7 +63,7 @@ def _config_values(config: dict[str, Any]) -> dict[str, Any]:
     if isinstance(config.get("algorithm"), str):
         values["defaults_from"] = config["algorithm"]  # the config's env, seed and budget stay
     budget = config.get("budget") or {}
-    for kind in BUDGET_KINDS:
+    for kind in BUDGET_BOUNDS:
         if isinstance(budget.get(kind), int):
             values["budget_kind"], values["budget"] = kind, budget[kind]
             if kind == "timesteps":
@@ -221,7 +221,7 @@ class WorkerModel(RunModel):
             self.env_id = values["env_id"]
         if (seed := _seed(values)) is not None:
             self.seed = seed
-        if values.get("budget_kind") in BUDGET_KINDS:
+        if values.get("budget_kind") in BUDGET_BOUNDS:
             self.budget_kind = values["budget_kind"]
         budget = values.get("budget")
         if isinstance(budget, int) and not isinstance(budget, bool) and 0 < budget <= SEED_MAX:

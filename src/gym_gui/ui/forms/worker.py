@@ -17,9 +17,10 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.config import MAX_RENDER_FPS
 from gym_gui.core.records import WorkerDescription
+from gym_gui.core.workers import BUDGET_BOUNDS
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
-from gym_gui.ui.forms.model import BUDGET_KINDS, SEED_MAX, WorkerModel
+from gym_gui.ui.forms.model import SEED_MAX, WorkerModel
 from gym_gui.ui.forms.widgets import ParamEditors, bind, env_combo, mark, scrolled, set_combo_text
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
@@ -45,13 +46,16 @@ class WorkerForm(RunForm):
         parent: QWidget | None = None,
     ) -> None:
         self.worker_kind = kind
-        super().__init__(WorkerModel(kind), link, settings, parent)
         spec = worker_catalog().spec(kind)
+        model = WorkerModel(kind)
+        if spec.default_budget is not None:  # the kind's own starting budget, until the user's comes back
+            model.budget_kind, model.budget = spec.default_budget
+        super().__init__(model, link, settings, parent)
         self.env_combo = env_combo()
         self.seed_spin = QSpinBox()
         self.seed_spin.setRange(0, SEED_MAX)
         self.budget_kind_combo = QComboBox()
-        self.budget_kind_combo.addItems(list(BUDGET_KINDS))
+        self.budget_kind_combo.addItems(list(BUDGET_BOUNDS))
         self.budget_spin = QSpinBox()
         self.budget_spin.setObjectName("budget")
         self.budget_spin.setRange(1, SEED_MAX)

@@ -142,6 +142,7 @@ PLUGIN = WorkerPlugin(
         rank=20,
         description="An agent that asks a language model behind an OpenAI-compatible endpoint for its actions.",
         secrets=(llm_params.API_KEY_ENV,),
+        default_budget=("episodes", 20),
     ),
     bundle=BUNDLE,
     launcher=LLMLauncher,

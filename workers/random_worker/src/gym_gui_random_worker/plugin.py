@@ -17,6 +17,7 @@ PLUGIN = WorkerPlugin(
         lane=Lane.TELEMETRY,
         capabilities=Capabilities(pause=True),
         rank=90,
+        default_budget=("episodes", 100),
         description="Seeded random actions on any environment: the baseline every agent is compared with.",
     ),
     launcher=_launcher,

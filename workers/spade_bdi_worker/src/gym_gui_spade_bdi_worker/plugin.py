@@ -147,6 +147,7 @@ PLUGIN = WorkerPlugin(
         rank=10,
         # An external XMPP server's password: from the submitter's shell (CLI) or the form, never stored.
         secrets=(PASSWORD_ENV,),
+        default_budget=("episodes", 5000),
         description="A SPADE BDI agent whose AgentSpeak plans learn by Q-learning (FrozenLake, CliffWalking, Taxi).",
     ),
     bundle=BUNDLE,
