@@ -1193,7 +1193,7 @@ def sweep_start(
 
 def _follow_sweep(client: DaemonClient, sweep_id: str) -> None:
     told: set[int] = set()
-    here = _home_id()
+    here = Home().known_home_id()
     while True:
         detail = client.get_sweep(sweep_id)
         view = _study_of(detail.study)
@@ -1301,12 +1301,6 @@ def _print_sweeps(records: list[SweepRecord]) -> None:
     console.print(table)
 
 
-def _home_id() -> str | None:
-    """This home's id, when its daemon has made one (it marks the trials it plays)."""
-    home = Home()
-    return home.home_id if home.home_id_path.exists() else None
-
-
 def _runs(trial: TrialRow, here: str | None) -> str:
     """A trial's runs; another home's trial is named by that home (its runs are not in this one)."""
     if here is not None and trial.elsewhere(here):
@@ -1315,7 +1309,7 @@ def _runs(trial: TrialRow, here: str | None) -> str:
 
 
 def _print_trials(view: StudyView) -> None:
-    here = _home_id()
+    here = Home().known_home_id()
     best = {trial.number for trial in view.best()}
     directions = ", ".join(view.directions)
     table = Table("", "trial", "state", f"value ({directions})", "params", "runs", "reason", title=view.name)
@@ -1342,7 +1336,7 @@ def _print_best(view: StudyView) -> None:
         console.print(
             f"best trial {trial.number}: value {_values(trial)}\n"
             f"  params {_params(trial.params)}\n"
-            f"  runs {_runs(trial, _home_id())}",
+            f"  runs {_runs(trial, Home().known_home_id())}",
             markup=False,
             highlight=False,
         )

@@ -111,6 +111,10 @@ class Home:
     def home_id_path(self) -> Path:
         return self._root / "home.id"
 
+    def known_home_id(self) -> str | None:
+        """This home's id if one was made (its daemon makes it), else None; reading creates nothing."""
+        return self.home_id if self.home_id_path.exists() else None
+
     @property
     def home_id(self) -> str:
         """This home's id, ``{host}-{8 hex}``, made on first use and kept in ``home.id``.
