@@ -26,6 +26,7 @@ from gym_gui.sweeps.study import (
     TRIAL_HOME_ATTR,
     TRIAL_RUNS_ATTR,
     StudyError,
+    release,
     shown_url,
 )
 
@@ -231,6 +232,7 @@ class SweepStudy:
         self.home_id = home_id
         self.joined = False
         self.distributions = distributions(spec)
+        storage: optuna.storages.RDBStorage | None = None
         try:
             storage = optuna.storages.RDBStorage(url)
             if create:
@@ -260,8 +262,10 @@ class SweepStudy:
             asked = len(self.study.get_trials(deepcopy=False))
             self.study.sampler = sampler(spec, asked)
         except StudyError:
+            release(storage)
             raise
         except Exception as exc:  # sqlalchemy's, a missing driver's: each its own class
+            release(storage)
             cause = exc.__cause__ or exc
             first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
             raise StudyError(f"{shown_url(url)}: cannot open the study {name!r}: {first}") from None
@@ -392,7 +396,4 @@ class SweepStudy:
         return len(done) >= size
 
     def close(self) -> None:
-        storage = self.study._storage
-        remove = getattr(storage, "remove_session", None)
-        if remove is not None:
-            remove()
+        release(self.study._storage)

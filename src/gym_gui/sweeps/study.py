@@ -230,6 +230,17 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
         raise StudyError(f"{shown_url(url)}: not an Optuna storage: {first}") from None
 
 
+def release(storage: Any) -> None:
+    """Give back an Optuna RDB storage's database connections: its session, and its engine's pool
+    (a database server counts open connections; a pool left to the garbage collector holds them)."""
+    remove = getattr(storage, "remove_session", None)
+    if remove is not None:
+        remove()
+    engine = getattr(storage, "engine", None)
+    if engine is not None:
+        engine.dispose()
+
+
 def study_names(url: str) -> list[str]:
     """The names of the studies the storage holds, sorted."""
     import optuna
@@ -241,7 +252,7 @@ def study_names(url: str) -> list[str]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise StudyError(f"{shown_url(url)}: not an Optuna storage: {first}") from None
     finally:
-        storage.remove_session()
+        release(storage)
 
 
 def read_study(url: str, name: str | None = None) -> StudyView:
@@ -275,7 +286,7 @@ def read_study(url: str, name: str | None = None) -> StudyView:
             user_attrs=dict(study.user_attrs),
         )
     finally:
-        storage.remove_session()
+        release(storage)
 
 
 def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
@@ -311,7 +322,7 @@ def param_importances(url: str, name: str) -> dict[str, float]:
         target = None if len(study.directions) == 1 else (lambda trial: trial.values[0])
         return dict(optuna.importance.get_param_importances(study, target=target))
     finally:
-        storage.remove_session()
+        release(storage)
 
 
 def params_as_flags(params: dict[str, Any]) -> dict[str, Any]:
