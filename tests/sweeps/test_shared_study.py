@@ -33,6 +33,9 @@ from tests.support import (
 )
 from tests.sweeps.test_sweeps import PPO, ended, write_spec
 
+# Each test plays several CleanRL trials on two daemons at once: on a loaded two-core machine a 2k-step
+# PPO trial takes minutes, more than the suite's default limit per test.
+pytestmark = pytest.mark.timeout(1500)
 DAEMON_ARGS = ["--heartbeat-timeout", "10", "--cancel-grace", "20", "--max-concurrent", "1"]
 
 
