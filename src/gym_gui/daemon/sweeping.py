@@ -58,7 +58,7 @@ class ActiveSweep:
 
     sweep_id: str
     spec: SweepSpec
-    url: str  # the study's storage, whole (a password included)
+    url: str  # the study's storage (never with a password: the spec refuses one)
     study: SweepStudy
     parallel: int
     inflight: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # trial → its runs

@@ -373,12 +373,12 @@ def described_parameters(worker: str, details: dict[str, Any]) -> tuple[list[dic
 
 
 # The files of a sweep's directory.
-SPEC_FILE = "spec.json"  # the spec as started (its storage URL whole: mode 0600)
+SPEC_FILE = "spec.json"  # the spec as started (mode 0600)
 STUDY_FILE = "study.db"  # the study's SQLite storage, unless the spec names another
 
 
 def write_spec(directory: Path, spec: SweepSpec) -> None:
-    """Write the spec into the sweep's directory, readable by its owner only (the URL may hold a password)."""
+    """Write the spec into the sweep's directory, readable by its owner only."""
     write_atomically(directory / SPEC_FILE, spec.model_dump_json(indent=2), private=True)
 
 
