@@ -14,11 +14,11 @@ command -v gcc >/dev/null 2>&1 || packages+=(build-essential)
 # Qt's xcb platform (a real window), a virtual X server (screenshots, machines without a screen)
 # and libpulse0, which QtMultimedia links (in-window video playback); Mesa's EGL and drivers render
 # MuJoCo headless (MUJOCO_GL=egl) for CleanRL's videos and evaluations. Prosody is the external XMPP
-# server the Spade BDI worker's tests start on loopback, PostgreSQL the database the shared-study tests
-# start in a temporary directory (neither's Debian service is used).
+# server the Spade BDI worker's tests start on loopback (its Debian service is not used); PostgreSQL 15
+# holds the studies the sweep tests share between two daemons (started in a temporary directory).
 for pkg in xvfb xauth libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
            libxcb-randr0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 \
-           libfontconfig1 libdbus-1-3 libpulse0 prosody postgresql; do
+           libfontconfig1 libdbus-1-3 libpulse0 prosody postgresql-15; do
   dpkg -s "$pkg" >/dev/null 2>&1 || packages+=("$pkg")
 done
 

@@ -1193,6 +1193,7 @@ def sweep_start(
 
 def _follow_sweep(client: DaemonClient, sweep_id: str) -> None:
     told: set[int] = set()
+    here = Home().known_home_id()
     while True:
         detail = client.get_sweep(sweep_id)
         view = _study_of(detail.study)
@@ -1202,7 +1203,7 @@ def _follow_sweep(client: DaemonClient, sweep_id: str) -> None:
             told.add(trial.number)
             console.print(
                 f"trial {trial.number} {_trial_state(trial.state)} {_values(trial)} "
-                f"{escape(_params(trial.params))} runs {', '.join(trial.run_ids) or '-'}",
+                f"{escape(_params(trial.params))} runs {_runs(trial, here)}",
                 highlight=False,
             )
         if detail.record.state.ended:
@@ -1300,7 +1301,15 @@ def _print_sweeps(records: list[SweepRecord]) -> None:
     console.print(table)
 
 
+def _runs(trial: TrialRow, here: str | None) -> str:
+    """A trial's runs; another home's trial is named by that home (its runs are not in this one)."""
+    if here is not None and trial.elsewhere(here):
+        return f"in home {trial.home}"
+    return ", ".join(trial.run_ids) or "-"
+
+
 def _print_trials(view: StudyView) -> None:
+    here = Home().known_home_id()
     best = {trial.number for trial in view.best()}
     directions = ", ".join(view.directions)
     table = Table("", "trial", "state", f"value ({directions})", "params", "runs", "reason", title=view.name)
@@ -1312,7 +1321,7 @@ def _print_trials(view: StudyView) -> None:
             _trial_state(trial.state),
             _values(trial),
             escape(_params(trial.params)),
-            ", ".join(trial.run_ids) or "-",
+            escape(_runs(trial, here)),
             escape(str(reason)[:80]),
         )
     console.print(table)
@@ -1327,7 +1336,7 @@ def _print_best(view: StudyView) -> None:
         console.print(
             f"best trial {trial.number}: value {_values(trial)}\n"
             f"  params {_params(trial.params)}\n"
-            f"  runs {', '.join(trial.run_ids) or '-'}",
+            f"  runs {_runs(trial, Home().known_home_id())}",
             markup=False,
             highlight=False,
         )

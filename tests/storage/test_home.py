@@ -69,3 +69,14 @@ def test_run_dir_rejects_a_link_out_of_runs(home: Home, tmp_path: Path) -> None:
     (home.runs_dir / "escape").symlink_to(outside)
     with pytest.raises(InvalidRunId, match="outside the runs directory"):
         home.run_dir("escape")
+
+
+def test_a_home_has_one_id_made_on_first_use_and_kept(tmp_path: Path) -> None:
+    home = Home(tmp_path / "h")
+    assert home.known_home_id() is None and not home.root.exists()  # looking makes nothing
+    made = home.home_id
+    assert made == Home(tmp_path / "h").home_id == Home(tmp_path / "h").known_home_id()
+    assert made.rsplit("-", 1)[0] and len(made.rsplit("-", 1)[1]) == 8
+    assert Home(tmp_path / "other").home_id != made
+    home.home_id_path.write_text("../not an id\n")  # a damaged file is replaced, never used
+    assert home.home_id != "../not an id" and home.home_id == home.home_id_path.read_text().strip()

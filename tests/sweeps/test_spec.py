@@ -136,8 +136,20 @@ def test_each_spec_error_is_one_line_naming_the_field(fields: dict[str, Any], ne
 def test_a_relative_sqlite_storage_is_next_to_the_spec_file(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text(json.dumps(spec(storage="sqlite:///studies/x.db")))
     assert load_spec(tmp_path / "s.json").storage == f"sqlite:///{tmp_path.resolve()}/studies/x.db"
-    (tmp_path / "t.json").write_text(json.dumps(spec(storage="postgresql://u:p@host/db")))
-    assert load_spec(tmp_path / "t.json").storage == "postgresql://u:p@host/db"
+    (tmp_path / "t.json").write_text(json.dumps(spec(storage="postgresql+psycopg://u@host/db")))
+    assert load_spec(tmp_path / "t.json").storage == "postgresql+psycopg://u@host/db"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql+psycopg://u:s3cr3t-pw@host:5432/db", "postgresql+psycopg://u@host/db?password=s3cr3t-pw"],
+)
+def test_a_storage_url_with_a_password_is_refused_without_showing_it(url: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_spec(spec(storage=url))
+    message = str(refused.value)
+    assert "field 'storage': the URL holds a password" in message and "PGPASSWORD" in message
+    assert "s3cr3t-pw" not in message and "***" in message
 
 
 def test_a_file_that_is_not_a_spec_says_so_in_one_line(tmp_path: Path) -> None:

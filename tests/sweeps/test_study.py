@@ -100,3 +100,12 @@ def test_what_cannot_be_read_is_named(tmp_path: Path) -> None:
 def test_a_password_in_a_storage_url_is_never_shown() -> None:
     shown = shown_url("postgresql://gym:s3cret@127.0.0.1:5432/optuna")
     assert "s3cret" not in shown and shown == "postgresql://gym:***@127.0.0.1:5432/optuna"
+    assert shown_url("postgresql+psycopg://gym@h/db?password=s3cret&sslmode=require") == (
+        "postgresql+psycopg://gym@h/db?password=***&sslmode=require"
+    )
+    for plain in (
+        "sqlite:////abs/study.db",
+        "sqlite:///file:/a.db?mode=ro&uri=true",
+        "postgresql+psycopg://gym@h/db",
+    ):
+        assert shown_url(plain) == plain

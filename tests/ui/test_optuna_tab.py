@@ -26,7 +26,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
-from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, STUDY_SWEEP_ATTR, TRIAL_RUNS_ATTR
+from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, STUDY_SWEEP_ATTR, TRIAL_HOME_ATTR, TRIAL_RUNS_ATTR
 from gym_gui.ui import local_web
 from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
@@ -87,6 +87,35 @@ def _show(qtbot: QtBot, widget: Any) -> None:
 # ---------------------------------------------------------------- the study view
 
 
+def test_a_shared_studys_trials_of_another_home_are_marked_and_have_no_run_link(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    # Two homes' daemons played one study: this window's home played trials 0-2, another home 3-5.
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    home = Home(tmp_path / "home")
+    study = optuna.create_study(study_name="plain", storage=url, direction="maximize")
+    for n in range(6):
+        trial = study.ask({"learning-rate": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)})
+        trial.set_user_attr(TRIAL_RUNS_ATTR, [f"run-{n}"])
+        trial.set_user_attr(TRIAL_HOME_ATTR, home.home_id if n < 3 else "lab-ws3-1f2e3d4c")
+        study.tell(trial, float(n))
+    view = StudyWidget(Home(home.root))
+    _show(qtbot, view)
+    view.show_study(url, "plain")
+    qtbot.waitUntil(lambda: view.reads >= 1, timeout=30_000)
+    trials = [int(cell.split()[0]) for cell in view.values_column("trial")]
+    runs = dict(zip(trials, view.values_column("runs"), strict=True))
+    assert runs == {n: f"run-{n}" if n < 3 else "in home lab-ws3-1f2e3d4c" for n in range(6)}
+
+    asked: list[str] = []
+    view.run_requested.connect(asked.append)
+    view.open_trial_run(trials.index(4))
+    assert asked == [] and "trial 4 is played in home lab-ws3-1f2e3d4c" in view.error.text()
+    view.open_trial_run(trials.index(1))
+    assert asked == ["run-1"]
+    view.stop()
+
+
 def test_the_study_view_sorts_trials_by_objective_draws_history_and_importances_and_follows_new_trials(
     qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,7 +123,7 @@ def test_the_study_view_sorts_trials_by_objective_draws_history_and_importances_
     path = tmp_path / "plain.db"
     url = _study(path)
     study = optuna.load_study(study_name="plain", storage=url)
-    view = StudyWidget(tmp_path / "dashboard.log")
+    view = StudyWidget(Home(tmp_path))
     _show(qtbot, view)
     view.show_study(url, "plain")
     qtbot.waitUntil(lambda: view.reads >= 1, timeout=30_000)
@@ -137,7 +166,7 @@ def test_the_study_view_sorts_trials_by_objective_draws_history_and_importances_
 
 def test_importances_say_why_there_are_none_yet(qtbot: QtBot, tmp_path: Path) -> None:
     url = _study(tmp_path / "one.db", trials=1)
-    view = StudyWidget(tmp_path / "dashboard.log")
+    view = StudyWidget(Home(tmp_path))
     _show(qtbot, view)
     view.show_study(url, "plain")
     qtbot.waitUntil(lambda: view.reads >= 1, timeout=30_000)
@@ -162,7 +191,7 @@ def test_optuna_dashboard_answers_on_loopback_read_only_and_stops_with_the_view(
     path = tmp_path / "plain.db"
     url = _study(path)
     before = _sha(path)
-    view = StudyWidget(tmp_path / "dashboard.log")
+    view = StudyWidget(Home(tmp_path))
     _show(qtbot, view)
     view.show_study(url, "plain")
     view.open_dashboard()

@@ -25,6 +25,24 @@ def looks_secret(key: object) -> bool:
 
 
 REDACTED = "***"
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password and every secret-looking query parameter's value replaced by ``***``
+    (``postgresql://me:pw@db/x?password=pw`` → ``postgresql://me:***@db/x?password=***``)."""
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.partition(':')[0]}:{REDACTED}@{hostport}" if at and ":" in userinfo else parts.netloc
+    pairs = [pair.partition("=") for pair in parts.query.split("&")] if parts.query else []
+    query = "&".join(f"{k}{eq}{REDACTED if eq and looks_secret(k) else v}" for k, eq, v in pairs)
+    # By text, not urlunsplit: that would drop the empty host of sqlite:////path.
+    if netloc != parts.netloc:
+        url = url.replace(f"//{parts.netloc}", f"//{netloc}", 1)
+    if query != parts.query:
+        url = url.replace(f"?{parts.query}", f"?{query}", 1)
+    return url
+
+
 # The most frames per second a run may ask a worker to encode (at start or while it runs).
 MAX_RENDER_FPS = 240.0
 
@@ -331,6 +349,8 @@ def _describe_error(error: Any) -> str:
     if error["type"] in ("missing",):
         return f"field '{where}': {message}"
     value = error.get("input")
+    if isinstance(value, str) and "://" in value:
+        value = redact_url(value)  # an error names the URL, never its password
     shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
     if len(shown) > 80:
         shown = shown[:77] + "…"

@@ -58,7 +58,7 @@ class ActiveSweep:
 
     sweep_id: str
     spec: SweepSpec
-    url: str  # the study's storage, whole (a password included)
+    url: str  # the study's storage (never with a password: the spec refuses one)
     study: SweepStudy
     parallel: int
     inflight: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # trial → its runs
@@ -74,6 +74,7 @@ class Sweeping:
         self.supervisor = supervisor
         self.registry = supervisor.registry
         self.home = supervisor.home
+        self.home_id = supervisor.home.home_id
         self.tick_seconds = tick_seconds
         self._lock = threading.RLock()
         self._active: dict[str, ActiveSweep] = {}
@@ -137,11 +138,13 @@ class Sweeping:
     # ------------------------------------------------------------ what clients ask
 
     def start(self, spec: SweepSpec) -> SweepRecord:
-        """Check ``spec`` against its worker, create its study and directory, record it and begin.
+        """Check ``spec`` against its worker, create its study (or join the one of that name another
+        daemon plays) and its directory, record it and begin.
 
         Raises:
             ConfigError: a field of the spec, or a trial's config, is wrong (named).
-            StudyError: the storage cannot hold the study (e.g. it has one of that name).
+            StudyError: the storage cannot be opened, or its study of that name was made from
+                another spec (the difference named) or not by a gym_gui sweep.
         """
         self._check(spec)
         now = time.time()
@@ -153,7 +156,7 @@ class Sweeping:
                 url = spec.storage or f"sqlite:///{directory / STUDY_FILE}"
                 spec = spec.model_copy(update={"storage": url, "study": spec.study or sweep_id})
                 assert spec.study is not None
-                study = SweepStudy(spec, url, spec.study, sweep_id, create=True)
+                study = SweepStudy(spec, url, spec.study, sweep_id, home_id=self.home_id, create=True)
                 write_spec(directory, spec)
                 record = SweepRecord(
                     sweep_id=sweep_id,
@@ -176,7 +179,13 @@ class Sweeping:
                 study=study,
                 parallel=min(spec.parallel, self.supervisor.settings.max_concurrent),
             )
-            log.info("sweep %s: started (study %s in %s)", sweep_id, spec.study, record.storage)
+            log.info(
+                "sweep %s: %s study %s in %s",
+                sweep_id,
+                "joined the" if study.joined else "started with the",
+                spec.study,
+                record.storage,
+            )
         self._wake.set()
         return record
 
@@ -224,7 +233,9 @@ class Sweeping:
             try:
                 spec = read_spec(self.home.sweep_dir(record.sweep_id))
                 assert spec.storage is not None and spec.study is not None
-                study = SweepStudy(spec, spec.storage, spec.study, record.sweep_id, create=False)
+                study = SweepStudy(
+                    spec, spec.storage, spec.study, record.sweep_id, home_id=self.home_id, create=False
+                )
             except GymGuiError as exc:
                 self.registry.set_sweep_state(record.sweep_id, SweepState.FAILED, f"cannot resume it: {exc}")
                 continue
@@ -240,7 +251,7 @@ class Sweeping:
             for run in self.registry.sweep_runs(record.sweep_id):
                 if run.trial is not None:
                     runs.setdefault(run.trial, []).append(run.run_id)
-            for trial in study.running_trials():
+            for trial in study.own_running_trials():
                 ids = runs.get(trial.number)
                 if not ids:
                     study.tell_failed(trial.number, "its runs were lost when the daemon stopped")
@@ -275,20 +286,23 @@ class Sweeping:
             if not sweep.inflight:
                 self._end(sweep, SweepState.STOPPED, "stopped by user")
             return
-        asked, _running = sweep.study.counts()
-        while len(sweep.inflight) < sweep.parallel and asked < sweep.spec.trials:
-            if sweep.study.grid_exhausted():
+        while len(sweep.inflight) < sweep.parallel and not sweep.study.grid_exhausted():
+            if not self._play(sweep):
                 break
-            self._play(sweep)
-            asked += 1
         if not sweep.inflight:
+            asked, here = sweep.study.counts()
             done = "every point of the grid played" if asked < sweep.spec.trials else f"{asked} trials played"
+            if here < asked:
+                done += f", {here} of them by this daemon"
             self._end(sweep, SweepState.COMPLETED, done)
 
-    def _play(self, sweep: ActiveSweep) -> None:
-        """Ask a trial and submit its runs (one per seed)."""
+    def _play(self, sweep: ActiveSweep) -> bool:
+        """Ask a trial and submit its runs (one per seed); False when the study (which other daemons
+        may share) already holds the spec's count of trials."""
         spec = sweep.spec
-        trial = sweep.study.ask()
+        trial = sweep.study.ask_within(spec.trials)
+        if trial is None:
+            return False
         number = trial.number
         assert spec.study is not None
         link = TrialLink(sweep.sweep_id, number, shown_url(sweep.url), spec.study)
@@ -308,11 +322,12 @@ class Sweeping:
                     self.supervisor.cancel(run_id)
             sweep.study.tell_failed(number, f"its run could not be submitted: {exc}")
             log.warning("sweep %s: trial %d not played: %s", sweep.sweep_id, number, exc)
-            return
+            return True
         sweep.inflight[number] = run_ids
         log.info(
             "sweep %s: trial %d plays %s with %s", sweep.sweep_id, number, ", ".join(run_ids), trial.params
         )
+        return True
 
     def _report(self, sweep: ActiveSweep, number: int, records: list[RunRecord], final: bool = False) -> None:
         """Report the first objective at each step mark the trial's runs have passed; prune when told to.

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import secrets
+import socket
 from pathlib import Path
 
 import platformdirs
 
 from gym_gui.core.errors import InvalidRunId
+from gym_gui.core.files import write_atomically
 from gym_gui.core.ids import validate_run_id, validate_sweep_id
 
 logger = logging.getLogger(__name__)
 
 HOME_ENV_VAR = "GYM_GUI_HOME"
+_HOME_ID = re.compile(r"^[A-Za-z0-9.-]{1,60}-[0-9a-f]{8}$")
 BUNDLES_ENV_VAR = "GYM_GUI_BUNDLES"
 
 
@@ -27,6 +32,7 @@ class Home:
         <root>/registry.sqlite
         <root>/daemon.json  daemon.log  daemon.lock
         <root>/space.reserve        the daemon's space reserve (storage.space.SpaceReserve)
+        <root>/home.id              the home's id (:attr:`Home.home_id`)
         <root>/bundles/<name>/
     """
 
@@ -100,6 +106,34 @@ class Home:
     def reserve_path(self) -> Path:
         """The daemon's space reserve: released when the disk fills, so the registry can record run ends."""
         return self._root / "space.reserve"
+
+    @property
+    def home_id_path(self) -> Path:
+        return self._root / "home.id"
+
+    def known_home_id(self) -> str | None:
+        """This home's id if one was made (its daemon makes it), else None; reading creates nothing."""
+        return self.home_id if self.home_id_path.exists() else None
+
+    @property
+    def home_id(self) -> str:
+        """This home's id, ``{host}-{8 hex}``, made on first use and kept in ``home.id``.
+
+        A study shared by several daemons (sweeps on PostgreSQL) marks each trial with the id of
+        the home that plays it, so each daemon knows its own trials from the others'.
+        """
+        path = self.home_id_path
+        try:
+            found = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            found = ""
+        if _HOME_ID.match(found):
+            return found
+        host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:60] or "host"
+        made = f"{host}-{secrets.token_hex(4)}"
+        self._root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomically(path, made + "\n")
+        return made
 
     @property
     def bundles_dir(self) -> Path:

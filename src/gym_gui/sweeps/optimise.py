@@ -7,8 +7,11 @@ nothing in this module knows of runs beyond their ids and their telemetry files.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +19,16 @@ from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import MetricPoint
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.sweeps.spec import Choices, FloatRange, IntRange, Objective, SweepSpec
-from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, STUDY_SWEEP_ATTR, TRIAL_RUNS_ATTR, StudyError, shown_url
+from gym_gui.sweeps.study import (
+    STUDY_CONFIG_ATTR,
+    STUDY_SPEC_ATTR,
+    STUDY_SWEEP_ATTR,
+    TRIAL_HOME_ATTR,
+    TRIAL_RUNS_ATTR,
+    StudyError,
+    release,
+    shown_url,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -24,6 +36,10 @@ if TYPE_CHECKING:
 # A trial's user attributes the daemon writes beside TRIAL_RUNS_ATTR.
 TRIAL_REASON_ATTR = "gym_gui.reason"  # why a trial failed or was pruned, in the run's words
 TRIAL_PRUNED_ATTR = "gym_gui.pruned"  # the pruner's decision, kept so a restarted daemon carries it out
+# Config fields each daemon joining a study may set its own way: how its runs are executed.
+_PER_DAEMON = ("executor",)
+# The first key of the PostgreSQL advisory lock daemons take to ask a study's trials ("gymg").
+_LOCK_SPACE = 0x67796D67
 
 
 def aggregate(objective: Objective, points: Sequence[MetricPoint]) -> float | None:
@@ -153,6 +169,31 @@ def pruner(spec: SweepSpec) -> optuna.pruners.BasePruner:
             return optuna.pruners.NopPruner()
 
 
+def joined_spec(spec: SweepSpec) -> dict[str, Any]:
+    """What daemons playing one study must agree on, as JSON data (the study's :data:`STUDY_SPEC_ATTR`):
+    the config every trial starts from (less how it is executed), the space, the objective, the
+    trial count and the seeds per trial. Sampler, pruner and parallelism are each daemon's own."""
+    data = json.loads(spec.model_dump_json())
+    config = {key: value for key, value in data["config"].items() if key not in _PER_DAEMON}
+    return {
+        "config": config,
+        "space": data["space"],
+        "objective": data["objective"],
+        "trials": data["trials"],
+        "seeds": data["seeds"],
+    }
+
+
+def _differences(path: str, theirs: Any, mine: Any) -> list[tuple[str, Any, Any]]:
+    """Where two JSON values differ: ``(dotted path, theirs, mine)`` at the deepest mapping key."""
+    if isinstance(theirs, dict) and isinstance(mine, dict):
+        found: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(theirs) | set(mine), key=str):
+            found += _differences(f"{path}.{key}" if path else str(key), theirs.get(key), mine.get(key))
+        return found
+    return [] if theirs == mine else [(path, theirs, mine)]
+
+
 def pruner_label(spec: SweepSpec) -> str:
     return {"median": "median", "successive_halving": "successive halving", "hyperband": "Hyperband"}.get(
         spec.pruner.name, spec.pruner.name
@@ -162,49 +203,127 @@ def pruner_label(spec: SweepSpec) -> str:
 class SweepStudy:
     """A sweep's study in its storage, opened for writing: ask trials, report, tell.
 
-    Optuna's study is not shared between threads here: the daemon's sweep driver calls it from its
-    one thread.
+    Several daemons (each with its home) may play one study on a database server: each trial is
+    marked with the id of the home that plays it (:data:`TRIAL_HOME_ATTR`), and trials are asked
+    under a lock the daemons share (:meth:`ask_within`), so together they never ask more than the
+    spec's count. Optuna's study is not shared between threads here: the daemon's sweep driver
+    calls it from its one thread.
     """
 
-    def __init__(self, spec: SweepSpec, url: str, name: str, sweep_id: str, *, create: bool) -> None:
+    def __init__(
+        self, spec: SweepSpec, url: str, name: str, sweep_id: str, *, home_id: str, create: bool
+    ) -> None:
+        """Open the study ``name`` in ``url``.
+
+        ``create``: a new sweep's study, created, or joined when the storage already has a study of
+        that name made by a gym_gui sweep with the same spec (``joined`` tells which). Otherwise
+        (a sweep taken up after a daemon restart) the study must exist.
+
+        Raises:
+            StudyError: the storage cannot be opened, or the study there was made from another spec
+                (naming the difference) or not by a gym_gui sweep.
+        """
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.spec = spec
         self.url = url
         self.name = name
+        self.home_id = home_id
+        self.joined = False
         self.distributions = distributions(spec)
+        storage: optuna.storages.RDBStorage | None = None
         try:
             storage = optuna.storages.RDBStorage(url)
             if create:
-                self.study = optuna.create_study(
-                    storage=storage,
-                    study_name=name,
-                    directions=[optuna.study.StudyDirection[d.upper()] for d in spec.directions],
-                    sampler=sampler(spec),
-                    pruner=pruner(spec),
-                    load_if_exists=False,
-                )
-                self.study.set_user_attr(STUDY_SWEEP_ATTR, sweep_id)
-                self.study.set_user_attr(STUDY_CONFIG_ATTR, spec.config.model_dump(mode="json"))
-                if len(spec.objective) > 1:
-                    self.study.set_metric_names([o.metric for o in spec.objective])
+                try:
+                    self.study = optuna.create_study(
+                        storage=storage,
+                        study_name=name,
+                        directions=[optuna.study.StudyDirection[d.upper()] for d in spec.directions],
+                        sampler=sampler(spec),
+                        pruner=pruner(spec),
+                        load_if_exists=False,
+                    )
+                except optuna.exceptions.DuplicatedStudyError:
+                    self.study = optuna.load_study(storage=storage, study_name=name, pruner=pruner(spec))
+                    self._check_join()
+                    self.joined = True
+                else:
+                    self.study.set_user_attr(STUDY_SPEC_ATTR, joined_spec(spec))
+                    self.study.set_user_attr(STUDY_SWEEP_ATTR, sweep_id)
+                    self.study.set_user_attr(STUDY_CONFIG_ATTR, spec.config.model_dump(mode="json"))
+                    if len(spec.objective) > 1:
+                        self.study.set_metric_names([o.metric for o in spec.objective])
             else:
-                self.study = optuna.load_study(
-                    storage=storage, study_name=name, sampler=sampler(spec), pruner=pruner(spec)
-                )
-                self.study.sampler = sampler(spec, len(self.study.get_trials(deepcopy=False)))
-        except optuna.exceptions.DuplicatedStudyError:
-            raise StudyError(
-                f"{shown_url(url)} already has a study {name!r}; name another with 'study'"
-            ) from None
+                self.study = optuna.load_study(storage=storage, study_name=name, pruner=pruner(spec))
+            # A sweep taken up again or joining: a seed of its own, so it does not draw the values
+            # the first trials were given again.
+            asked = len(self.study.get_trials(deepcopy=False))
+            self.study.sampler = sampler(spec, asked)
+        except StudyError:
+            release(storage)
+            raise
         except Exception as exc:  # sqlalchemy's, a missing driver's: each its own class
+            release(storage)
             cause = exc.__cause__ or exc
             first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
             raise StudyError(f"{shown_url(url)}: cannot open the study {name!r}: {first}") from None
 
-    def ask(self) -> optuna.trial.Trial:
-        return self.study.ask(self.distributions)
+    def _check_join(self) -> None:
+        """Refuse to join a study this spec would not play the same way (naming what differs)."""
+        where = f"{shown_url(self.url)}: study {self.name!r}"
+        # The daemon that created the study writes its spec just after: give it a moment.
+        deadline = time.monotonic() + 5.0
+        while STUDY_SPEC_ATTR not in self.study.user_attrs and time.monotonic() < deadline:
+            time.sleep(0.2)
+        theirs = self.study.user_attrs.get(STUDY_SPEC_ATTR)
+        if not isinstance(theirs, dict):
+            raise StudyError(
+                f"{where} was not made by a gym_gui sweep (or by one older than shared studies): "
+                "name another study to start a sweep"
+            )
+        differences = _differences("", theirs, joined_spec(self.spec))
+        if differences:
+            path, study_value, spec_value = differences[0]
+            more = f" (and {', '.join(p for p, _, _ in differences[1:])})" if len(differences) > 1 else ""
+            raise StudyError(
+                f"{where} cannot be joined: the spec's {path} is {json.dumps(spec_value)}, "
+                f"the study's is {json.dumps(study_value)}{more}"
+            )
+
+    def ask_within(self, total: int) -> optuna.trial.Trial | None:
+        """Ask a new trial, marked as this home's, unless the study already holds ``total`` trials
+        (in any state: complete, pruned, failed, running, waiting); None then.
+
+        The count and the ask happen under a lock every daemon sharing the study takes (on
+        PostgreSQL an advisory lock on the study), so two daemons never ask the last trial both.
+        """
+        with self._claim():
+            if len(self.study.get_trials(deepcopy=False)) >= total:
+                return None
+            trial = self.study.ask(self.distributions)
+            self.set_attr(trial.number, TRIAL_HOME_ATTR, self.home_id)
+            return trial
+
+    @contextlib.contextmanager
+    def _claim(self) -> Iterator[None]:
+        """Hold the study's lock: a PostgreSQL advisory lock for the transaction of a connection of
+        its own (Optuna's writes, on other connections, are not blocked by it). Other databases: a
+        daemon's own sweep thread is the only one asking (a study there is not shared)."""
+        from sqlalchemy import text
+
+        storage = self.study._storage
+        engine = getattr(storage, "engine", None)
+        if engine is None or engine.dialect.name != "postgresql":
+            yield
+            return
+        with engine.connect() as connection, connection.begin():
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:space, :study)"),
+                {"space": _LOCK_SPACE, "study": self.study._study_id},
+            )
+            yield
 
     def trial(self, number: int) -> optuna.trial.Trial:
         """A running trial by number, to report or tell it (e.g. after a daemon restart)."""
@@ -224,10 +343,16 @@ class SweepStudy:
     def set_attr(self, number: int, key: str, value: Any) -> None:
         self.study._storage.set_trial_user_attr(self._trial_id(number), key, value)
 
-    def running_trials(self) -> list[optuna.trial.FrozenTrial]:
+    def own_running_trials(self) -> list[optuna.trial.FrozenTrial]:
+        """The running trials this home plays (another daemon's are left alone). A trial with no
+        home mark is this home's: its sweep was started before trials were marked, or the daemon
+        stopped between asking it and marking it (under the lock, so it was never another's to play).
+        """
         import optuna
 
-        return list(self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)))
+        with self._claim():
+            trials = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        return [t for t in trials if t.user_attrs.get(TRIAL_HOME_ATTR, self.home_id) == self.home_id]
 
     def report(self, number: int, value: float, step: int) -> bool:
         """Tell the trial its objective so far at ``step``; returns whether the pruner says prune."""
@@ -251,13 +376,12 @@ class SweepStudy:
         self.set_reason(number, reason)
         self.study.tell(number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
 
-    def counts(self) -> tuple[int, list[int]]:
-        """How many trials the study holds, and the numbers of those still running."""
-        import optuna
-
+    def counts(self) -> tuple[int, int]:
+        """How many trials the study holds, and how many of them this home played."""
         trials = self.study.get_trials(deepcopy=False)
-        running = [t.number for t in trials if t.state == optuna.trial.TrialState.RUNNING]
-        return len(trials), running
+        return len(trials), sum(
+            t.user_attrs.get(TRIAL_HOME_ATTR, self.home_id) == self.home_id for t in trials
+        )
 
     def grid_exhausted(self) -> bool:
         """Whether a grid sampler has handed out every point of its grid."""
@@ -272,7 +396,4 @@ class SweepStudy:
         return len(done) >= size
 
     def close(self) -> None:
-        storage = self.study._storage
-        remove = getattr(storage, "remove_session", None)
-        if remove is not None:
-            remove()
+        release(self.study._storage)

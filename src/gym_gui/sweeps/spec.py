@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gym_gui.core.config import RunConfig, format_validation_error
+from gym_gui.core.config import RunConfig, format_validation_error, redact_url
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.files import write_atomically
 
@@ -186,6 +186,12 @@ class SweepSpec(_Strict):
     def _url(cls, value: str | None) -> str | None:
         if value is not None and "://" not in value:
             raise ValueError(f"{value!r} is not an SQLAlchemy URL (e.g. sqlite:////path/to/study.db)")
+        if value is not None and redact_url(value) != value:
+            raise ValueError(
+                "the URL holds a password, which the spec, the sweep's files and the registry would keep: "
+                "remove it and give it to the daemon the way libpq takes one (PGPASSWORD in the "
+                "daemon's environment, or ~/.pgpass of the user running it)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -367,12 +373,12 @@ def described_parameters(worker: str, details: dict[str, Any]) -> tuple[list[dic
 
 
 # The files of a sweep's directory.
-SPEC_FILE = "spec.json"  # the spec as started (its storage URL whole: mode 0600)
+SPEC_FILE = "spec.json"  # the spec as started (mode 0600)
 STUDY_FILE = "study.db"  # the study's SQLite storage, unless the spec names another
 
 
 def write_spec(directory: Path, spec: SweepSpec) -> None:
-    """Write the spec into the sweep's directory, readable by its owner only (the URL may hold a password)."""
+    """Write the spec into the sweep's directory, readable by its owner only."""
     write_atomically(directory / SPEC_FILE, spec.model_dump_json(indent=2), private=True)
 
 

@@ -16,12 +16,12 @@ import dataclasses
 import json
 import math
 import re
-import urllib.parse
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gym_gui.core.config import redact_url
 from gym_gui.core.errors import GymGuiError
 
 if TYPE_CHECKING:  # optuna takes ~0.5 s to import: only the functions that read a study bring it
@@ -30,8 +30,11 @@ if TYPE_CHECKING:  # optuna takes ~0.5 s to import: only the functions that read
 # The study's user attributes gym_gui writes (a sweep's study) ...
 STUDY_SWEEP_ATTR = "gym_gui.sweep"  # the sweep id
 STUDY_CONFIG_ATTR = "gym_gui.config"  # the base RunConfig (JSON form) every trial starts from
-# ... and the trial's: the run ids that played it (one per seed), in seed order.
+STUDY_SPEC_ATTR = "gym_gui.spec"  # what a daemon joining the study must agree on (space, objective, ...)
+# ... and the trial's: the run ids that played it (one per seed), in seed order, and the id of the
+# home whose daemon plays it (a study on PostgreSQL is shared by several daemons).
 TRIAL_RUNS_ATTR = "gym_gui.runs"
+TRIAL_HOME_ATTR = "gym_gui.home"
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -62,6 +65,17 @@ class TrialRow:
     def value(self) -> float | None:
         """The first objective's value, or None."""
         return self.values[0] if self.values else None
+
+    @property
+    def home(self) -> str | None:
+        """The id of the home whose daemon played the trial (None: a study made elsewhere, or before
+        trials were marked)."""
+        value = self.user_attrs.get(TRIAL_HOME_ATTR)
+        return value if isinstance(value, str) else None
+
+    def elsewhere(self, home_id: str) -> bool:
+        """Whether another home's daemon played the trial (its runs are not in the home ``home_id``)."""
+        return self.home is not None and self.home != home_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,11 +207,7 @@ def storage_url(text: str) -> str:
 
 def shown_url(url: str) -> str:
     """The URL with its password (if any) replaced by ***, for messages and tables."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return redact_url(url)
 
 
 def read_only_url(url: str) -> str:
@@ -220,6 +230,17 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
         raise StudyError(f"{shown_url(url)}: not an Optuna storage: {first}") from None
 
 
+def release(storage: Any) -> None:
+    """Give back an Optuna RDB storage's database connections: its session, and its engine's pool
+    (a database server counts open connections; a pool left to the garbage collector holds them)."""
+    remove = getattr(storage, "remove_session", None)
+    if remove is not None:
+        remove()
+    engine = getattr(storage, "engine", None)
+    if engine is not None:
+        engine.dispose()
+
+
 def study_names(url: str) -> list[str]:
     """The names of the studies the storage holds, sorted."""
     import optuna
@@ -231,7 +252,7 @@ def study_names(url: str) -> list[str]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise StudyError(f"{shown_url(url)}: not an Optuna storage: {first}") from None
     finally:
-        storage.remove_session()
+        release(storage)
 
 
 def read_study(url: str, name: str | None = None) -> StudyView:
@@ -265,7 +286,7 @@ def read_study(url: str, name: str | None = None) -> StudyView:
             user_attrs=dict(study.user_attrs),
         )
     finally:
-        storage.remove_session()
+        release(storage)
 
 
 def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
@@ -301,7 +322,7 @@ def param_importances(url: str, name: str) -> dict[str, float]:
         target = None if len(study.directions) == 1 else (lambda trial: trial.values[0])
         return dict(optuna.importance.get_param_importances(study, target=target))
     finally:
-        storage.remove_session()
+        release(storage)
 
 
 def params_as_flags(params: dict[str, Any]) -> dict[str, Any]:

@@ -398,7 +398,7 @@ class MainWindow(QMainWindow):
 
     def open_study(self, url: str, name: str) -> StudyDock:
         """Show study ``name`` of ``url`` in a dock beside the runs (tabbed with other attached ones)."""
-        study = StudyWidget(Home(self.link.home).dashboard_log)
+        study = StudyWidget(Home(self.link.home))
         study.run_requested.connect(self.show_run_in_table)
         study.train_requested.connect(self.train_with)
         dock = StudyDock(study, name, self)

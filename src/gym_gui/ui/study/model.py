@@ -57,8 +57,12 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def study_table(view: StudyView) -> StudyTable:
-    """The table the view shows: trial, state, one column per objective and per parameter, the runs."""
+def study_table(view: StudyView, home_id: str | None = None) -> StudyTable:
+    """The table the view shows: trial, state, one column per objective and per parameter, the runs.
+
+    ``home_id``: the home the window shows; a trial another home's daemon plays (a study shared on
+    PostgreSQL) names that home instead of runs, which are not in this one.
+    """
     objectives = objective_names(view)
     params = param_names(view)
     best = {trial.number for trial in view.best()}
@@ -71,7 +75,7 @@ def study_table(view: StudyView) -> StudyTable:
             trial.state,
             *(shown(value) for value in values),
             *(shown(trial.params.get(name)) for name in params),
-            " ".join(trial.run_ids),
+            f"in home {trial.home}" if home_id and trial.elsewhere(home_id) else " ".join(trial.run_ids),
         )
         lines.append(TrialLine(trial, trial.number in best, cells))
     columns = ("trial", "state", *objectives, *params, "runs")

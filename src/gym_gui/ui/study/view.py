@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.storage.home import Home
 from gym_gui.sweeps.study import StudyView, param_importances, read_only_url, read_study, shown_url
 from gym_gui.ui.background import Background
 from gym_gui.ui.local_web import LocalServer, LocalServerError, LocalWebPage
@@ -39,6 +40,7 @@ from gym_gui.ui.study.model import (
 REFRESH_MS = 3000  # a running sweep's new trials appear within this
 BEST_BRUSH = QBrush(QColor(255, 236, 179))  # the best trial, or the Pareto front
 CURRENT_BRUSH = QBrush(QColor(187, 222, 251))  # the trial of the run whose tab this is
+OTHER_HOME_BRUSH = QBrush(QColor(120, 120, 120))  # text of a trial another home's daemon plays
 
 
 def dashboard_server(url: str, log_path: Path) -> LocalServer:
@@ -66,9 +68,10 @@ class StudyWidget(QWidget):
     run_requested = Signal(str)  # a trial's run to select in the runs table
     train_requested = Signal(object)  # a FollowUp for the training form
 
-    def __init__(self, dashboard_log: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, home: Home, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.dashboard_log = dashboard_log
+        self.dashboard_log = home.dashboard_log
+        self.home_id = home.known_home_id()  # a shared study's trials of other homes have no run here
         self.url: str | None = None
         self.name: str | None = None
         self.highlight: int | None = None  # the trial of the run this view belongs to
@@ -229,7 +232,7 @@ class StudyWidget(QWidget):
             f"Study {view.name!r} in {view.storage} ({made}): {len(view.trials)} trials, "
             f"{len(view.complete())} complete; {directions}"
         )
-        self._fill_table(study_table(view))
+        self._fill_table(study_table(view, self.home_id))
         self._draw_history(view)
         self._draw_importances(view, importances)
 
@@ -251,7 +254,10 @@ class StudyWidget(QWidget):
                     item.setFont(bold)
                 if line.trial.number == self.highlight:
                     item.setBackground(CURRENT_BRUSH)
-                if line.trial.run_ids:
+                if self.home_id and line.trial.elsewhere(self.home_id):
+                    item.setForeground(OTHER_HOME_BRUSH)
+                    item.setToolTip(f"played by the daemon of home {line.trial.home}: its runs are there")
+                elif line.trial.run_ids:
                     item.setToolTip("Enter or double-click: select this trial's run")
                 self.table.setItem(row, column, item)
         self.table.resizeColumnsToContents()
@@ -294,8 +300,14 @@ class StudyWidget(QWidget):
         """Ask for the first run of the trial in ``row`` (nothing for a trial without runs)."""
         if self.table_data is None or not 0 <= row < len(self.table_data.lines):
             return
-        runs = self.table_data.lines[row].trial.run_ids
-        if runs:
+        trial = self.table_data.lines[row].trial
+        runs = trial.run_ids
+        if self.home_id and trial.elsewhere(self.home_id):
+            self.error.setText(
+                f"trial {trial.number} is played in home {trial.home}: its runs are not in this one"
+            )
+            self.error.show()
+        elif runs:
             self.run_requested.emit(runs[0])
         else:
             self.error.setText(f"trial {self.table_data.lines[row].trial.number} names no run of gym_gui")

@@ -31,7 +31,7 @@ class OptunaTab(RunTab):
 
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(link, parent)
-        self.study = StudyWidget(Home(link.home).dashboard_log)
+        self.study = StudyWidget(Home(link.home))
         self.run_requested = self.study.run_requested
         self.train_requested = self.study.train_requested
         layout = QVBoxLayout(self)
