@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/spade_bdi_worker/pyproject.toml workers/llm_worker/pyproject.toml
 
-.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep screenshots proto clean
+.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-scale screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -69,6 +69,9 @@ bench-llm: install
 
 bench-sweep: install bundles
 	$(BIN)/python bench/sweep_overhead.py
+
+bench-scale: install
+	$(BIN)/python bench/scale.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
 # SCENES="bdi llm" renders only those (scripts/screenshots.py names them).

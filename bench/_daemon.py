@@ -64,9 +64,21 @@ def running_seconds(client: DaemonClient, run_id: str) -> float | None:
     return None if running_at is None else history[-1].time - running_at
 
 
-def raw_inserts(rows: list[tuple[object, ...]], target: Path, batch: int) -> tuple[float, int]:
+def database_bytes(path: Path) -> int:
+    """Bytes a SQLite database takes on disk: its file, write-ahead log and shared-memory index."""
+    return sum(
+        Path(f"{path}{suffix}").stat().st_size
+        for suffix in ("", "-wal", "-shm")
+        if Path(f"{path}{suffix}").exists()
+    )
+
+
+def raw_inserts(
+    rows: list[tuple[object, ...]], target: Path, batch: int, keep: bool = False
+) -> tuple[float, int]:
     """Seconds to ``executemany`` ``rows`` into a fresh telemetry database at ``target`` (same schema and
-    pragmas as a run's), ``batch`` rows a transaction, and the rows it then holds; the files are removed.
+    pragmas as a run's), ``batch`` rows a transaction, and the rows it then holds; the files are removed
+    unless ``keep``.
 
     Only the inserts are timed: opening the database is not what the daemon's writer pays per step.
     """
@@ -81,6 +93,8 @@ def raw_inserts(rows: list[tuple[object, ...]], target: Path, batch: int) -> tup
         count = int(conn.execute("SELECT COUNT(*) FROM steps").fetchone()[0])
     finally:
         conn.close()
+    if keep:
+        return seconds, count
     for suffix in ("", "-wal", "-shm"):
         Path(f"{target}{suffix}").unlink(missing_ok=True)
     return seconds, count

@@ -11,7 +11,9 @@ import pytest
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 
+from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import ConfigError, InvalidRunId, RunBusy, RunNotFound, UnknownEnv
+from gym_gui.core.records import RunUpdated
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -241,3 +243,19 @@ def test_a_crashing_worker_fails_with_its_exit_code_and_stderr_tail(client: Daem
     assert final.exit_code == 1
     assert final.reason.startswith("exit code 1:")
     assert "no_such_option" in final.reason  # the worker's own error, from its stderr
+
+
+def test_watching_one_run_starts_with_that_runs_snapshot_among_many(client: DaemonClient) -> None:
+    human = parse_run_config({"worker": "human", "env_id": "CartPole-v1", "budget": {"episodes": 1}})
+    runs = [client.submit(human)[0].run_id for _ in range(3)]  # the daemon starts no process for these
+    client.archive(runs[2])
+
+    for run_id, include_archived in ((runs[1], False), (runs[2], True)):
+        events = client.watch_runs(run_id=run_id, include_archived=include_archived)
+        first = next(events)
+        events.close()  # type: ignore[attr-defined]
+        assert isinstance(first, RunUpdated) and first.snapshot
+        assert (
+            first.record.run_id == run_id and first.record.state is RunState.STARTING
+        )  # awaiting its player
+        assert first.record.archived is include_archived

@@ -25,7 +25,7 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RESUMED, RUNS_TOPIC, STARVED, STEPS, BusEvent, RunBus
 from gym_gui.core.config import parse_run_config
-from gym_gui.core.errors import GymGuiError, RunBusy, StorageError
+from gym_gui.core.errors import GymGuiError, RunBusy, RunNotFound, StorageError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord
 from gym_gui.daemon.importing import ImportRequest
@@ -179,9 +179,8 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         sub = self.bus.subscribe(RUNS_TOPIC)
         context.add_callback(sub.close)
         try:
-            for record in self.registry.list(include_archived=request.include_archived):
-                if not request.run_id or record.run_id == request.run_id:
-                    yield pb.RunEvent(snapshot=self._info(record))
+            for record in self._watched(request):
+                yield pb.RunEvent(snapshot=self._info(record))
             while context.is_active():
                 event = sub.get(timeout=0.5)
                 if event is None:
@@ -191,6 +190,17 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
                     yield message
         finally:
             sub.close()
+
+    def _watched(self, request: pb.WatchRunsRequest) -> list[RunRecord]:
+        """The runs a watch starts with: one run looked up by its id (not found in a listing of every
+        run: 70× slower at 10,000 runs, bench/scale.py), or all of them."""
+        if not request.run_id:
+            return self.registry.list(include_archived=request.include_archived)
+        try:
+            record = self.registry.get(request.run_id)
+        except RunNotFound:
+            return []  # as before: a watch of an unknown id waits for it to appear
+        return [record] if request.include_archived or not record.archived else []
 
     def _run_event(self, event: BusEvent, request: pb.WatchRunsRequest) -> pb.RunEvent | None:
         if event.kind == "removed":
