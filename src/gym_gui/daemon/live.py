@@ -20,7 +20,7 @@ from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EventRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import WorkerSpec
-from gym_gui.daemon.executors import WorkerProcess
+from gym_gui.daemon.executors import LaunchSpec, WorkerProcess
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
@@ -125,6 +125,9 @@ class LiveRun:
     render_fps: float = 0.0
     launching: bool = False  # resolving its command; no process yet
     secret_env: dict[str, str] = field(default_factory=dict)
+    # A remote launcher's command, until it claims it once with the token hashed here (a Ray job).
+    pending_launch: LaunchSpec | None = None
+    claim_hash: str = ""
     controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
     manifest: ManifestWriter | None = None
     end: tuple[RunState, str] | None = None  # its end as decided (state, reason); recorded or not yet
