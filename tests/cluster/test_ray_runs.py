@@ -29,7 +29,14 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.cluster.conftest import RayHead
 from tests.conftest import SHARED_BUNDLES
-from tests.support import assert_one_line_error, files_containing, gym_gui, module_daemon, wait_until
+from tests.support import (
+    assert_one_line_error,
+    files_containing,
+    gym_gui,
+    module_daemon,
+    stop_daemon,
+    wait_until,
+)
 from tests.sweeps.test_spec import CONFIG as PPO
 
 SECRET = "gymgui-ray-secret-5b1d7e"
@@ -254,3 +261,28 @@ def test_a_sweep_started_with_executor_ray_runs_every_trial_on_ray(
     for run in runs:
         assert run.state is RunState.COMPLETED, run.reason
         job_of(home, run.run_id)
+
+
+def test_a_ray_run_is_adopted_by_a_restarted_daemon_and_still_answers_its_cancel(
+    ray_head: RayHead, home: Home, daemon_args: list[str]
+) -> None:
+    client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+    try:
+        record, _ = client.submit(random_run(ray_head, episodes=1_000_000))
+        wait_until(lambda: client.get_run(record.run_id).progress.steps > 1000, 120, "steps to be stored")
+        os.kill(client.info.pid, signal.SIGKILL)
+        client.close()
+        client = DaemonClient.connect(home.root, daemon_args=daemon_args)
+        before = client.get_run(record.run_id).progress.steps
+        wait_until(
+            lambda: client.get_run(record.run_id).progress.steps > before + 1000,
+            120,
+            "the worker to reattach",
+        )
+        client.cancel(record.run_id)
+        final = client.wait_for_end(record.run_id, timeout=60)
+        assert final.state is RunState.CANCELLED, final.reason
+        job_id = job_of(home, record.run_id)
+        wait_until(lambda: ray_head.client.get_job_status(job_id).value == "STOPPED", 30, "the job to stop")
+    finally:
+        stop_daemon(client)

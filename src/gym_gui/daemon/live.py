@@ -105,6 +105,7 @@ class LiveRun:
     session_token: str = ""
     process: WorkerProcess | None = None
     orphan_pid: int | None = None  # a worker started by an earlier daemon
+    adopted: bool = False  # its worker was started by an earlier daemon (a local process or a Ray job)
     writer: TelemetryWriter | None = None
     launched_at: float = field(default_factory=time.monotonic)
     last_seen: float = field(default_factory=time.monotonic)

@@ -69,6 +69,9 @@ class RayJob:
         self._done = threading.Event()
         threading.Thread(target=self._watch, name=f"ray-{job_id}", daemon=True).start()
 
+    def __repr__(self) -> str:
+        return f"Ray job {self.job_id} at {self.address}"
+
     @property
     def pid(self) -> int | None:
         return None

@@ -449,7 +449,7 @@ class Supervisor:
         with self.runs.lock:
             if run.stream_open:
                 raise RunBusy(f"run {run.run_id} already has an open stream")
-            resumed = run.ever_streamed or run.orphan_pid is not None
+            resumed = run.ever_streamed or run.adopted or run.orphan_pid is not None
             run.stream_open = True
             run.ever_streamed = True
             run.stream_done.clear()
