@@ -212,7 +212,7 @@ def test_an_unreachable_ray_head_fails_the_run_before_launch_naming_the_address(
     final = client.wait_for_end(record.run_id, timeout=60)
     assert final.state is RunState.FAILED
     assert final.reason.startswith("not launched: cannot reach the Ray head at http://127.0.0.1:9")
-    assert "executor" not in json.loads(RunDir(home.run_dir(record.run_id)).manifest_path.read_text())
+    assert json.loads(RunDir(home.run_dir(record.run_id)).manifest_path.read_text())["executor"] is None
 
 
 def test_the_train_command_line_runs_on_ray_with_its_resources(
