@@ -34,6 +34,7 @@ from tests.support import (
     files_containing,
     gym_gui,
     module_daemon,
+    non_loopback_ipv4,
     stop_daemon,
     wait_until,
 )
@@ -284,5 +285,25 @@ def test_a_ray_run_is_adopted_by_a_restarted_daemon_and_still_answers_its_cancel
         assert final.state is RunState.CANCELLED, final.reason
         job_id = job_of(home, record.run_id)
         wait_until(lambda: ray_head.client.get_job_status(job_id).value == "STOPPED", 30, "the job to stop")
+    finally:
+        stop_daemon(client)
+
+
+def test_a_ray_run_dials_back_a_daemon_bound_beyond_loopback_over_tls(
+    ray_head: RayHead, home: Home, daemon_args: list[str]
+) -> None:
+    address = non_loopback_ipv4()
+    client = DaemonClient.connect(home.root, daemon_args=[*daemon_args, "--host", address])
+    try:
+        assert client.info.address.startswith(address) and client.info.tls_ca
+        record, _ = client.submit(random_run(ray_head), {"WANDB_API_KEY": SECRET})
+        final = client.wait_for_end(record.run_id, timeout=180)
+        assert final.state is RunState.COMPLETED, final.reason
+        job = ray_head.client.get_job_info(job_of(home, record.run_id))
+        env_vars = job.runtime_env["env_vars"]
+        # The job dials the bound address, trusting the CA handed as text (a node cannot read a path here).
+        assert env_vars["GYM_GUI_DAEMON_ADDRESS"] == client.info.address
+        assert env_vars["GYM_GUI_TLS_CA"].startswith("-----BEGIN CERTIFICATE-----")
+        assert SECRET not in json.dumps(job.runtime_env)
     finally:
         stop_daemon(client)
