@@ -33,7 +33,7 @@ sysdeps:
 $(STAMP): $(PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e sdk -e workers/random_worker -e workers/cleanrl_worker -e workers/spade_bdi_worker -e workers/llm_worker -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e sdk -e workers/random_worker -e workers/cleanrl_worker -e workers/spade_bdi_worker -e workers/llm_worker -e ".[dev,ray]"
 	@touch $(STAMP)
 
 lint:

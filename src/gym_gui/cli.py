@@ -47,7 +47,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.sweeps.optimise import TRIAL_REASON_ATTR
-from gym_gui.sweeps.spec import load_spec
+from gym_gui.sweeps.spec import load_spec, parse_spec
 from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, read_study, storage_url
 from gym_gui.workers import (
     BundleDirectory,
@@ -380,6 +380,18 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
     return parse_run_config(data)
 
 
+def executor_overrides(
+    kind: str | None, ray_address: str | None, cpus: float | None = None, gpus: float | None = None
+) -> dict[str, Any]:
+    """The ``executor`` section's flags as :func:`build_config`'s dotted overrides (None: not given)."""
+    return {
+        "executor.kind": kind,
+        "executor.ray_address": ray_address,
+        "executor.cpus": cpus,
+        "executor.gpus": gpus,
+    }
+
+
 def _default_budget(kind: object) -> dict[str, int] | None:
     """The budget of a run that names none: its worker kind's own (``WorkerSpec.default_budget``)."""
     catalog = worker_catalog()
@@ -446,6 +458,15 @@ def train(
         float | None, typer.Option(help="Frames per second for pixel environments.")
     ] = None,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
+    executor: Annotated[
+        str | None, typer.Option(help="Where the worker runs: local (default) or ray (a Ray job).")
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(metavar="ADDR", help="With --executor ray: the Ray head's dashboard, e.g. head:8265."),
+    ] = None,
+    cpus: Annotated[float | None, typer.Option(help="CPUs the run's Ray job reserves (default 1).")] = None,
+    gpus: Annotated[float | None, typer.Option(help="GPUs the run's Ray job reserves (default 0).")] = None,
 ) -> None:
     """Start a run and follow it with a progress bar (or --detach).
 
@@ -479,6 +500,7 @@ def train(
             "dry_run": dry_run or None,
             "notes": notes,
             "telemetry.render_fps": render_fps,
+            **executor_overrides(executor, ray_address, cpus, gpus),
         },
         param or [],
     )
@@ -1177,9 +1199,25 @@ def sweep_start(
     wait: Annotated[
         bool, typer.Option("--wait", help="Follow the trials as they end; print the best.")
     ] = False,
+    executor: Annotated[
+        str | None, typer.Option(help="Where the worker runs: local (default) or ray (a Ray job).")
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(metavar="ADDR", help="With --executor ray: the Ray head's dashboard, e.g. head:8265."),
+    ] = None,
 ) -> None:
-    """Start a sweep: its trials are runs the daemon queues like any other."""
+    """Start a sweep: its trials are runs the daemon queues like any other (--executor and
+    --ray-address override the spec's base config, so every trial runs there)."""
     checked = load_spec(spec)
+    given = {
+        path: value for path, value in executor_overrides(executor, ray_address).items() if value is not None
+    }
+    if given:
+        data = checked.model_dump(mode="json")
+        for path, value in given.items():
+            data["config"]["executor"][path.removeprefix("executor.")] = value
+        checked = parse_spec(data)
     with _client() as client:
         record = client.start_sweep(checked.model_dump_json())
         console.print(

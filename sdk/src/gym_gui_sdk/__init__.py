@@ -13,3 +13,5 @@ ENV_RUN_DIR = "GYM_GUI_RUN_DIR"
 ENV_TLS_CA = "GYM_GUI_TLS_CA"
 # Where the daemon publishes its address (daemon.json): a worker finds a restarted daemon there.
 ENV_HOME = "GYM_GUI_HOME"
+# Set for the launcher of a worker started on another machine (a Ray job): its one-time claim token.
+ENV_LAUNCH_CLAIM = "GYM_GUI_LAUNCH_CLAIM"

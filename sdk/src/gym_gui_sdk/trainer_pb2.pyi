@@ -619,3 +619,30 @@ class SweepDetail(_message.Message):
     info: SweepInfo
     study_json: str
     def __init__(self, info: _Optional[_Union[SweepInfo, _Mapping]] = ..., study_json: _Optional[str] = ...) -> None: ...
+
+class ClaimLaunchRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class ClaimLaunchResponse(_message.Message):
+    __slots__ = ("argv", "cwd", "env", "stdout_path", "stderr_path")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_PATH_FIELD_NUMBER: _ClassVar[int]
+    STDERR_PATH_FIELD_NUMBER: _ClassVar[int]
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    cwd: str
+    env: _containers.ScalarMap[str, str]
+    stdout_path: str
+    stderr_path: str
+    def __init__(self, argv: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., stdout_path: _Optional[str] = ..., stderr_path: _Optional[str] = ...) -> None: ...

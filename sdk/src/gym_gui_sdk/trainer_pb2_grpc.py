@@ -853,6 +853,11 @@ class WorkerServiceStub(object):
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.WorkerMessage.SerializeToString,
                 response_deserializer=gym__gui__sdk_dot_trainer__pb2.ControlMessage.FromString,
                 _registered_method=True)
+        self.ClaimLaunch = channel.unary_unary(
+                '/gym_gui.v1.WorkerService/ClaimLaunch',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.ClaimLaunchRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.ClaimLaunchResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer(object):
@@ -870,6 +875,12 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ClaimLaunch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -882,6 +893,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.Publish,
                     request_deserializer=gym__gui__sdk_dot_trainer__pb2.WorkerMessage.FromString,
                     response_serializer=gym__gui__sdk_dot_trainer__pb2.ControlMessage.SerializeToString,
+            ),
+            'ClaimLaunch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClaimLaunch,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.ClaimLaunchRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.ClaimLaunchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -938,6 +954,33 @@ class WorkerService(object):
             '/gym_gui.v1.WorkerService/Publish',
             gym__gui__sdk_dot_trainer__pb2.WorkerMessage.SerializeToString,
             gym__gui__sdk_dot_trainer__pb2.ControlMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClaimLaunch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.WorkerService/ClaimLaunch',
+            gym__gui__sdk_dot_trainer__pb2.ClaimLaunchRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.ClaimLaunchResponse.FromString,
             options,
             channel_credentials,
             insecure,

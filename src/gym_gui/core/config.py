@@ -171,6 +171,48 @@ class Resources(_Strict):
         return self
 
 
+class ExecutorOptions(_Strict):
+    """Where the run's worker process runs: on this machine, or as a job on a Ray cluster."""
+
+    kind: Literal["local", "ray"] = Field(
+        default="local", description="local: a process of the daemon's machine; ray: a Ray job."
+    )
+    ray_address: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=300,
+        description="With kind ray: the Ray head's dashboard address, e.g. http://head:8265.",
+    )
+    cpus: float = Field(default=1.0, ge=0.0, le=1024.0, description="CPUs the run's Ray job reserves.")
+    gpus: float = Field(default=0.0, ge=0.0, le=64.0, description="GPUs the run's Ray job reserves.")
+
+    @field_validator("ray_address")
+    @classmethod
+    def _address_form(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value if "://" in value else f"http://{value}")
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+            raise ValueError(f"{value!r} is not a Ray dashboard address (host:port or http://host:port)")
+        try:
+            parts.port  # noqa: B018 (raises on a port that is not a number)
+        except ValueError:
+            raise ValueError(f"{value!r} has an invalid port") from None
+        return value
+
+    @model_validator(mode="after")
+    def _ray_needs_address(self) -> ExecutorOptions:
+        if self.kind == "ray" and self.ray_address is None:
+            raise ValueError("kind ray needs ray_address (the Ray head's dashboard address)")
+        return self
+
+    @property
+    def ray_url(self) -> str:
+        """The dashboard's URL (``http://`` added to a bare host:port)."""
+        assert self.ray_address is not None
+        return self.ray_address if "://" in self.ray_address else f"http://{self.ray_address}"
+
+
 class TelemetryOptions(_Strict):
     """What a telemetry-lane run streams and stores."""
 
@@ -306,6 +348,7 @@ class RunConfig(_Strict):
     tracking: Tracking = Field(default_factory=Tracking)
     resources: Resources = Field(default_factory=Resources)
     telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)
+    executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
     notes: str = Field(default="", max_length=10_000, description="Free text kept with the run.")
     dry_run: bool = Field(default=False, description="Resolve and show what would run, launch nothing.")
 

@@ -35,6 +35,7 @@ class Outcome:
     reported_message: str = ""
     adopted: bool = False  # started by an earlier daemon, so its exit code cannot be known
     stderr_tail: str = ""  # the end of the worker's stderr log
+    executor_end: tuple[RunState, str] | None = None  # what its executor says that no exit code tells
 
     @classmethod
     def of(cls, run: LiveRun) -> Outcome:
@@ -50,13 +51,16 @@ class Outcome:
             reported_message=run.reported_message,
             adopted=run.orphan_pid is not None,
             stderr_tail=tail(RunDir(run.run_dir).worker_stderr_log, 1500) if failed else "",
+            executor_end=run.process.outcome() if run.process is not None else None,
         )
 
 
 def verdict(outcome: Outcome, heartbeat_timeout: float) -> tuple[RunState, str]:
     """The final state of a run and the reason shown with it; the first rule that applies wins:
 
-    a violation → FAILED with it; a sweep's pruner → PRUNED with its words; a cancel → CANCELLED; a lost heartbeat → FAILED; a non-zero
+    a violation → FAILED with it; a sweep's pruner → PRUNED with its words; a cancel → CANCELLED;
+    the executor's own word (a Ray job lost → LOST, failed by Ray → FAILED, stopped on the cluster
+    → CANCELLED); a lost heartbeat → FAILED; a non-zero
     exit → FAILED with the exit code or signal and the worker's own message (or else its stderr);
     then the end the worker reported; otherwise FAILED, for it never reported completing.
     """
@@ -67,6 +71,8 @@ def verdict(outcome: Outcome, heartbeat_timeout: float) -> tuple[RunState, str]:
         return RunState.PRUNED, outcome.pruned
     if outcome.cancel_requested:
         return RunState.CANCELLED, "cancelled by user"
+    if outcome.executor_end is not None:
+        return outcome.executor_end
     if outcome.heartbeat_lost:
         return RunState.FAILED, f"heartbeat lost: no message for {heartbeat_timeout:.0f}s"
     if code is not None and code != 0:

@@ -1,4 +1,4 @@
-"""Executors: how the supervisor starts a worker process (local subprocess today; Ray Jobs later)."""
+"""Executors: how the supervisor starts a worker process (a local subprocess here; a Ray job in ``ray_jobs``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from gym_gui.core.states import RunState
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +27,24 @@ class LaunchSpec:
     stdout_path: Path
     stderr_path: Path
     secret_keys: frozenset[str] = field(default_factory=frozenset)
+    claim: str = ""  # a remote launcher's one-time claim token (the Ray executor)
+    cpus: float | None = None  # what a cluster job reserves (the Ray executor)
+    gpus: float = 0.0
 
 
 class WorkerProcess(Protocol):
     """A started worker, as the supervisor sees it."""
 
     @property
-    def pid(self) -> int: ...
+    def pid(self) -> int | None:
+        """Its local process id (None: it runs elsewhere, e.g. a Ray job)."""
+
+    @property
+    def handle(self) -> dict[str, str]:
+        """What the manifest keeps to find it again after a daemon restart."""
+
+    def outcome(self) -> tuple[RunState, str] | None:
+        """An end its exit code does not tell (a lost or externally stopped job), else None."""
 
     def poll(self) -> int | None:
         """The exit code, or None while it runs."""
@@ -56,6 +69,13 @@ class LocalProcess:
     @property
     def pid(self) -> int:
         return self._popen.pid
+
+    @property
+    def handle(self) -> dict[str, str]:
+        return {"kind": "local", "pid": str(self._popen.pid)}
+
+    def outcome(self) -> tuple[RunState, str] | None:
+        return None
 
     def poll(self) -> int | None:
         return self._popen.poll()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN, ENV_TLS_CA
 
@@ -18,7 +20,7 @@ from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, LaunchSpec
-from gym_gui.daemon.live import LiveRun, LiveRuns
+from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.daemon.preview import launch_preview
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import BundleDirectory, LaunchContext, LaunchPlan, WorkerCatalog, WorkerLauncher
@@ -74,6 +76,8 @@ class Launching:
         self.runs = runs
         self.thread_env = thread_env
         self.tls_ca = tls_ca
+        # The CA certificate as PEM text, for workers on other machines (they cannot read this path).
+        self.tls_ca_text = Path(tls_ca).read_text(encoding="ascii") if tls_ca else None
         self.ending = ending
         self.executor = executor
         self.address = address
@@ -87,6 +91,7 @@ class Launching:
             if launcher is not None:
                 self.launchers[plugin.kind] = launcher
         self._installing: set[str] = set()
+        self._ray: dict[str, Executor] = {}  # a Ray executor per head address, connected on first use
 
     def launcher(self, kind: str) -> WorkerLauncher:
         launcher = self.launchers.get(kind)
@@ -133,12 +138,30 @@ class Launching:
             return [str(line) for line in environment["packages"]]
         return list(app_environment(run.spec.bundle).packages)
 
+    def executor_for(self, run: LiveRun) -> Executor:
+        """The executor ``run``'s config names: this daemon's own, or a Ray head's (reached now).
+
+        Raises:
+            ConfigError: the Ray extra is missing or the head does not answer, naming its address.
+        """
+        options = run.config.executor
+        if options.kind == "local":
+            return self.executor
+        address = options.ray_url
+        executor = self._ray.get(address)
+        if executor is None:
+            from gym_gui.daemon.ray_jobs import RayExecutor
+
+            executor = self._ray[address] = RayExecutor(address, self.tls_ca_text)
+        return executor
+
     def _prepare(self, run: LiveRun) -> LaunchPreview | None:
         """Resolve a run's command and start it; a dry run instead records the plan and returns it."""
         lock = self.runs.lock
         finish = self.ending.finish
         try:
             plan = self.launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
+            executor = self.executor if run.config.dry_run else self.executor_for(run)
         except GymGuiError as exc:
             with lock:
                 finish(run, RunState.FAILED, f"not launched: {exc}")
@@ -180,7 +203,7 @@ class Launching:
             if run.cancel_requested_at is not None:
                 finish(run, RunState.CANCELLED, "cancelled by user before it started")
                 return None
-            self._start_process(run, plan.argv, env)
+            self._start_process(run, plan.argv, env, executor)
             return None
 
     def _launch_env(self, run: LiveRun, plan: LaunchPlan) -> tuple[dict[str, str], dict[str, str]]:
@@ -209,8 +232,14 @@ class Launching:
             env[ENV_TLS_CA] = self.tls_ca
         return env
 
-    def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str]) -> None:
+    def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str], executor: Executor) -> None:
         files = RunDir(run.run_dir)
+        options = run.config.executor
+        claim = ""
+        if options.kind == "ray":
+            claim = secrets.token_urlsafe(32)
+            if self.tls_ca_text:
+                env = {**env, ENV_TLS_CA: self.tls_ca_text}
         spec = LaunchSpec(
             run_id=run.run_id,
             argv=argv,
@@ -219,17 +248,30 @@ class Launching:
             stdout_path=files.worker_stdout_log,
             stderr_path=files.worker_stderr_log,
             secret_keys=frozenset(run.secret_env),
+            claim=claim,
+            cpus=options.cpus if options.kind == "ray" else None,
+            gpus=options.gpus,
         )
         run.secret_env = {}
+        if claim:
+            run.pending_launch = spec
+            run.claim_hash = token_digest(claim)
         run.launched_at = time.monotonic()
         try:
-            run.process = self.executor.launch(spec)
+            run.process = executor.launch(spec)
         except OSError as exc:
+            run.pending_launch = None
+            run.claim_hash = ""
             self.ending.finish(run, RunState.FAILED, f"could not start the worker: {exc}")
             return
         finally:
             run.launching = False
         self.runs.registry.set_process(run.run_id, run.process.pid)
+        if run.manifest is not None and run.process.pid is None:
+            try:
+                run.manifest.update(executor=run.process.handle)
+            except StorageError as exc:
+                log.error("run %s: its executor's handle is not in its manifest: %s", run.run_id, exc)
 
     # ------------------------------------------------------------ bundles
 

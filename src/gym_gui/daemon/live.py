@@ -20,7 +20,7 @@ from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EventRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import WorkerSpec
-from gym_gui.daemon.executors import WorkerProcess
+from gym_gui.daemon.executors import LaunchSpec, WorkerProcess
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
@@ -105,6 +105,7 @@ class LiveRun:
     session_token: str = ""
     process: WorkerProcess | None = None
     orphan_pid: int | None = None  # a worker started by an earlier daemon
+    adopted: bool = False  # its worker was started by an earlier daemon (a local process or a Ray job)
     writer: TelemetryWriter | None = None
     launched_at: float = field(default_factory=time.monotonic)
     last_seen: float = field(default_factory=time.monotonic)
@@ -125,6 +126,9 @@ class LiveRun:
     render_fps: float = 0.0
     launching: bool = False  # resolving its command; no process yet
     secret_env: dict[str, str] = field(default_factory=dict)
+    # A remote launcher's command, until it claims it once with the token hashed here (a Ray job).
+    pending_launch: LaunchSpec | None = None
+    claim_hash: str = ""
     controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
     manifest: ManifestWriter | None = None
     end: tuple[RunState, str] | None = None  # its end as decided (state, reason); recorded or not yet

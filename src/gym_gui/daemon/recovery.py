@@ -7,7 +7,7 @@ import secrets
 
 from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.core.states import RunState
-from gym_gui.daemon.executors import process_alive
+from gym_gui.daemon.executors import WorkerProcess, process_alive
 from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.workers import WorkerCatalog
@@ -19,7 +19,9 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
     """Settle the runs an earlier daemon left active or queued (call before the loop starts).
 
     A run whose worker process is gone becomes LOST; one whose process still lives is adopted,
-    waiting for its worker to reconnect with its run token. A queued run is queued again with a
+    waiting for its worker to reconnect with its run token. A run started as a Ray job (its
+    manifest names the head and the job) is adopted by asking Ray for that job again; Ray's
+    answer (still running, ended, or unknown) then ends it as any Ray run. A queued run is queued again with a
     fresh run token (the earlier one died with the earlier daemon), or FAILED when its worker
     kind or config is gone.
     """
@@ -31,7 +33,14 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
         except GymGuiError as exc:
             runs.transition_id(record.run_id, RunState.LOST, f"daemon restarted and {exc}")
             continue
-        if record.pid is not None and process_alive(record.pid):
+        job: WorkerProcess | None = None
+        if record.pid is None:
+            try:
+                job = _ray_job(RunDir(home.run_dir(record.run_id)))
+            except GymGuiError as exc:
+                runs.transition_id(record.run_id, RunState.LOST, f"daemon restarted and {exc}")
+                continue
+        if job is not None or (record.pid is not None and process_alive(record.pid)):
             try:
                 config = RunDir(home.run_dir(record.run_id)).read_config()
             except StorageError as exc:
@@ -47,14 +56,18 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
                 config=config,
                 run_dir=home.run_dir(record.run_id),
                 token_hash=registry.token_hash(record.run_id) or "",
+                process=job,
                 orphan_pid=record.pid,
+                adopted=True,
                 started=record.state is not RunState.STARTING,
             )
             run.manifest = _open_manifest(run)
             runs.open_writer(run)
             runs.add(run)
             log.info(
-                "run %s: worker pid %d still alive, waiting for it to reconnect", record.run_id, record.pid
+                "run %s: its worker still runs (%s), waiting for it to reconnect",
+                record.run_id,
+                job or record.pid,
             )
         else:
             runs.transition_id(
@@ -77,6 +90,21 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
         registry.set_token_hash(run.run_id, run.token_hash)
         run.manifest = _open_manifest(run)
         runs.add(run)
+
+
+def _ray_job(files: RunDir) -> WorkerProcess | None:
+    """The Ray job a run's manifest names, watched again; None when it names none.
+
+    Raises:
+        ConfigError: its Ray head cannot be reached (naming it).
+        StorageError: the manifest is unreadable.
+    """
+    handle = files.read_manifest().executor
+    if handle is None or handle.get("kind") != "ray":
+        return None
+    from gym_gui.daemon.ray_jobs import RayExecutor
+
+    return RayExecutor(str(handle["ray_address"])).adopt(str(handle["job_id"]))
 
 
 def _open_manifest(run: LiveRun) -> ManifestWriter | None:

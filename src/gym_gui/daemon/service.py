@@ -387,6 +387,24 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
         )
 
     @handled
+    def ClaimLaunch(
+        self, request: pb.ClaimLaunchRequest, context: grpc.ServicerContext
+    ) -> pb.ClaimLaunchResponse:
+        metadata = dict(context.invocation_metadata())
+        claim = str(metadata.get("authorization", "")).removeprefix("Bearer ")
+        try:
+            spec = self.supervisor.claim_launch(validate_run_id(request.run_id), claim)
+        except PermissionError as exc:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        return pb.ClaimLaunchResponse(
+            argv=spec.argv,
+            cwd=str(spec.cwd),
+            env=spec.env,
+            stdout_path=str(spec.stdout_path),
+            stderr_path=str(spec.stderr_path),
+        )
+
+    @handled
     def Publish(
         self, request_iterator: Iterator[pb.WorkerMessage], context: grpc.ServicerContext
     ) -> Iterator[pb.ControlMessage]:

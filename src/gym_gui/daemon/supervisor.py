@@ -36,7 +36,7 @@ from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon import recovery
 from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
-from gym_gui.daemon.executors import Executor, signal_group
+from gym_gui.daemon.executors import Executor, LaunchSpec, signal_group
 from gym_gui.daemon.importing import ImportRequest, ModelImports
 from gym_gui.daemon.launching import Launching
 from gym_gui.daemon.live import (
@@ -419,8 +419,26 @@ class Supervisor:
             return any(
                 secrets.compare_digest(run.token_hash, digest)
                 or (run.session_token and secrets.compare_digest(run.session_token, token))
+                or (run.claim_hash and secrets.compare_digest(run.claim_hash, digest))
                 for run in self.runs.all()
             )
+
+    def claim_launch(self, run_id: str, claim: str) -> LaunchSpec:
+        """The command of a run whose worker a remote launcher starts (a Ray job), given once.
+
+        Raises:
+            PermissionError: the claim is not this run's, or was spent already.
+        """
+        with self.runs.lock:
+            run = self.runs.get(run_id)
+            spec = None if run is None else run.pending_launch
+            if run is None or spec is None or not run.claim_hash:
+                raise PermissionError(f"run {run_id} has no launch to claim")
+            if not secrets.compare_digest(run.claim_hash, token_digest(claim)):
+                raise PermissionError(f"invalid launch claim for run {run_id}")
+            run.pending_launch = None
+            run.claim_hash = ""
+            return spec
 
     def stream_opened(self, run: LiveRun) -> bool:
         """A worker opened its Publish stream; returns whether it resumes an earlier one.
@@ -431,7 +449,7 @@ class Supervisor:
         with self.runs.lock:
             if run.stream_open:
                 raise RunBusy(f"run {run.run_id} already has an open stream")
-            resumed = run.ever_streamed or run.orphan_pid is not None
+            resumed = run.ever_streamed or run.adopted or run.orphan_pid is not None
             run.stream_open = True
             run.ever_streamed = True
             run.stream_done.clear()

@@ -114,6 +114,8 @@ class Manifest(_Tolerant):
     optuna_study: str | None = None  # ... the study's name ...
     optuna_trial: int | None = None  # ... and the trial's number
     imported_from: str | None = None  # an imported model's run: the file it was copied from
+    # A worker that runs elsewhere: what finds it again ({"kind": "ray", "ray_address", "job_id"}).
+    executor: dict[str, str] | None = None
     artifacts: list[ArtifactEntry] = Field(default_factory=list)
     ended_at: float | None = None
     final_state: RunState | None = None

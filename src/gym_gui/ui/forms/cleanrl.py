@@ -32,6 +32,7 @@ from gym_gui.ui.forms.preview import CommandPreview, plan_text
 from gym_gui.ui.forms.scripts import ScriptPicker
 from gym_gui.ui.forms.tracking import TrackingBox
 from gym_gui.ui.forms.widgets import (
+    ExecutorRow,
     ParamEditors,
     bind,
     env_combo,
@@ -163,6 +164,8 @@ class CleanRLForm(RunForm):
         form.addRow("Seed", self.seed_spin)
         form.addRow("Total timesteps", self.timesteps_edit)
         form.addRow("Resources", gpu_row)
+        self.executor_row = ExecutorRow()
+        form.addRow("Runs on", self.executor_row)
         form.addRow("Checkpoint every", self.checkpoint_every_edit)
         form.addRow("Start from", self.start_from_combo)
         form.addRow("Notes", self.notes_edit)
@@ -188,6 +191,7 @@ class CleanRLForm(RunForm):
             bind(self.start_from_combo, model, "warm_start", self._changed),
             bind(self.notes_edit, model, "notes", self._changed),
             bind(self.dry_run_check, model, "dry_run", self._changed),
+            *self.executor_row.bind(model, self._changed),
         ]
 
     def refresh(self) -> None:
@@ -206,6 +210,7 @@ class CleanRLForm(RunForm):
             "Save a checkpoint every N steps.",
         )
         mark(self.start_from_combo, errors.get("warm_start.run_id", ""), START_FROM_TIP)
+        self.executor_row.mark(errors)
         self.params_box.mark(errors)
 
     def _enable_dependents(self) -> None:

@@ -54,6 +54,34 @@ class FollowUp:
     origin: str
 
 
+EXECUTORS = ("local", "ray")
+
+
+@dataclass
+class ExecutorChoice:
+    """Where a run's worker runs (RunConfig's ``executor``): this machine, or a Ray cluster's head."""
+
+    kind: str = "local"
+    ray_address: str = ""
+
+    def errors(self) -> dict[str, str]:
+        if self.kind == "ray" and not self.ray_address.strip():
+            return {"executor.ray_address": "give the Ray head's dashboard address, e.g. head:8265"}
+        return {}
+
+    def config_data(self) -> dict[str, Any]:
+        return {"kind": self.kind, "ray_address": self.ray_address.strip() or None}
+
+    def values(self) -> dict[str, Any]:
+        return {"executor": self.kind, "ray_address": self.ray_address.strip()}
+
+    def restore(self, values: dict[str, Any]) -> None:
+        if _text(values, "executor") in EXECUTORS:
+            self.kind = values["executor"]
+        if (address := _text(values, "ray_address")) is not None:
+            self.ray_address = address
+
+
 def _config_values(config: dict[str, Any]) -> dict[str, Any]:
     """The remembered-form values (:meth:`RunModel.values`) a RunConfig's JSON form gives."""
     values: dict[str, Any] = {}
@@ -77,6 +105,8 @@ def _config_values(config: dict[str, Any]) -> dict[str, Any]:
     fps = (config.get("telemetry") or {}).get("render_fps")
     if isinstance(fps, int | float):
         values["render_fps"] = fps
+    executor = config.get("executor") or {}
+    values["executor"], values["ray_address"] = executor.get("kind"), executor.get("ray_address")
     return {key: value for key, value in values.items() if value is not None}
 
 
@@ -96,10 +126,12 @@ class RunModel:
     seed: int = 0
     dry_run: bool = False
     params: Params = field(default_factory=Params)
+    executor: ExecutorChoice = field(default_factory=ExecutorChoice)
 
     def errors(self) -> dict[str, str]:
         """Field → why it is not valid yet, in the order the form shows the fields."""
-        return {"env_id": "choose an environment"} if not self.env_id.strip() else {}
+        errors = {"env_id": "choose an environment"} if not self.env_id.strip() else {}
+        return {**errors, **self.executor.errors()}
 
     def config_data(self) -> dict[str, Any]:
         """The RunConfig fields as plain data (called only when :meth:`errors` is empty)."""
@@ -201,6 +233,7 @@ class WorkerModel(RunModel):
             "budget": {self.budget_kind: self.budget},
             "params": self.params.changed(),
             "telemetry": {"render_fps": self.render_fps},
+            "executor": self.executor.config_data(),
             "dry_run": self.dry_run,
         }
 
@@ -214,6 +247,7 @@ class WorkerModel(RunModel):
             # Fields as they started are not remembered: a default that depends on the env (a prompt
             # template) or changed with the plugin's version comes back new.
             "params": {**self.saved_params, **self.params.raws(edited_only=True)},
+            **self.executor.values(),
         }
 
     def restore(self, values: dict[str, Any]) -> None:
@@ -232,6 +266,7 @@ class WorkerModel(RunModel):
         if isinstance(values.get("params"), dict):
             self.saved_params = dict(values["params"])
             self.params.restore(self.saved_params)
+        self.executor.restore(values)
 
 
 # ------------------------------------------------------------------ CleanRL
@@ -431,6 +466,7 @@ class CleanRLModel(RunModel):
                 "torch_deterministic": self.torch_deterministic,
             },
             "notes": self.notes,
+            "executor": self.executor.config_data(),
             "dry_run": self.dry_run,
         }
 
@@ -462,6 +498,7 @@ class CleanRLModel(RunModel):
             "checkpoint_every": self.checkpoint_every,
             "notes": self.notes,
             "params": {algo: dict(raws) for algo, raws in saved.items() if raws},
+            **self.executor.values(),
         }
 
     def restore(self, values: dict[str, Any]) -> None:
@@ -485,6 +522,7 @@ class CleanRLModel(RunModel):
             self.tracking.capture_video = values["capture_video"]
         if _text(values, "wandb_mode") in WANDB_MODES:
             self.tracking.wandb_mode = values["wandb_mode"]
+        self.executor.restore(values)
         params = values.get("params")
         if isinstance(params, dict):
             self.saved_params = {

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QFrame,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.envs import ENV_CATALOG
+from gym_gui.ui.forms.model import EXECUTORS, RunModel
 from gym_gui.ui.forms.params import Param, Params
 
 INVALID_STYLE = "border: 2px solid #d32f2f;"
@@ -153,6 +155,47 @@ def bind(widget: QWidget, model: Any, path: str, changed: Callable[[], None]) ->
         widget.currentTextChanged.connect(lambda text: write(text.strip() if widget.isEditable() else text))
         return lambda: set_combo_text(widget, read())
     raise TypeError(f"no binding for {type(widget).__name__}")
+
+
+class ExecutorRow(QWidget):
+    """Where the run's worker runs, in every form: this machine (local) or a Ray cluster, by its
+    head's dashboard address (RunConfig's ``executor``)."""
+
+    ADDRESS_TIP = "The Ray head's dashboard address, e.g. head:8265 (the run's worker becomes a Ray job)."
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.kind_combo = QComboBox()
+        self.kind_combo.setObjectName("executor")
+        self.kind_combo.addItems(list(EXECUTORS))
+        self.kind_combo.setToolTip("local: a process of the daemon's machine; ray: a job on a Ray cluster")
+        self.address_edit = QLineEdit()
+        self.address_edit.setObjectName("rayAddress")
+        self.address_edit.setPlaceholderText("Ray head, e.g. head:8265")
+        self.address_edit.setToolTip(self.ADDRESS_TIP)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.kind_combo)
+        row.addWidget(self.address_edit, 1)
+
+    def bind(self, model: RunModel, changed: Callable[[], None]) -> list[Callable[[], None]]:
+        """Tie the row to ``model.executor``; the functions returned show it again."""
+
+        def enable() -> None:
+            self.address_edit.setEnabled(model.executor.kind == "ray")
+
+        def edited() -> None:
+            enable()
+            changed()
+
+        shows = [
+            bind(self.kind_combo, model, "executor.kind", edited),
+            bind(self.address_edit, model, "executor.ray_address", changed),
+        ]
+        return [*shows, enable]
+
+    def mark(self, errors: dict[str, str]) -> None:
+        mark(self.address_edit, errors.get("executor.ray_address", ""), self.ADDRESS_TIP)
 
 
 # ------------------------------------------------------------------ parameters

@@ -21,7 +21,15 @@ from gym_gui.core.workers import BUDGET_BOUNDS
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import SEED_MAX, WorkerModel
-from gym_gui.ui.forms.widgets import ParamEditors, bind, env_combo, mark, scrolled, set_combo_text
+from gym_gui.ui.forms.widgets import (
+    ExecutorRow,
+    ParamEditors,
+    bind,
+    env_combo,
+    mark,
+    scrolled,
+    set_combo_text,
+)
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
 
@@ -89,6 +97,8 @@ class WorkerForm(RunForm):
         form.addRow("Seed", self.seed_spin)
         form.addRow("Budget", budget_row)
         form.addRow("Render fps", self.render_fps_spin)
+        self.executor_row = ExecutorRow()
+        form.addRow("Runs on", self.executor_row)
         for name, edit in self.secret_edits.items():
             form.addRow(name, edit)
         form.addRow("", self.dry_run_check)
@@ -107,6 +117,7 @@ class WorkerForm(RunForm):
             bind(self.budget_spin, model, "budget", self._changed),
             bind(self.render_fps_spin, model, "render_fps", self._changed),
             bind(self.dry_run_check, model, "dry_run", self._changed),
+            *self.executor_row.bind(model, self._changed),
         ]
         self.restore_settings()
         self._validate()
@@ -149,6 +160,7 @@ class WorkerForm(RunForm):
 
     def mark(self, errors: dict[str, str]) -> None:
         mark(self.env_combo, errors.get("env_id", ""))
+        self.executor_row.mark(errors)
         self.params_box.mark(errors)
 
     def param_names(self) -> list[str]:
