@@ -23,6 +23,7 @@ from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.storage.run_dir import RunDir, file_sha256
 from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModelCheck, PipStep, WorkerPlugin
+from gym_gui_cleanrl_worker.zygote import ENV_COLD, ENV_ZYGOTE, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,12 @@ class CleanRLLauncher:
         self._lock = threading.Lock()
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
+        # The bundle's fork server, which training scripts start from warm (zygote.py).
+        self.zygotes = Zygotes(context.home.root / "zygotes")
+
+    def close(self) -> None:
+        """Stop the zygotes (the daemon is stopping; scripts they started go on)."""
+        self.zygotes.close()
 
     # ------------------------------------------------------------ where the scripts are
 
@@ -386,6 +393,20 @@ class CleanRLLauncher:
             mapped["wandb-entity"] = config.tracking.wandb_entity
         return mapped
 
+    def _warm_start_env(self, config: RunConfig, python: Path) -> dict[str, str]:
+        """Where the worker asks for its script to be forked warm (the bundle's zygote's socket), or
+        why it starts it in a new interpreter (another interpreter, a zygote that cannot start)."""
+        if config.source.python is not None:
+            return {ENV_COLD: "the run names its own interpreter (source.python)"}
+        if config.dry_run:
+            return {}
+        try:
+            stamp = self.bundles.marker_path(self.bundle).stat().st_mtime_ns
+            return {ENV_ZYGOTE: self.zygotes.socket(python, stamp)}
+        except (OSError, ZygoteError) as exc:
+            log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
+            return {ENV_COLD: f"the zygote could not start: {exc}"}
+
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
         return _cuda_available(self.python(source))
@@ -447,6 +468,7 @@ class CleanRLLauncher:
                 )
         if not gpu:
             env["CUDA_VISIBLE_DEVICES"] = ""
+        env.update(self._warm_start_env(config, python))
         resolved = self._script_argv(config, gpu)
         script, flags = resolved["script"], resolved["argv"]
         argv = [str(python), "-m", "gym_gui_cleanrl_worker", "train", "--script", script]
