@@ -32,6 +32,8 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 # How MuJoCo (and PyOpenGL under it) render without a display: EGL (Mesa's, in software when there
 # is no GPU). Set for every CleanRL run, so videos and evaluation frames of MuJoCo envs work.
 HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
+# Set to 0 in the daemon's environment, every training script starts in a new interpreter (no zygote).
+WARM_SWITCH = "GYM_GUI_CLEANRL_WARM"
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 # The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
@@ -398,6 +400,8 @@ class CleanRLLauncher:
         why it starts it in a new interpreter (another interpreter, a zygote that cannot start)."""
         if config.source.python is not None:
             return {ENV_COLD: "the run names its own interpreter (source.python)"}
+        if os.environ.get(WARM_SWITCH) == "0":
+            return {ENV_COLD: f"warm starts are off ({WARM_SWITCH}=0 in the daemon's environment)"}
         if config.dry_run:
             return {}
         try:
