@@ -13,8 +13,8 @@ one thread only, and listens on a Unix socket. Each connection is one run:
                       script ended kills the script's process group (a worker that dies takes
                       its script with it)
 
-The zygote forks a *keeper* per connection (double fork: the zygote has nothing to reap, and a
-keeper outlives a zygote the daemon stops, as the run's worker does); the keeper forks the script,
+The zygote forks a *keeper* per connection (reaped by the zygote between connections; a keeper
+outlives a zygote the daemon stops, as the run's worker does); the keeper forks the script,
 which becomes a session leader, sets its environment, working directory, fds and signal mask as a
 ``subprocess.Popen`` child of the worker would have them, and runs ``launch.main(argv)``.
 
@@ -122,6 +122,7 @@ def serve(path: Path) -> _Job:
     print(f"zygote {os.getpid()} ready on {path}", flush=True)
     parent = os.getppid()
     while True:
+        _reap()
         # A zygote whose daemon is gone (killed: it never stopped it) ends too.
         if not select.select([listener], [], [], _PARENT_CHECK_SECONDS)[0]:
             if os.getppid() != parent:
@@ -136,17 +137,24 @@ def serve(path: Path) -> _Job:
                 continue
             sys.stdout.flush()
             sys.stderr.flush()
-            first = os.fork()
-            if first == 0:
+            if os.fork() == 0:
                 listener.close()
-                if os.fork() != 0:
-                    os._exit(0)
                 return _keep(conn)  # the keeper returns only in the script
-            os.waitpid(first, 0)
         except OSError as exc:
             print(f"zygote: a connection failed: {exc}", file=sys.stderr, flush=True)
         finally:
             conn.close()
+
+
+def _reap() -> None:
+    """Collect the keepers that have ended (each ends once its run's worker has let go)."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _reply(conn: socket.socket, message: dict[str, Any]) -> None:
