@@ -21,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from gym_gui_sdk import encoding, render
+from gym_gui_sdk import ENV_HOME, encoding, render
 from gym_gui_sdk.worker import Phase, Registration, WorkerError, WorkerSession
 
 from gym_gui_cleanrl_worker import MARKER
 from gym_gui_cleanrl_worker.bridge import Deduplicator, EventFileTail, StdoutParser
-from gym_gui_cleanrl_worker.zygote import ENV_COLD, ENV_ZYGOTE, ForkedScript, ZygoteError
+from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ForkedScript, ZygoteError, socket_path
 
 # How often the event files and the run directory are looked at.
 _POLL_SECONDS = 1.0
@@ -128,17 +128,23 @@ class Trainer:
 
     def _start(self) -> subprocess.Popen[bytes] | ForkedScript:
         """The script's process: forked by the bundle's zygote (warm: torch and gym already imported)
-        when the daemon named one, else started as a new interpreter — said once in the run's log."""
-        socket_path = os.environ.get(ENV_ZYGOTE)
-        if socket_path:
+        when one listens for this interpreter under the home, else a new interpreter (said once in the run's log)."""
+        home = os.environ.get(ENV_HOME)
+        zygote = socket_path(Path(home), sys.executable) if home else None
+        if os.environ.get(WARM_SWITCH) == "0":
+            reason = (
+                f"{WARM_SWITCH}=0 (the run names its own interpreter or scripts, or the daemon turned "
+                "warm starts off)"
+            )
+        elif zygote is not None and zygote.exists():
             try:
                 # The launcher's arguments (after `python -m gym_gui_cleanrl_worker.launch`), this
                 # worker's own environment, as Popen would give them.
-                return ForkedScript.start(socket_path, self.command[3:], self.run_dir, dict(os.environ))
+                return ForkedScript.start(str(zygote), self.command[3:], self.run_dir, dict(os.environ))
             except ZygoteError as exc:
-                reason = f"the zygote could not fork it ({exc})"
+                reason = f"the zygote at {zygote} could not fork it ({exc})"
         else:
-            reason = os.environ.get(ENV_COLD) or "no zygote was named"
+            reason = f"no zygote serves {sys.executable}" + (f" (none at {zygote})" if zygote else "")
         print(f"gym_gui: the script starts in a new interpreter (no warm start): {reason}", file=sys.stderr)
         sys.stderr.flush()
         return subprocess.Popen(

@@ -23,7 +23,7 @@ from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.storage.run_dir import RunDir, file_sha256
 from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModelCheck, PipStep, WorkerPlugin
-from gym_gui_cleanrl_worker.zygote import ENV_COLD, ENV_ZYGOTE, ZygoteError, Zygotes
+from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,6 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 # How MuJoCo (and PyOpenGL under it) render without a display: EGL (Mesa's, in software when there
 # is no GPU). Set for every CleanRL run, so videos and evaluation frames of MuJoCo envs work.
 HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
-# Set to 0 in the daemon's environment, every training script starts in a new interpreter (no zygote).
-WARM_SWITCH = "GYM_GUI_CLEANRL_WARM"
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 # The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
@@ -141,7 +139,7 @@ class CleanRLLauncher:
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
         # The bundle's fork server, which training scripts start from warm (zygote.py).
-        self.zygotes = Zygotes(context.home.root / "zygotes")
+        self.zygotes = Zygotes(context.home.root)
 
     def close(self) -> None:
         """Stop the zygotes (the daemon is stopping; scripts they started go on)."""
@@ -395,21 +393,21 @@ class CleanRLLauncher:
             mapped["wandb-entity"] = config.tracking.wandb_entity
         return mapped
 
-    def _warm_start_env(self, config: RunConfig, python: Path) -> dict[str, str]:
-        """Where the worker asks for its script to be forked warm (the bundle's zygote's socket), or
-        why it starts it in a new interpreter (another interpreter, a zygote that cannot start)."""
-        if config.source.python is not None:
-            return {ENV_COLD: "the run names its own interpreter (source.python)"}
-        if os.environ.get(WARM_SWITCH) == "0":
-            return {ENV_COLD: f"warm starts are off ({WARM_SWITCH}=0 in the daemon's environment)"}
-        if config.dry_run:
-            return {}
-        try:
-            stamp = self.bundles.marker_path(self.bundle).stat().st_mtime_ns
-            return {ENV_ZYGOTE: self.zygotes.socket(python, stamp)}
-        except (OSError, ZygoteError) as exc:
-            log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
-            return {ENV_COLD: f"the zygote could not start: {exc}"}
+    def _start_zygote(self, config: RunConfig, python: Path) -> dict[str, str]:
+        """Have the bundle's zygote listen where the run's worker looks for it (``zygote.socket_path``
+        of its interpreter), so the script is forked warm; a zygote that cannot start leaves the run
+        to start cold. A run with its own interpreter or scripts (whose modules are not the ones the
+        zygote imported), or a daemon whose environment turns warm starts off, gets the switch
+        ``GYM_GUI_CLEANRL_WARM=0`` instead."""
+        source = config.source
+        if source.python is not None or source.scripts_dir is not None or os.environ.get(WARM_SWITCH) == "0":
+            return {WARM_SWITCH: "0"}
+        if not config.dry_run:
+            try:
+                self.zygotes.ensure(python, self.bundles.marker_path(self.bundle).stat().st_mtime_ns)
+            except (OSError, ZygoteError) as exc:
+                log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
+        return {}
 
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
@@ -472,7 +470,7 @@ class CleanRLLauncher:
                 )
         if not gpu:
             env["CUDA_VISIBLE_DEVICES"] = ""
-        env.update(self._warm_start_env(config, python))
+        env.update(self._start_zygote(config, python))
         resolved = self._script_argv(config, gpu)
         script, flags = resolved["script"], resolved["argv"]
         argv = [str(python), "-m", "gym_gui_cleanrl_worker", "train", "--script", script]

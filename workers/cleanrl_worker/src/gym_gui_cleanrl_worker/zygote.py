@@ -65,9 +65,8 @@ _REQUIRED = 3
 # The numeric thread pools, held at one thread while importing so none is started (OpenBLAS starts
 # its pool when numpy loads it; a forked child would inherit its state without its threads).
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-# Set by the daemon in a CleanRL worker's environment: the zygote's socket, or why there is none.
-ENV_ZYGOTE = "GYM_GUI_CLEANRL_ZYGOTE"
-ENV_COLD = "GYM_GUI_CLEANRL_COLD"
+# "0" in the daemon's environment turns warm starts off; in a worker's, starts its script cold.
+WARM_SWITCH = "GYM_GUI_CLEANRL_WARM"
 _LENGTH = struct.Struct("!I")
 _MAX_REQUEST = 1 << 22
 # How often an idle zygote looks whether its daemon is still there.
@@ -76,6 +75,13 @@ _PARENT_CHECK_SECONDS = 5.0
 
 class ZygoteError(Exception):
     """The zygote could not start the script (the worker starts it itself instead)."""
+
+
+def socket_path(home: Path, python: str) -> Path:
+    """Where the zygote of interpreter ``python`` listens for the daemon of ``home``: the daemon
+    starts it there, the worker (whose own interpreter it is) looks there."""
+    key = hashlib.sha256(os.path.abspath(python).encode()).hexdigest()[:12]
+    return home / "zygotes" / f"{key}.sock"
 
 
 def single_threaded() -> bool:
@@ -410,15 +416,16 @@ class Zygotes:
     """The daemon's zygotes, one per interpreter: started on the first run that asks, started again
     when one has died or its bundle was reinstalled (``stamp`` changed), stopped by :meth:`close`.
 
-    ``directory`` (made 0700) holds each zygote's socket and log (``<key>.sock``, ``<key>.log``).
+    ``<home>/zygotes`` (made 0700) holds each zygote's socket and log (``<key>.sock``, ``<key>.log``).
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.directory = home / "zygotes"
         self._lock = threading.Lock()
         self._started: dict[Path, _Started] = {}
 
-    def socket(self, python: Path, stamp: int = 0) -> str:
+    def ensure(self, python: Path, stamp: int = 0) -> str:
         """The socket of ``python``'s zygote, starting it first when needed (seconds: it imports torch).
 
         Raises:
@@ -438,11 +445,10 @@ class Zygotes:
     def _start(self, python: Path, stamp: int) -> _Started:
         self.directory.mkdir(parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)
-        key = hashlib.sha256(str(python).encode()).hexdigest()[:12]
-        path = self.directory / f"{key}.sock"
+        path = socket_path(self.home, str(python))
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        log_path = self.directory / f"{key}.log"
+        log_path = path.with_suffix(".log")
         env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
         with open(log_path, "ab") as log:
             try:
