@@ -121,9 +121,15 @@ def test_a_worker_killed_with_its_process_group_takes_its_forked_script_with_it(
     assert client.wait_for_end(record.run_id, timeout=120).state.terminal
 
 
-def test_a_zygote_that_died_is_started_again_and_the_daemon_stops_its_own(tmp_path: Path) -> None:
+def test_a_zygote_starts_with_the_first_run_is_started_again_when_it_died_and_stops_with_the_daemon(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "h"
     with module_daemon(root, SHARED_BUNDLES, []) as (client, home):
+        # A preview or a dry run starts none (the form previews as one types).
+        client.preview(cleanrl_config("ppo", "CartPole-v1", 1000))
+        client.dry_run(cleanrl_config("ppo", "CartPole-v1", 1000))
+        assert not zygote_pids(home)
         first, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 1000))
         assert client.wait_for_end(first.run_id, timeout=300).state is RunState.COMPLETED
         (zygote,) = zygote_pids(home)
