@@ -446,14 +446,17 @@ def test_an_env_id_that_is_a_path_is_refused_and_nothing_is_written_anywhere(
 
 
 def _processes_mentioning(text: str) -> list[int]:
+    """The live processes with ``text`` in their argv or working in the directory ``text`` (a script
+    the zygote forked has the zygote's argv; it works in its run directory)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cwd = os.readlink(entry / "cwd")
             except OSError:
                 continue
-            if text in cmdline and pid_alive(int(entry.name)):
+            if (text in cmdline or cwd == text) and pid_alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
 
@@ -467,7 +470,7 @@ def test_cancel_mid_training_ends_the_process_tree_and_keeps_metrics_and_model(
     wait_until(
         lambda: client.get_run(record.run_id).progress.global_step > 2000, 120, "training to be under way"
     )
-    assert len(_processes_mentioning(run_dir)) >= 1  # the launcher runs with the run directory in its argv
+    assert len(_processes_mentioning(run_dir)) >= 1  # the worker and its script work in the run directory
     client.cancel(record.run_id)
     final = client.wait_for_end(record.run_id, timeout=120)
     assert final.state is RunState.CANCELLED
@@ -487,12 +490,14 @@ def _process_state(pid: int) -> str:
         return stat.read().split(") ", 1)[1][:1]
 
 
-def _script_pid(run_dir: Path) -> int:
-    """The process running the run's CleanRL script (the launcher, with the run directory in its argv)."""
+def script_pid(run_dir: Path) -> int:
+    """The process running the run's CleanRL script: the launcher, working in the run directory, not
+    its worker (``… gym_gui_cleanrl_worker train …``)."""
     found = [
         pid
         for pid in _processes_mentioning(str(run_dir))
-        if b"gym_gui_cleanrl_worker.launch" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        if os.readlink(f"/proc/{pid}/cwd") == str(run_dir)
+        and b"gym_gui_cleanrl_worker\0train" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
     assert len(found) == 1, f"expected one script process for {run_dir}, found {found}"
     return found[0]
@@ -509,7 +514,7 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
     try:
         worker = registry.get(run_id).pid
         assert worker is not None
-        script = _script_pid(run_dir)
+        script = script_pid(run_dir)
 
         asked = gym_gui("checkpoint", run_id, home=home.root)
         assert asked.returncode == 0, asked.stderr
@@ -537,7 +542,7 @@ def test_checkpoint_now_pause_resume_and_cancel_while_paused_from_the_cli(
         wait_until(
             lambda: client.get_run(run_id).progress.global_step > held + 2048, 120, "training to go on"
         )
-        assert _script_pid(run_dir) == script and registry.get(run_id).pid == worker, "same processes"
+        assert script_pid(run_dir) == script and registry.get(run_id).pid == worker, "same processes"
 
         # The same training went on: a loss logged once per update keeps climbing in global steps
         # (a script started again would log from its first steps).

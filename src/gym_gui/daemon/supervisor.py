@@ -53,7 +53,7 @@ from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import MODEL_KINDS, RunDir, file_sha256
-from gym_gui.workers import BundleDirectory, WorkerCatalog, WorkerLauncher, worker_catalog
+from gym_gui.workers import BundleDirectory, HelperOwner, WorkerCatalog, WorkerLauncher, worker_catalog
 from gym_gui.workers.bundles import app_environment
 
 __all__ = ["LiveRun", "Supervisor", "SupervisorSettings"]
@@ -121,8 +121,12 @@ class Supervisor:
         self.scheduler.start_loop()
 
     def stop(self) -> None:
-        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them)."""
+        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them) and
+        the launchers' helper processes."""
         self.scheduler.stop_loop()
+        for launcher in self.launchers.values():
+            if isinstance(launcher, HelperOwner):
+                launcher.close()
         with self.runs.lock:
             for run in self.runs.all():
                 if run.writer is not None:

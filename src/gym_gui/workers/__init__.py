@@ -3,6 +3,7 @@
 from gym_gui.workers.api import (
     LANE_TABS,
     TABS,
+    HelperOwner,
     LaunchContext,
     LaunchPlan,
     ModelCheck,
@@ -25,6 +26,7 @@ __all__ = [
     "TABS",
     "BundleDirectory",
     "BundleSpec",
+    "HelperOwner",
     "LaunchContext",
     "LaunchPlan",
     "ModelCheck",

@@ -90,6 +90,15 @@ class ModelCheck:
 
 
 @runtime_checkable
+class HelperOwner(Protocol):
+    """A launcher that keeps helper processes of its own between runs (optional; CleanRL's zygotes)."""
+
+    def close(self) -> None:
+        """Stop them: the daemon is stopping. Runs they started go on, as workers do."""
+        ...
+
+
+@runtime_checkable
 class ModelImporter(Protocol):
     """A launcher whose kind can take a model file trained elsewhere as a run of its own (optional)."""
 

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from gym_gui_sdk import encoding, render
+from gym_gui_sdk import ENV_HOME, encoding, render
 from gym_gui_sdk.worker import Phase, Registration, WorkerError, WorkerSession
 
 from gym_gui_cleanrl_worker import MARKER
 from gym_gui_cleanrl_worker.bridge import Deduplicator, EventFileTail, StdoutParser
+from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ForkedScript, ZygoteError, socket_path
 
 # How often the event files and the run directory are looked at.
 _POLL_SECONDS = 1.0
@@ -78,16 +79,10 @@ class Trainer:
         # torch and its script; until then SIGUSR1's default action would kill it. So the script
         # starts with SIGUSR1 blocked (a child inherits the mask of the thread that forks it): a
         # request made earlier stays pending and is taken when launch.py installs its handler.
+        # A zygote-forked script gets the same mask from its keeper (zygote.py).
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         try:
-            child = subprocess.Popen(
-                self.command,
-                cwd=self.run_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-            )
+            child = self._start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         assert child.stdout is not None and child.stderr is not None
@@ -129,9 +124,39 @@ class Trainer:
         for reader in readers:
             reader.join(10)
         self._poll_files(final=True)
-        return child.returncode
+        return child.wait()  # ended: its code at once
 
-    def _hold(self, child: subprocess.Popen[bytes], pause: bool) -> bool:
+    def _start(self) -> subprocess.Popen[bytes] | ForkedScript:
+        """The script's process: forked by the bundle's zygote (warm: torch and gym already imported)
+        when one listens for this interpreter under the home, else a new interpreter (said once in the run's log)."""
+        home = os.environ.get(ENV_HOME)
+        zygote = socket_path(Path(home), sys.executable) if home else None
+        if os.environ.get(WARM_SWITCH) == "0":
+            reason = (
+                f"{WARM_SWITCH}=0 (the run names its own interpreter or scripts, or the daemon turned "
+                "warm starts off)"
+            )
+        elif zygote is not None and zygote.exists():
+            try:
+                # The launcher's arguments (after `python -m gym_gui_cleanrl_worker.launch`), this
+                # worker's own environment, as Popen would give them.
+                return ForkedScript.start(str(zygote), self.command[3:], self.run_dir, dict(os.environ))
+            except ZygoteError as exc:
+                reason = f"the zygote at {zygote} could not fork it ({exc})"
+        else:
+            reason = f"no zygote serves {sys.executable}" + (f" (none at {zygote})" if zygote else "")
+        print(f"gym_gui: the script starts in a new interpreter (no warm start): {reason}", file=sys.stderr)
+        sys.stderr.flush()
+        return subprocess.Popen(
+            self.command,
+            cwd=self.run_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+        )
+
+    def _hold(self, child: subprocess.Popen[bytes] | ForkedScript, pause: bool) -> bool:
         """Stop (pause) or continue (resume) the script's process and report it; returns whether it is held.
 
         Only the script's own process is stopped, not the process group: the group holds this

@@ -23,6 +23,7 @@ from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.storage.run_dir import RunDir, file_sha256
 from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModelCheck, PipStep, WorkerPlugin
+from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,12 @@ class CleanRLLauncher:
         self._lock = threading.Lock()
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
+        # The bundle's fork server, which training scripts start from warm (zygote.py).
+        self.zygotes = Zygotes(context.home.root)
+
+    def close(self) -> None:
+        """Stop the zygotes (the daemon is stopping; scripts they started go on)."""
+        self.zygotes.close()
 
     # ------------------------------------------------------------ where the scripts are
 
@@ -386,6 +393,23 @@ class CleanRLLauncher:
             mapped["wandb-entity"] = config.tracking.wandb_entity
         return mapped
 
+    def _start_zygote(self, config: RunConfig, python: Path, run_dir: Path) -> dict[str, str]:
+        """Have the bundle's zygote listen where the run's worker looks for it (``zygote.socket_path``
+        of its interpreter), so the script is forked warm; a zygote that cannot start leaves the run
+        to start cold. Only for a run about to launch: a dry run starts nothing, and a preview (whose
+        run is never stored, so it has no directory) must not wait seconds for a zygote to import. A run with its own interpreter or scripts (whose modules are not the ones the
+        zygote imported), or a daemon whose environment turns warm starts off, gets the switch
+        ``GYM_GUI_CLEANRL_WARM=0`` instead."""
+        source = config.source
+        if source.python is not None or source.scripts_dir is not None or os.environ.get(WARM_SWITCH) == "0":
+            return {WARM_SWITCH: "0"}
+        if not config.dry_run and run_dir.is_dir():
+            try:
+                self.zygotes.ensure(python, self.bundles.marker_path(self.bundle).stat().st_mtime_ns)
+            except (OSError, ZygoteError) as exc:
+                log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
+        return {}
+
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
         return _cuda_available(self.python(source))
@@ -447,6 +471,7 @@ class CleanRLLauncher:
                 )
         if not gpu:
             env["CUDA_VISIBLE_DEVICES"] = ""
+        env.update(self._start_zygote(config, python, run_dir))
         resolved = self._script_argv(config, gpu)
         script, flags = resolved["script"], resolved["argv"]
         argv = [str(python), "-m", "gym_gui_cleanrl_worker", "train", "--script", script]
