@@ -67,33 +67,6 @@ class _EventFile:
     rewritten: int = 0  # times the file was found truncated and written again
 
 
-def _crc32c_table() -> tuple[int, ...]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return tuple(table)
-
-
-_CRC32C_TABLE = _crc32c_table()
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TFRecord's checksum: CRC-32C (Castagnoli), rotated and offset ("masked").
-
-    Computed here rather than imported from TensorBoard's TensorFlow stub, whose package import
-    costs the worker ~0.1 CPU-s a run; the same table-driven loop.
-    """
-    crc = 0xFFFFFFFF
-    table = _CRC32C_TABLE
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
 class EventFileTail:
     """Reads the scalars TensorBoard event files under ``root`` gained since the last call.
 
@@ -172,6 +145,7 @@ class EventFileTail:
     def _records(self, path: Path, entry: _EventFile, data: bytes, final: bool) -> tuple[list[Point], int]:
         """The points in ``data`` (read at ``entry.offset``) and how many of its bytes were used."""
         from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
         points: list[Point] = []
         pos = 0
