@@ -143,3 +143,25 @@ def test_a_zygote_starts_with_the_first_run_is_started_again_when_it_died_and_st
         stop_daemon(client)
         wait_until(lambda: not pid_alive(restarted), 20, "the daemon to stop its zygote")
         assert not list((home.root / "zygotes").glob("*.sock"))
+
+
+def test_a_sweeps_prepare_starts_the_zygote_in_the_background_and_only_for_the_bundles_scripts(
+    tmp_path: Path,
+) -> None:
+    from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
+
+    from gym_gui.workers import BundleDirectory, HelperOwner, LaunchContext
+
+    home = Home(tmp_path / "h").ensure()
+    launcher = CleanRLLauncher(LaunchContext(home, BundleDirectory(Path(SHARED_BUNDLES))))
+    assert isinstance(launcher, HelperOwner)
+    try:
+        # Scripts of one's own are not the zygote's: nothing starts for them.
+        launcher.prepare(cleanrl_config("ppo", "CartPole-v1", 1000, source={"scripts_dir": str(tmp_path)}))
+        assert not zygote_pids(home)
+        launcher.prepare(cleanrl_config("ppo", "CartPole-v1", 1000))  # returns at once
+        wait_until(lambda: len(zygote_pids(home)) == 1, 120, "the prepared zygote to start")
+        wait_until(lambda: any((home.root / "zygotes").glob("*.sock")), 120, "its socket")
+    finally:
+        launcher.close()
+    assert not zygote_pids(home)

@@ -46,6 +46,7 @@ from gym_gui.sweeps.spec import (
     write_spec,
 )
 from gym_gui.sweeps.study import read_study, shown_url
+from gym_gui.workers import HelperOwner
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,9 @@ class Sweeping:
             StudyError: the storage cannot be opened, or its study of that name was made from
                 another spec (the difference named) or not by a gym_gui sweep.
         """
+        launcher = self.supervisor.launchers.get(spec.config.worker)
+        if isinstance(launcher, HelperOwner):
+            launcher.prepare(spec.config)  # warm while the spec is checked and the study made
         self._check(spec)
         now = time.time()
         with self._lock:

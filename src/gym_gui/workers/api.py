@@ -93,6 +93,11 @@ class ModelCheck:
 class HelperOwner(Protocol):
     """A launcher that keeps helper processes of its own between runs (optional; CleanRL's zygotes)."""
 
+    def prepare(self, config: RunConfig) -> None:
+        """Runs of ``config`` are about to launch (a sweep's trials): start, in the background, the
+        helpers they will use, so the first one does not wait for them. Returns at once."""
+        ...
+
     def close(self) -> None:
         """Stop them: the daemon is stopping. Runs they started go on, as workers do."""
         ...

@@ -141,6 +141,29 @@ class CleanRLLauncher:
         # The bundle's fork server, which training scripts start from warm (zygote.py).
         self.zygotes = Zygotes(context.home.root)
 
+    def prepare(self, config: RunConfig) -> None:
+        """Start the bundle's zygote on a thread of its own (it imports torch: seconds), for the runs
+        of ``config`` a sweep is about to launch; their plans then find it warm or wait for it."""
+        source = config.source
+        if (
+            config.mode != "train"
+            or source.python is not None
+            or source.scripts_dir is not None
+            or os.environ.get(WARM_SWITCH) == "0"
+            or not self.bundles.installed(self.bundle)
+        ):
+            return
+        python = self.bundles.python(self.bundle)
+        stamp = self.bundles.marker_path(self.bundle).stat().st_mtime_ns
+
+        def start() -> None:
+            try:
+                self.zygotes.ensure(python, stamp)
+            except (OSError, ZygoteError) as exc:
+                log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
+
+        threading.Thread(target=start, name="cleanrl-zygote", daemon=True).start()
+
     def close(self) -> None:
         """Stop the zygotes (the daemon is stopping; scripts they started go on)."""
         self.zygotes.close()
