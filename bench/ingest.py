@@ -94,25 +94,22 @@ def rows_of(steps: int, batch: int) -> list[tuple[Any, ...]]:
     return rows
 
 
-def child(steps: int, batch: int) -> int:
-    """One worker process (its run in the environment, as the daemon gives a worker its own): register,
-    report STARTED, wait for the go on stdin, send, finish."""
-    session = WorkerSession.from_env(batch_steps=batch)
-    session.start()
-    session.started("none")
+def send(session: WorkerSession, steps: int, batch: int, rate: float = 0.0) -> int:
+    """Send ``steps`` steps of :func:`columns` in batches of ``batch`` through ``session``'s column-wise
+    ``steps``, at ``rate`` steps/s or as fast as the daemon takes them (0); returns the steps sent."""
     made = columns(batch)
     per_batch = batch // EPISODE_STEPS
-    print("ready", flush=True)
-    if sys.stdin.readline().strip() != "go":
-        return 1
     start = time.perf_counter()
     sent = 0
     while sent < steps:
+        if rate > 0:
+            delay = start + sent / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
         count = min(batch, steps - sent)
         base = (sent // batch) * per_batch
-        episode = [e + base for e in made["episode"][:count]]
         session.steps(
-            episode,
+            [e + base for e in made["episode"][:count]],
             made["step"][:count],
             made["reward"][:count],
             made["terminated"][:count],
@@ -121,9 +118,23 @@ def child(steps: int, batch: int) -> int:
             made["observation"][:count],
             made["info"][:count],
             made["render"][:count],
-            made["wall_time"][:count],
+            [time.time()] * count,  # sent now: a viewer's latency is measured from it
         )
         sent += count
+    return sent
+
+
+def child(steps: int, batch: int) -> int:
+    """One worker process (its run in the environment, as the daemon gives a worker its own): register,
+    report STARTED, wait for the go on stdin, send, finish."""
+    session = WorkerSession.from_env(batch_steps=batch)
+    session.start()
+    session.started("none")
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return 1
+    start = time.perf_counter()
+    sent = send(session, steps, batch)
     session.finish()
     print(f"done {sent} {time.perf_counter() - start:.6f}", flush=True)
     return 0

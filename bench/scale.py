@@ -55,7 +55,7 @@ from pathlib import Path
 # bench/ is on sys.path when a bench runs as a script
 from _daemon import database_bytes, fresh_home, raw_inserts, release
 from gym_gui_sdk.worker import WorkerSession
-from ingest import EPISODE_STEPS, BenchError, columns, rows_of
+from ingest import EPISODE_STEPS, BenchError, rows_of, send
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError
@@ -175,31 +175,7 @@ def registry_reads(client: DaemonClient, run_id: str, repeat: int) -> dict[str, 
 
 def play(session: WorkerSession, steps: int, rate: float, chunk: int) -> None:
     """Send ``steps`` steps in chunks of ``chunk``: at ``rate`` steps/s, or as fast as taken when 0."""
-    made = columns(chunk)
-    per_chunk = chunk // EPISODE_STEPS
-    start = time.perf_counter()
-    sent = 0
-    while sent < steps:
-        if rate > 0:
-            delay = start + sent / rate - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        count = min(chunk, steps - sent)
-        base = (sent // chunk) * per_chunk
-        now = time.time()
-        session.steps(
-            [e + base for e in made["episode"][:count]],
-            made["step"][:count],
-            made["reward"][:count],
-            made["terminated"][:count],
-            made["truncated"][:count],
-            made["action"][:count],
-            made["observation"][:count],
-            made["info"][:count],
-            made["render"][:count],
-            [now] * count,
-        )
-        sent += count
+    send(session, steps, chunk, rate)
     session.finish()
 
 

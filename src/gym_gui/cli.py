@@ -407,6 +407,16 @@ def _default_budget(kind: object) -> dict[str, int] | None:
     return {bound: count}
 
 
+# Where a run executes: `train` and `sweep start` take the same two options.
+ExecutorOption = Annotated[
+    str | None, typer.Option(help="Where the worker runs: local (default) or ray (a Ray job).")
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(metavar="ADDR", help="With --executor ray: the Ray head's dashboard, e.g. head:8265."),
+]
+
+
 @app.command()
 def train(
     worker: Annotated[str | None, typer.Option(help="Worker kind (random, cleanrl, …).")] = None,
@@ -458,13 +468,8 @@ def train(
         float | None, typer.Option(help="Frames per second for pixel environments.")
     ] = None,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
-    executor: Annotated[
-        str | None, typer.Option(help="Where the worker runs: local (default) or ray (a Ray job).")
-    ] = None,
-    ray_address: Annotated[
-        str | None,
-        typer.Option(metavar="ADDR", help="With --executor ray: the Ray head's dashboard, e.g. head:8265."),
-    ] = None,
+    executor: ExecutorOption = None,
+    ray_address: RayAddressOption = None,
     cpus: Annotated[float | None, typer.Option(help="CPUs the run's Ray job reserves (default 1).")] = None,
     gpus: Annotated[float | None, typer.Option(help="GPUs the run's Ray job reserves (default 0).")] = None,
 ) -> None:
@@ -1199,13 +1204,8 @@ def sweep_start(
     wait: Annotated[
         bool, typer.Option("--wait", help="Follow the trials as they end; print the best.")
     ] = False,
-    executor: Annotated[
-        str | None, typer.Option(help="Where the worker runs: local (default) or ray (a Ray job).")
-    ] = None,
-    ray_address: Annotated[
-        str | None,
-        typer.Option(metavar="ADDR", help="With --executor ray: the Ray head's dashboard, e.g. head:8265."),
-    ] = None,
+    executor: ExecutorOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Start a sweep: its trials are runs the daemon queues like any other (--executor and
     --ray-address override the spec's base config, so every trial runs there)."""
