@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from gym_gui_sdk import THREAD_ENV
 
 from gym_gui.core.config import parse_run_config
-from gym_gui.daemon.live import THREAD_ENV, usable_cpus
+from gym_gui.daemon.live import usable_cpus
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from tests.support import stop_daemon

@@ -15,3 +15,6 @@ ENV_TLS_CA = "GYM_GUI_TLS_CA"
 ENV_HOME = "GYM_GUI_HOME"
 # Set for the launcher of a worker started on another machine (a Ray job): its one-time claim token.
 ENV_LAUNCH_CLAIM = "GYM_GUI_LAUNCH_CLAIM"
+# The variables that size a worker's numeric thread pools (torch's and NumPy's OpenMP, MKL, OpenBLAS):
+# the daemon sets them per worker, CleanRL's zygote holds them at one while it imports.
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

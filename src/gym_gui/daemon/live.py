@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gym_gui_sdk import THREAD_ENV
 from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
@@ -37,10 +38,6 @@ def token_digest(token: str) -> str:
 # Free space on the home's filesystem below which no run starts, and below which live runs warn.
 MIN_FREE_BYTES = 100_000_000
 WARN_FREE_BYTES = 500_000_000
-
-
-# The variables that size a worker's numeric thread pools (torch's and NumPy's OpenMP, MKL, OpenBLAS).
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def usable_cpus() -> int:

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from gym_gui_sdk import THREAD_ENV
+
 # What every CleanRL script imports, in import order; the first three are required.
 PRELOADED = (
     "numpy",
@@ -62,9 +64,6 @@ PRELOADED = (
     "gym_gui_cleanrl_worker.launch",
 )
 _REQUIRED = 3
-# The numeric thread pools, held at one thread while importing so none is started (OpenBLAS starts
-# its pool when numpy loads it; a forked child would inherit its state without its threads).
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # "0" in the daemon's environment turns warm starts off; in a worker's, starts its script cold.
 WARM_SWITCH = "GYM_GUI_CLEANRL_WARM"
 _LENGTH = struct.Struct("!I")
@@ -98,7 +97,10 @@ class _Job:
 
 
 def preload() -> list[str]:
-    """Import :data:`PRELOADED` (thread pools at one thread); returns the optional modules missing."""
+    """Import :data:`PRELOADED` (thread pools at one thread); returns the optional modules missing.
+
+    The pools are held at one thread so none is started: OpenBLAS starts its pool when numpy loads
+    it, and a forked child would inherit its state without its threads."""
     for name in THREAD_ENV:
         os.environ[name] = "1"
     missing = []
