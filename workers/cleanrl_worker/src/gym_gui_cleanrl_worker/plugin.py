@@ -144,25 +144,11 @@ class CleanRLLauncher:
     def prepare(self, config: RunConfig) -> None:
         """Start the bundle's zygote on a thread of its own (it imports torch: seconds), for the runs
         of ``config`` a sweep is about to launch; their plans then find it warm or wait for it."""
-        source = config.source
-        if (
-            config.mode != "train"
-            or source.python is not None
-            or source.scripts_dir is not None
-            or os.environ.get(WARM_SWITCH) == "0"
-            or not self.bundles.installed(self.bundle)
-        ):
-            return
-        python = self.bundles.python(self.bundle)
-        stamp = self.bundles.marker_path(self.bundle).stat().st_mtime_ns
-
-        def start() -> None:
-            try:
-                self.zygotes.ensure(python, stamp)
-            except (OSError, ZygoteError) as exc:
-                log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
-
-        threading.Thread(target=start, name="cleanrl-zygote", daemon=True).start()
+        if config.mode == "train" and self._warm(config) and self.bundles.installed(self.bundle):
+            python = self.bundles.python(self.bundle)
+            threading.Thread(
+                target=self._ensure_zygote, args=(python,), name="cleanrl-zygote", daemon=True
+            ).start()
 
     def close(self) -> None:
         """Stop the zygotes (the daemon is stopping; scripts they started go on)."""
@@ -416,21 +402,32 @@ class CleanRLLauncher:
             mapped["wandb-entity"] = config.tracking.wandb_entity
         return mapped
 
+    @staticmethod
+    def _warm(config: RunConfig) -> bool:
+        """Whether ``config``'s script can start from the bundle's zygote: the bundle's own interpreter
+        and scripts (another's modules are not the ones the zygote imported), and warm starts not
+        turned off in the daemon's environment."""
+        source = config.source
+        return source.python is None and source.scripts_dir is None and os.environ.get(WARM_SWITCH) != "0"
+
+    def _ensure_zygote(self, python: Path) -> None:
+        """Have the bundle's zygote listen (started, or started again after a reinstall); one that cannot
+        start leaves runs to start cold."""
+        try:
+            self.zygotes.ensure(python, self.bundles.marker_path(self.bundle).stat().st_mtime_ns)
+        except (OSError, ZygoteError) as exc:
+            log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
+
     def _start_zygote(self, config: RunConfig, python: Path, run_dir: Path) -> dict[str, str]:
         """Have the bundle's zygote listen where the run's worker looks for it (``zygote.socket_path``
-        of its interpreter), so the script is forked warm; a zygote that cannot start leaves the run
-        to start cold. Only for a run about to launch: a dry run starts nothing, and a preview (whose
-        run is never stored, so it has no directory) must not wait seconds for a zygote to import. A run with its own interpreter or scripts (whose modules are not the ones the
-        zygote imported), or a daemon whose environment turns warm starts off, gets the switch
-        ``GYM_GUI_CLEANRL_WARM=0`` instead."""
-        source = config.source
-        if source.python is not None or source.scripts_dir is not None or os.environ.get(WARM_SWITCH) == "0":
+        of its interpreter), so the script is forked warm. Only for a run about to launch: a dry run
+        starts nothing, and a preview (whose run is never stored, so it has no directory) must not
+        wait seconds for a zygote to import. A run that cannot start warm (:meth:`_warm`) gets the
+        switch ``GYM_GUI_CLEANRL_WARM=0`` instead."""
+        if not self._warm(config):
             return {WARM_SWITCH: "0"}
         if not config.dry_run and run_dir.is_dir():
-            try:
-                self.zygotes.ensure(python, self.bundles.marker_path(self.bundle).stat().st_mtime_ns)
-            except (OSError, ZygoteError) as exc:
-                log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
+            self._ensure_zygote(python)
         return {}
 
     def gpu_available(self, source: ScriptSource) -> bool:
