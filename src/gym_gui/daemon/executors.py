@@ -27,8 +27,8 @@ class LaunchSpec:
     stdout_path: Path
     stderr_path: Path
     secret_keys: frozenset[str] = field(default_factory=frozenset)
-    claim: str = ""  # a remote launcher's one-time claim token (the Ray executor)
-    cpus: float | None = None  # what a cluster job reserves (the Ray executor)
+    claim: str = ""  # a remote executor's launcher claims the rest with this one-time token
+    cpus: float = 1.0  # what a remote executor's job reserves (a local process takes what it gets)
     gpus: float = 0.0
 
 
@@ -57,6 +57,13 @@ class WorkerProcess(Protocol):
 
 
 class Executor(Protocol):
+    """Starts workers. A remote one (``remote``) starts them on other machines: there a fixed
+    launcher claims the worker's command from the daemon with ``LaunchSpec.claim``, so nothing of
+    the run (its secrets least of all) passes through the executor, and the daemon's CA travels as
+    text (the path is this machine's)."""
+
+    remote: bool
+
     def launch(self, spec: LaunchSpec) -> WorkerProcess: ...
 
 
@@ -97,6 +104,8 @@ class LocalExecutor:
     ``start_new_session`` (not ``preexec_fn``) keeps the fork safe beside gRPC's threads and
     makes the worker the leader of its own process group.
     """
+
+    remote = False
 
     def launch(self, spec: LaunchSpec) -> LocalProcess:
         spec.stdout_path.parent.mkdir(parents=True, exist_ok=True)

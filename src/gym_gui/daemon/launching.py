@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN, ENV_TLS_CA
 
@@ -25,6 +26,9 @@ from gym_gui.daemon.preview import launch_preview
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import BundleDirectory, LaunchContext, LaunchPlan, WorkerCatalog, WorkerLauncher
 from gym_gui.workers.bundles import app_environment
+
+if TYPE_CHECKING:
+    from gym_gui.daemon.ray_jobs import RayExecutor
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +95,7 @@ class Launching:
             if launcher is not None:
                 self.launchers[plugin.kind] = launcher
         self._installing: set[str] = set()
-        self._ray: dict[str, Executor] = {}  # a Ray executor per head address, connected on first use
+        self._ray: dict[str, RayExecutor] = {}  # a Ray executor per head address, connected on first use
 
     def launcher(self, kind: str) -> WorkerLauncher:
         launcher = self.launchers.get(kind)
@@ -145,14 +149,20 @@ class Launching:
             ConfigError: the Ray extra is missing or the head does not answer, naming its address.
         """
         options = run.config.executor
-        if options.kind == "local":
-            return self.executor
-        address = options.ray_url
+        return self.executor if options.kind == "local" else self.ray_executor(options.ray_url)
+
+    def ray_executor(self, address: str) -> RayExecutor:
+        """The executor of the Ray head at ``address``: connected on first use, then kept (runs
+        launched and runs a restarted daemon takes up again share it).
+
+        Raises:
+            ConfigError: the Ray extra is missing or the head does not answer, naming its address.
+        """
         executor = self._ray.get(address)
         if executor is None:
             from gym_gui.daemon.ray_jobs import RayExecutor
 
-            executor = self._ray[address] = RayExecutor(address, self.tls_ca_text)
+            executor = self._ray.setdefault(address, RayExecutor(address, self.tls_ca_text))
         return executor
 
     def _prepare(self, run: LiveRun) -> LaunchPreview | None:
@@ -235,11 +245,9 @@ class Launching:
     def _start_process(self, run: LiveRun, argv: list[str], env: dict[str, str], executor: Executor) -> None:
         files = RunDir(run.run_dir)
         options = run.config.executor
-        claim = ""
-        if options.kind == "ray":
-            claim = secrets.token_urlsafe(32)
-            if self.tls_ca_text:
-                env = {**env, ENV_TLS_CA: self.tls_ca_text}
+        claim = secrets.token_urlsafe(32) if executor.remote else ""
+        if executor.remote and self.tls_ca_text:
+            env = {**env, ENV_TLS_CA: self.tls_ca_text}
         spec = LaunchSpec(
             run_id=run.run_id,
             argv=argv,
@@ -249,7 +257,7 @@ class Launching:
             stderr_path=files.worker_stderr_log,
             secret_keys=frozenset(run.secret_env),
             claim=claim,
-            cpus=options.cpus if options.kind == "ray" else None,
+            cpus=options.cpus,
             gpus=options.gpus,
         )
         run.secret_env = {}

@@ -184,6 +184,8 @@ def connect(address: str, timeout: float = 10.0) -> JobSubmissionClient:
 class RayExecutor:
     """Starts workers as Ray jobs on the cluster whose head's dashboard is at ``address``."""
 
+    remote = True
+
     def __init__(self, address: str, tls_ca_pem: str | None = None) -> None:
         self.address = address
         self.tls_ca_pem = tls_ca_pem
@@ -200,9 +202,7 @@ class RayExecutor:
         }
         if self.tls_ca_pem:
             env_vars[ENV_TLS_CA] = self.tls_ca_pem
-        resources: dict[str, Any] = {}
-        if spec.cpus is not None:
-            resources["entrypoint_num_cpus"] = spec.cpus
+        resources: dict[str, Any] = {"entrypoint_num_cpus": spec.cpus}
         if spec.gpus:
             resources["entrypoint_num_gpus"] = spec.gpus
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.core.states import RunState
@@ -12,10 +14,13 @@ from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.workers import WorkerCatalog
 
+if TYPE_CHECKING:
+    from gym_gui.daemon.ray_jobs import RayExecutor
+
 log = logging.getLogger(__name__)
 
 
-def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
+def reconcile(runs: LiveRuns, catalog: WorkerCatalog, ray_executor: Callable[[str], RayExecutor]) -> None:
     """Settle the runs an earlier daemon left active or queued (call before the loop starts).
 
     A run whose worker process is gone becomes LOST; one whose process still lives is adopted,
@@ -36,7 +41,7 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
         job: WorkerProcess | None = None
         if record.pid is None:
             try:
-                job = _ray_job(RunDir(home.run_dir(record.run_id)))
+                job = _ray_job(RunDir(home.run_dir(record.run_id)), ray_executor)
             except GymGuiError as exc:
                 runs.transition_id(record.run_id, RunState.LOST, f"daemon restarted and {exc}")
                 continue
@@ -92,8 +97,9 @@ def reconcile(runs: LiveRuns, catalog: WorkerCatalog) -> None:
         runs.add(run)
 
 
-def _ray_job(files: RunDir) -> WorkerProcess | None:
-    """The Ray job a run's manifest names, watched again; None when it names none.
+def _ray_job(files: RunDir, ray_executor: Callable[[str], RayExecutor]) -> WorkerProcess | None:
+    """The Ray job a run's manifest names, watched again through its head's executor (``ray_executor``:
+    one per head, however many runs it has); None when it names none.
 
     Raises:
         ConfigError: its Ray head cannot be reached (naming it).
@@ -102,9 +108,7 @@ def _ray_job(files: RunDir) -> WorkerProcess | None:
     handle = files.read_manifest().executor
     if handle is None or handle.get("kind") != "ray":
         return None
-    from gym_gui.daemon.ray_jobs import RayExecutor
-
-    return RayExecutor(str(handle["ray_address"])).adopt(str(handle["job_id"]))
+    return ray_executor(str(handle["ray_address"])).adopt(str(handle["job_id"]))
 
 
 def _open_manifest(run: LiveRun) -> ManifestWriter | None:

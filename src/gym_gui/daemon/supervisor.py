@@ -114,7 +114,7 @@ class Supervisor:
 
     def reconcile(self) -> None:
         """Settle what an earlier daemon left (before :meth:`start_loop`); see :func:`recovery.reconcile`."""
-        recovery.reconcile(self.runs, self.catalog)
+        recovery.reconcile(self.runs, self.catalog, self.launching.ray_executor)
 
     def start_loop(self) -> None:
         """Start the supervision loop (call :meth:`reconcile` first)."""
