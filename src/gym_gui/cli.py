@@ -341,6 +341,21 @@ def _parse_param(text: str) -> tuple[str, Any]:
     return name.strip(), value
 
 
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """Set each dotted field path of ``overrides`` (``budget.episodes``) in ``data`` to its value,
+    making the sections it passes through; a None value is a flag not given and sets nothing."""
+    for path, value in overrides.items():
+        if value is None:
+            continue
+        *parents, leaf = path.split(".")
+        node = data
+        for part in parents:
+            child = node.get(part)
+            node[part] = child = dict(child) if isinstance(child, dict) else {}
+            node = child
+        node[leaf] = value
+
+
 def build_config(config_file: Path | None, overrides: dict[str, Any], params: list[str]) -> RunConfig:
     """A RunConfig from a JSON file and/or flags: ``overrides`` maps dotted field paths
     (``budget.episodes``) to flag values (None: not given); flags win over the file."""
@@ -363,16 +378,7 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
             for key in ("scripts_dir", "python"):
                 if isinstance(source.get(key), str) and source[key]:
                     source[key] = str(base / Path(source[key]).expanduser())
-    for path, value in overrides.items():
-        if value is None:
-            continue
-        *parents, leaf = path.split(".")
-        node = data
-        for part in parents:
-            child = node.get(part)
-            node[part] = child = dict(child) if isinstance(child, dict) else {}
-            node = child
-        node[leaf] = value
+    apply_overrides(data, overrides)
     if params:
         data["params"] = {**(data.get("params") or {}), **dict(_parse_param(p) for p in params)}
     if not data.get("budget"):
@@ -1210,13 +1216,9 @@ def sweep_start(
     """Start a sweep: its trials are runs the daemon queues like any other (--executor and
     --ray-address override the spec's base config, so every trial runs there)."""
     checked = load_spec(spec)
-    given = {
-        path: value for path, value in executor_overrides(executor, ray_address).items() if value is not None
-    }
-    if given:
+    if executor is not None or ray_address is not None:
         data = checked.model_dump(mode="json")
-        for path, value in given.items():
-            data["config"]["executor"][path.removeprefix("executor.")] = value
+        apply_overrides(data["config"], executor_overrides(executor, ray_address))
         checked = parse_spec(data)
     with _client() as client:
         record = client.start_sweep(checked.model_dump_json())
