@@ -10,13 +10,13 @@ from pathlib import Path
 import optuna
 import pytest
 
+from gym_gui.core.config import redact_url
 from gym_gui.sweeps.study import (
     TRIAL_RUNS_ATTR,
     StudyError,
     param_importances,
     params_as_flags,
     read_study,
-    shown_url,
     storage_url,
     study_names,
 )
@@ -98,9 +98,9 @@ def test_what_cannot_be_read_is_named(tmp_path: Path) -> None:
 
 
 def test_a_password_in_a_storage_url_is_never_shown() -> None:
-    shown = shown_url("postgresql://gym:s3cret@127.0.0.1:5432/optuna")
+    shown = redact_url("postgresql://gym:s3cret@127.0.0.1:5432/optuna")
     assert "s3cret" not in shown and shown == "postgresql://gym:***@127.0.0.1:5432/optuna"
-    assert shown_url("postgresql+psycopg://gym@h/db?password=s3cret&sslmode=require") == (
+    assert redact_url("postgresql+psycopg://gym@h/db?password=s3cret&sslmode=require") == (
         "postgresql+psycopg://gym@h/db?password=***&sslmode=require"
     )
     for plain in (
@@ -108,4 +108,4 @@ def test_a_password_in_a_storage_url_is_never_shown() -> None:
         "sqlite:///file:/a.db?mode=ro&uri=true",
         "postgresql+psycopg://gym@h/db",
     ):
-        assert shown_url(plain) == plain
+        assert redact_url(plain) == plain

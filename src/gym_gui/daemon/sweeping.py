@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from gym_gui.bus.run_bus import RUNS_TOPIC
-from gym_gui.core.config import parse_run_config
+from gym_gui.core.config import parse_run_config, redact_url
 from gym_gui.core.errors import ConfigError, GymGuiError, RunBusy
 from gym_gui.core.ids import make_sweep_id, validate_sweep_id
 from gym_gui.core.records import RunRecord, SweepDetail, SweepRecord
@@ -45,7 +45,7 @@ from gym_gui.sweeps.spec import (
     read_spec,
     write_spec,
 )
-from gym_gui.sweeps.study import read_study, shown_url
+from gym_gui.sweeps.study import read_study
 from gym_gui.workers import HelperOwner
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ class Sweeping:
                     name=spec.label(),
                     state=SweepState.RUNNING,
                     directory=str(directory),
-                    storage=shown_url(url),
+                    storage=redact_url(url),
                     study=spec.study,
                     spec=_shown_spec(spec),
                     created_at=now,
@@ -309,7 +309,7 @@ class Sweeping:
             return False
         number = trial.number
         assert spec.study is not None
-        link = TrialLink(sweep.sweep_id, number, shown_url(sweep.url), spec.study)
+        link = TrialLink(sweep.sweep_id, number, redact_url(sweep.url), spec.study)
         base = spec.config.model_dump(mode="json")
         run_ids: list[str] = []
         try:
@@ -455,5 +455,5 @@ def report_steps(spec: SweepSpec) -> int:
 def _shown_spec(spec: SweepSpec) -> str:
     data = json.loads(spec.model_dump_json())
     if spec.storage:
-        data["storage"] = shown_url(spec.storage)
+        data["storage"] = redact_url(spec.storage)
     return json.dumps(data)

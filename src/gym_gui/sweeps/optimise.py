@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gym_gui.core.config import redact_url
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import MetricPoint
 from gym_gui.storage.telemetry import TelemetryReader
@@ -27,7 +28,6 @@ from gym_gui.sweeps.study import (
     TRIAL_RUNS_ATTR,
     StudyError,
     release,
-    shown_url,
 )
 
 if TYPE_CHECKING:
@@ -268,11 +268,11 @@ class SweepStudy:
             release(storage)
             cause = exc.__cause__ or exc
             first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-            raise StudyError(f"{shown_url(url)}: cannot open the study {name!r}: {first}") from None
+            raise StudyError(f"{redact_url(url)}: cannot open the study {name!r}: {first}") from None
 
     def _check_join(self) -> None:
         """Refuse to join a study this spec would not play the same way (naming what differs)."""
-        where = f"{shown_url(self.url)}: study {self.name!r}"
+        where = f"{redact_url(self.url)}: study {self.name!r}"
         # The daemon that created the study writes its spec just after: give it a moment.
         deadline = time.monotonic() + 5.0
         while STUDY_SPEC_ATTR not in self.study.user_attrs and time.monotonic() < deadline:

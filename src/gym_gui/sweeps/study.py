@@ -205,11 +205,6 @@ def storage_url(text: str) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
-def shown_url(url: str) -> str:
-    """The URL with its password (if any) replaced by ***, for messages and tables."""
-    return redact_url(url)
-
-
 def read_only_url(url: str) -> str:
     """The URL opening an SQLite file read-only (``mode=ro``); other URLs as they are (the database's
     own permissions decide)."""
@@ -227,7 +222,7 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
     except Exception as exc:  # sqlalchemy's, a missing driver's, Optuna's own: each its own class
         cause = exc.__cause__ or exc
         first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        raise StudyError(f"{shown_url(url)}: not an Optuna storage: {first}") from None
+        raise StudyError(f"{redact_url(url)}: not an Optuna storage: {first}") from None
 
 
 def release(storage: Any) -> None:
@@ -250,7 +245,7 @@ def study_names(url: str) -> list[str]:
         return sorted(summary.study_name for summary in optuna.get_all_study_summaries(storage))
     except Exception as exc:  # an SQLite file that is not Optuna's: sqlalchemy's OperationalError, etc.
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StudyError(f"{shown_url(url)}: not an Optuna storage: {first}") from None
+        raise StudyError(f"{redact_url(url)}: not an Optuna storage: {first}") from None
     finally:
         release(storage)
 
@@ -268,17 +263,17 @@ def read_study(url: str, name: str | None = None) -> StudyView:
     if name is None:
         if len(names) != 1:
             held = ", ".join(names) or "none"
-            raise StudyError(f"{shown_url(url)} holds {len(names)} studies ({held}): name one with --study")
+            raise StudyError(f"{redact_url(url)} holds {len(names)} studies ({held}): name one with --study")
         name = names[0]
     elif name not in names:
-        raise StudyError(f"{shown_url(url)} has no study {name!r}; it holds: {', '.join(names) or 'none'}")
+        raise StudyError(f"{redact_url(url)} has no study {name!r}; it holds: {', '.join(names) or 'none'}")
     storage = _storage(url)
     try:
         study = optuna.load_study(study_name=name, storage=storage)
         trials = tuple(_row(trial) for trial in study.get_trials(deepcopy=False))
         directions = tuple(direction.name.lower() for direction in study.directions)
         return StudyView(
-            storage=shown_url(url),
+            storage=redact_url(url),
             name=name,
             directions=directions,
             metric_names=tuple(study.metric_names) if study.metric_names else None,

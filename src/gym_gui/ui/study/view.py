@@ -23,9 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core.config import redact_url
 from gym_gui.core.errors import GymGuiError
 from gym_gui.storage.home import Home
-from gym_gui.sweeps.study import StudyView, param_importances, read_only_url, read_study, shown_url
+from gym_gui.sweeps.study import StudyView, param_importances, read_only_url, read_study
 from gym_gui.ui.background import Background
 from gym_gui.ui.local_web import LocalServer, LocalServerError, LocalWebPage
 from gym_gui.ui.study.model import (
@@ -54,7 +55,7 @@ def dashboard_server(url: str, log_path: Path) -> LocalServer:
     def command(port: int) -> list[str]:
         return [str(program), read_only_url(url), "--host", "127.0.0.1", "--port", str(port)]
 
-    return LocalServer("optuna-dashboard", command, log_path, shown=shown_url)
+    return LocalServer("optuna-dashboard", command, log_path, shown=redact_url)
 
 
 class StudyWidget(QWidget):
