@@ -15,7 +15,7 @@ from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.telemetry import open_telemetry_db
+from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
 
 INSERT_STEP = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
 
@@ -62,6 +62,15 @@ def running_seconds(client: DaemonClient, run_id: str) -> float | None:
     history = client.get_run(run_id).history
     running_at = next((c.time for c in history if c.to_state == RunState.RUNNING.value), None)
     return None if running_at is None else history[-1].time - running_at
+
+
+def stored_steps(path: Path) -> int:
+    """The steps a run's telemetry database at ``path`` holds (what a lossless check counts)."""
+    reader = TelemetryReader(path)
+    try:
+        return reader.step_count()
+    finally:
+        reader.close()
 
 
 def database_bytes(path: Path) -> int:

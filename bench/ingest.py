@@ -30,7 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _daemon import fresh_home, raw_inserts, release  # bench/ is on sys.path when a bench runs as a script
+from _daemon import (  # bench/ is on sys.path when a bench runs as a script
+    fresh_home,
+    raw_inserts,
+    release,
+    stored_steps,
+)
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_ID, ENV_RUN_TOKEN
 from gym_gui_sdk.worker import WorkerSession
 
@@ -40,7 +45,6 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader
 
 GOAL = 0.5
 EPISODE_STEPS = 25  # about a random CartPole episode
@@ -191,19 +195,23 @@ def run_workers(client: DaemonClient, home: Home, workers: int, steps: int, batc
             if proc.poll() is None and proc.stdin is not None:
                 proc.stdin.close()
             proc.wait(timeout=60)
-    for run_id, _token in runs:
-        final = client.wait_for_end(run_id, timeout=60)
+    check_lossless(client, home, [run_id for run_id, _token in runs], steps, timeout=60)
+    return workers * steps / seconds
+
+
+def check_lossless(client: DaemonClient, home: Home, run_ids: list[str], steps: int, timeout: float) -> None:
+    """Each run ends COMPLETED with the ``steps`` sent to it on disk, not one fewer.
+
+    Raises:
+        BenchError: naming the run that did not.
+    """
+    for run_id in run_ids:
+        final = client.wait_for_end(run_id, timeout=timeout)
         if final.state is not RunState.COMPLETED:
             raise BenchError(f"run {run_id} ended {final.state.value}: {final.reason}")
-        telemetry = RunDir(home.run_dir(run_id)).telemetry_path
-        reader = TelemetryReader(telemetry)
-        try:
-            stored = reader.step_count()
-        finally:
-            reader.close()
+        stored = stored_steps(RunDir(home.run_dir(run_id)).telemetry_path)
         if stored != steps:
             raise BenchError(f"run {run_id} stored {stored} steps of {steps} sent: not lossless")
-    return workers * steps / seconds
 
 
 def run_raw(rows: list[tuple[Any, ...]], target: Path, batch: int) -> float:

@@ -53,9 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # bench/ is on sys.path when a bench runs as a script
-from _daemon import database_bytes, fresh_home, raw_inserts, release
+from _daemon import database_bytes, fresh_home, raw_inserts, release, stored_steps
 from gym_gui_sdk.worker import WorkerSession
-from ingest import EPISODE_STEPS, BenchError, rows_of, send
+from ingest import EPISODE_STEPS, BenchError, check_lossless, rows_of, send
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError
@@ -65,7 +65,7 @@ from gym_gui.protocol.client import DaemonClient, TelemetryStream
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
+from gym_gui.storage.telemetry import open_telemetry_db
 
 TICK = os.sysconf("SC_CLK_TCK")
 LATENCY_RUNS = 4  # runs a latency viewer follows in the workers part
@@ -348,17 +348,7 @@ def play_round(
             proc.wait(timeout=120)
         for viewer in subscribed:
             viewer.close()
-    for run_id, _token in runs:
-        final = client.wait_for_end(run_id, timeout=120)
-        if final.state is not RunState.COMPLETED:
-            raise BenchError(f"run {run_id} ended {final.state.value}: {final.reason}")
-        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
-        try:
-            stored = reader.step_count()
-        finally:
-            reader.close()
-        if stored != steps:
-            raise BenchError(f"run {run_id} stored {stored} steps of {steps} sent: not lossless")
+    check_lossless(client, home, [run_id for run_id, _token in runs], steps, timeout=120)
     latencies = [s for viewer in subscribed[viewers:] for s in viewer.latencies]
     return Round(sessions, steps, seconds, monitor.usage, latencies, subscribed[:viewers])
 
@@ -369,11 +359,7 @@ def run_files(home: Home, run_ids: Iterator[str]) -> tuple[int, int]:
     for run_id in run_ids:
         path = RunDir(home.run_dir(run_id)).telemetry_path
         total += database_bytes(path)
-        reader = TelemetryReader(path)
-        try:
-            steps += reader.step_count()
-        finally:
-            reader.close()
+        steps += stored_steps(path)
     return total, steps
 
 

@@ -38,6 +38,7 @@ from _daemon import (  # bench/ is on sys.path when a bench runs as a script
     raw_inserts,
     release,
     running_seconds,
+    stored_steps,
 )
 from gym_gui_random_worker.__main__ import make_env
 
@@ -48,7 +49,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
+from gym_gui.storage.telemetry import open_telemetry_db
 
 RAW_BATCH = 1000
 GOAL = 0.5
@@ -118,11 +119,7 @@ def run_end_to_end(client: DaemonClient, home: Home, steps: int, timeout: float)
         raise BenchError(f"run {record.run_id} has no RUNNING transition in its history")
 
     telemetry = RunDir(home.run_dir(record.run_id)).telemetry_path
-    reader = TelemetryReader(telemetry)
-    try:
-        stored = reader.step_count()
-    finally:
-        reader.close()
+    stored = stored_steps(telemetry)
     if stored != steps:
         raise BenchError(f"run {record.run_id} stored {stored} steps of a budget of {steps}: not lossless")
     return EndToEnd(record.run_id, stored, running, wall, telemetry)
