@@ -104,9 +104,12 @@ def test_array_observations_travel_packed_and_are_stored_as_their_json(
 def test_packed_observations_round_trip_every_numeric_dtype() -> None:
     for dtype in ("<f4", ">f8", "<i8", "|u1", "|b1", "<u2"):
         arrays = [np.arange(6).reshape(2, 3).astype(dtype) + k for k in range(3)]
-        packed = encoding.pack_observations(arrays)
-        assert packed is not None
-        data, dtype_text, shape = packed
-        assert encoding.unpack_observations(data, dtype_text, shape, 3) == [encoding.dumps(a) for a in arrays]
-    assert encoding.pack_observations([np.zeros(2), np.zeros(3)]) is None
-    assert encoding.pack_observations([np.array(["a"])]) is None
+        spec = encoding.pack_spec(arrays[0])
+        assert spec is not None
+        packed_dtype, shape = spec
+        data = b"".join(a.tobytes() for a in arrays)
+        assert encoding.unpack_observations(data, packed_dtype.str, shape, 3) == [
+            encoding.dumps(a) for a in arrays
+        ]
+    assert encoding.pack_spec(np.array(["a"])) is None
+    assert encoding.pack_spec([1.0, 2.0]) is None

@@ -145,27 +145,16 @@ def dumps(value: Any) -> str:
 _PACKED_KINDS = "biuf"
 
 
-def packable(value: Any) -> bool:
-    """Whether ``value`` is an observation that may travel packed: a numeric numpy array."""
-    return type(value) is np.ndarray and value.dtype.kind in _PACKED_KINDS
+def pack_spec(value: Any) -> tuple[np.dtype[Any], tuple[int, ...]] | None:
+    """The dtype and shape under which ``value`` may travel packed, or None when it may not.
 
-
-def pack_observations(arrays: list[np.ndarray]) -> tuple[bytes, str, tuple[int, ...]] | None:
-    """The observations of a batch as one array's bytes, its dtype text and one observation's shape.
-
-    None when they cannot be packed together (not all numeric arrays of one dtype and shape); the
-    caller then sends each as JSON text (:func:`dumps`).
+    Numeric numpy arrays travel packed: a batch's observations of one dtype and shape go as one
+    C-order array, each observation its ``tobytes()``, and the batch names the dtype (``dtype.str``,
+    byte order included) and the shape once. Anything else travels as :func:`dumps` text.
     """
-    first = arrays[0]
-    if not packable(first):
-        return None
-    dtype, shape = first.dtype, first.shape
-    if any(type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape for a in arrays):
-        return None
-    stacked = np.stack(arrays)
-    if stacked.dtype.byteorder == ">":
-        stacked = stacked.astype(stacked.dtype.newbyteorder("<"))
-    return stacked.tobytes(), stacked.dtype.str, shape
+    if type(value) is np.ndarray and value.dtype.kind in _PACKED_KINDS:
+        return value.dtype, value.shape
+    return None
 
 
 def unpack_observations(data: bytes, dtype_text: str, shape: tuple[int, ...], count: int) -> list[str]:

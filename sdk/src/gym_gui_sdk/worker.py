@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+import numpy as np
 
 from gym_gui_sdk import (
     ENV_DAEMON_ADDRESS,
@@ -104,7 +105,7 @@ class WorkerSession:
     travel column-wise in batches of at most ``batch_steps`` or ``batch_seconds``. Sending
     blocks when the daemon is behind (gRPC flow control fills the bounded outbox), so nothing
     is ever dropped on the way to storage. Control messages from the daemon update
-    :attr:`stop_requested`, :attr:`paused` and :attr:`render_fps`.
+    :attr:`stop_requested`, :attr:`paused`, :attr:`held` and :attr:`render_fps`.
 
     The session is thread-safe: steps may be recorded from one thread while another records
     metrics. Call :meth:`start` first and :meth:`finish` last.
@@ -134,6 +135,9 @@ class WorkerSession:
         self._home = home
         self._tls_ca = tls_ca if tls_ca is not None else os.environ.get(ENV_TLS_CA)
         self.stop_requested = threading.Event()
+        # True while a pause or a stop waits for the loop: the one attribute a fast loop reads every
+        # step, calling wait_if_paused and checking stop_requested only when it is set.
+        self.held = False
         self.checkpoint_requested = threading.Event()
         self._resume = threading.Event()
         self._resume.set()
@@ -154,6 +158,8 @@ class WorkerSession:
         self._ticker: threading.Thread | None = None
         self._closed = threading.Event()
         self._registration: Registration | None = None
+        # The dtype and shape of the arrays a batch packs (see _observation_locked).
+        self._b_pack: tuple[np.dtype[Any], tuple[int, ...]] | None = None
         self._clear_steps()
 
     # ------------------------------------------------------------ setup
@@ -277,8 +283,7 @@ class WorkerSession:
         """
 
         def _stop(_signum: int, _frame: Any) -> None:
-            self.stop_requested.set()
-            self._resume.set()
+            self._request_stop()
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
@@ -311,38 +316,31 @@ class WorkerSession:
     ) -> None:
         """Record one step; ``action`` and ``info`` are JSON text (see :mod:`encoding`).
 
-        ``observation`` is JSON text, or the observation itself: a numeric numpy array is copied and
-        travels packed with the batch's others (the daemon writes its JSON, the text
-        :func:`encoding.dumps` gives), anything else is encoded here by :func:`encoding.dumps`.
+        ``observation`` is JSON text, or the observation itself: a numeric numpy array travels packed
+        with the batch's others of its dtype and shape (its bytes are taken now, so the env may
+        reuse its buffer; the daemon writes the JSON :func:`encoding.dumps` gives), anything else is
+        encoded here by :func:`encoding.dumps`.
         """
-        if type(observation) is str:
-            size = len(observation)
-        elif encoding.packable(observation):
-            observation = observation.copy()  # the env may reuse its buffer for the next step
-            size = 4 * observation.nbytes  # about the JSON text the daemon makes of it
-        else:
-            observation = encoding.dumps(observation)
-            size = len(observation)
+        now = time.time() if wall_time is None else wall_time
         with self._lock:
-            if type(observation) is not str:
+            pack = self._b_pack
+            # The common case first, in as few operations as a step can take: an env's array of the
+            # dtype and shape the batch already packs.
+            if (
+                type(observation) is np.ndarray
+                and pack is not None
+                and observation.dtype is pack[0]
+                and observation.shape == pack[1]
+            ):
+                observation = observation.tobytes()
                 self._b_arrays += 1
-            # One tuple per step, turned into columns when the batch is sent: one append here.
+            elif type(observation) is not str:
+                observation = self._observation_locked(observation)
             rows = self._b_rows
             rows.append(
-                (
-                    episode,
-                    step,
-                    reward,
-                    terminated,
-                    truncated,
-                    action,
-                    observation,
-                    info,
-                    render,
-                    time.time() if wall_time is None else wall_time,
-                )
+                (episode, step, reward, terminated, truncated, action, observation, info, render, now)
             )
-            self._batch_bytes += len(render) + size
+            self._batch_bytes += len(observation) + len(render)
             if len(rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                 self._flush_steps_locked()
 
@@ -361,8 +359,7 @@ class WorkerSession:
     ) -> None:
         """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
 
-        Each column holds one value per step, as :meth:`step` takes them (numeric array
-        observations are kept as they are, not copied: pass arrays nothing changes); ``info`` defaults to
+        Each column holds one value per step, as :meth:`step` takes them; ``info`` defaults to
         ``"{}"``, ``render`` to no payload and ``wall_time`` to now for every step. The steps go
         into batches of at most ``batch_steps`` as :meth:`step`'s do.
 
@@ -376,17 +373,14 @@ class WorkerSession:
         columns = (episode, reward, terminated, truncated, action, observation, info, render, wall_time)
         if any(len(column) != n for column in columns):
             raise ValueError(f"step columns differ in length: {n} steps but {[len(c) for c in columns]}")
-        size = sum(map(len, render)) + sum(map(len, observation))
         start = 0
         with self._lock:
             while start < n:
-                room = max(1, self.batch_steps - len(self._b_rows))
-                if start == 0 and room >= n and self._batch_bytes + size < _BATCH_BYTES:
-                    end = n  # the common case: the whole call fits the batch being filled
-                else:
-                    end = min(n, start + room)
-                    size = sum(map(len, render[start:end])) + sum(map(len, observation[start:end]))
+                end = min(n, start + max(1, self.batch_steps - len(self._b_rows)))
                 part = slice(start, end)
+                observations = [
+                    o if type(o) is str else self._observation_locked(o) for o in observation[part]
+                ]
                 self._b_rows.extend(
                     zip(
                         episode[part],
@@ -395,15 +389,14 @@ class WorkerSession:
                         terminated[part],
                         truncated[part],
                         action[part],
-                        observation[part],
+                        observations,
                         info[part],
                         render[part],
                         wall_time[part],
                         strict=True,
                     )
                 )
-                self._batch_bytes += size
-                self._b_arrays += sum(type(o) is not str for o in observation[part])
+                self._batch_bytes += sum(map(len, render[part])) + sum(map(len, observations))
                 if len(self._b_rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
                     self._flush_steps_locked()
                 start = end
@@ -421,25 +414,30 @@ class WorkerSession:
         info: str = "{}",
     ) -> None:
         """Record the end of an episode; it travels with (and is stored after) its steps."""
-        record = pb.Episode(
-            episode=episode,
-            seed=seed or 0,
-            has_seed=seed is not None,
-            steps=steps,
-            total_reward=total_reward,
-            terminated=terminated,
-            truncated=truncated,
-            started_at=started_at,
-            ended_at=time.time() if ended_at is None else ended_at,
-            info=info,
-        )
+        # Kept as the Episode message's fields (typed here, so a wrong value fails this call), made
+        # a message when its batch is: one message built, not one built and then copied.
+        record = {
+            "episode": int(episode),
+            "seed": int(seed or 0),
+            "has_seed": seed is not None,
+            "steps": int(steps),
+            "total_reward": float(total_reward),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "started_at": float(started_at),
+            "ended_at": time.time() if ended_at is None else float(ended_at),
+            "info": str(info),
+        }
         with self._lock:
             self._b_episodes.append(record)
 
     def metrics(self, points: list[tuple[str, int, float]], wall_time: float | None = None) -> None:
         """Record scalar metrics as ``(tag, step, value)``; they travel with the next batch."""
-        now = time.time() if wall_time is None else wall_time
-        records = [pb.Metric(tag=tag, step=step, value=value, wall_time=now) for tag, step, value in points]
+        now = time.time() if wall_time is None else float(wall_time)
+        records = [
+            {"tag": str(tag), "step": int(step), "value": float(value), "wall_time": now}
+            for tag, step, value in points
+        ]
         with self._lock:
             self._b_metrics.extend(records)
             if len(self._b_metrics) >= self.batch_steps:
@@ -520,24 +518,42 @@ class WorkerSession:
     # ------------------------------------------------------------ internals
 
     def _clear_steps(self) -> None:
-        # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render, wall_time).
+        # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render,
+        # wall_time); an observation is JSON text, or the bytes of an array packed under _b_pack.
         self._b_rows: list[tuple[Any, ...]] = []
-        self._b_episodes: list[pb.Episode] = []
-        self._b_metrics: list[pb.Metric] = []
-        self._b_arrays = 0  # observations among the rows that are not JSON text yet
+        self._b_episodes: list[dict[str, Any]] = []  # an Episode message's fields each
+        self._b_metrics: list[dict[str, Any]] = []  # a Metric message's fields each
+        self._b_arrays = 0  # packed observations among the rows
         self._batch_bytes = 0
         self._batch_started = time.monotonic()
+
+    def _observation_locked(self, observation: Any) -> str | bytes:
+        """A step's observation as it waits in the batch: packed bytes, or JSON text.
+
+        The batch packs arrays of one dtype and shape, the first array's while it packs none yet
+        (kept for the batches after it, so the next steps take :meth:`step`'s quick path); an array
+        of another dtype or shape, or anything else, is JSON text.
+        """
+        spec = encoding.pack_spec(observation)
+        if spec is not None and (self._b_arrays == 0 or spec == self._b_pack):
+            self._b_pack = spec
+            self._b_arrays += 1
+            return observation.tobytes()
+        return encoding.dumps(observation)
 
     def _flush_steps_locked(self) -> None:
         if not (self._b_rows or self._b_episodes or self._b_metrics):
             return
         columns: list[Any] = list(zip(*self._b_rows, strict=True)) if self._b_rows else [()] * 10
         episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = columns
-        packed = None
-        if self._b_arrays:
-            packed = encoding.pack_observations(list(observation))
-            if packed is None:  # not one dtype and shape throughout: each as JSON text
-                observation = [o if type(o) is str else encoding.dumps(o) for o in observation]
+        pack = self._b_pack if self._b_arrays else None
+        packed = pack is not None and self._b_arrays == len(observation)
+        if pack is not None and not packed:  # packed arrays beside JSON text: all of them as text
+            dtype, shape = pack
+            observation = [
+                o if type(o) is str else encoding.unpack_observations(o, dtype.str, shape, 1)[0]
+                for o in observation
+            ]
         batch = pb.StepBatch(
             episode=episode,
             step=step,
@@ -552,8 +568,10 @@ class WorkerSession:
             episodes=self._b_episodes,
             metrics=self._b_metrics,
         )
-        if packed:
-            batch.observation_array, batch.observation_dtype, shape = packed
+        if pack is not None and packed:
+            dtype, shape = pack
+            batch.observation_array = b"".join(observation)
+            batch.observation_dtype = dtype.str
             batch.observation_shape.extend(shape)
         self._clear_steps()
         self._send_locked(pb.WorkerMessage(steps=batch))
@@ -596,12 +614,13 @@ class WorkerSession:
                 if control.command == Command.ACK:
                     self._acknowledge(control.seq)
                 elif control.command == Command.STOP:
-                    self.stop_requested.set()
-                    self._resume.set()
+                    self._request_stop()
                 elif control.command == Command.PAUSE:
                     self._resume.clear()
+                    self.held = True
                 elif control.command == Command.RESUME:
                     self._resume.set()
+                    self.held = self.stop_requested.is_set()
                 elif control.command == Command.SET_RENDER_RATE:
                     self.render_fps = control.render_fps
                 elif control.command == Command.CHECKPOINT_NOW:
@@ -611,9 +630,13 @@ class WorkerSession:
                 self._broken = _rpc_text(exc)
                 return
             self._error = WorkerError(_rpc_text(exc))
-            self.stop_requested.set()
-            self._resume.set()
+            self._request_stop()
             log.error("daemon ended the stream: %s", _rpc_text(exc))
+
+    def _request_stop(self) -> None:
+        self.stop_requested.set()
+        self._resume.set()
+        self.held = True
 
     def _acknowledge(self, seq: int) -> None:
         self.acked_seq = max(self.acked_seq, seq)

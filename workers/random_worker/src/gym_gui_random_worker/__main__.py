@@ -37,6 +37,15 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
         render_kind=kind,
         spaces={"observation": str(env.observation_space), "action": str(env.action_space)},
     )
+    # Per-step work is kept to what the step needs: the render kind is tested once, and a
+    # Discrete action's JSON is looked up, not written (this loop is the telemetry bench's).
+    grid = kind == render.GRID
+    pixels = kind == render.PIXELS
+    space = env.action_space
+    if isinstance(space, gym.spaces.Discrete) and int(space.start) == 0:
+        action_text: Any = [encoding.dumps(i) for i in range(int(space.n))].__getitem__
+    else:
+        action_text = encoding.dumps
     total_steps = 0
     episode = 0
     last_frame = 0.0
@@ -46,23 +55,25 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
         ):
             episode_seed = None if seed is None else seed + episode
             observation, info = env.reset(seed=episode_seed)
-            env.action_space.seed(episode_seed)
+            space.seed(episode_seed)
             started_at = time.time()
             total_reward = 0.0
             step = 0
             terminated = truncated = False
             while not (terminated or truncated):
-                # Paused here, between two steps; a stop while paused ends the run without a step more.
-                session.wait_if_paused()
-                if session.stop_requested.is_set():
-                    return "stopped"
-                action = env.action_space.sample()
+                if session.held:
+                    # Paused here, between two steps; a stop while paused ends the run without a step more.
+                    session.wait_if_paused()
+                    if session.stop_requested.is_set():
+                        return "stopped"
+                action = space.sample()
                 observation, reward, terminated, truncated, info = env.step(action)
-                total_reward += float(reward)
+                reward = float(reward)
+                total_reward += reward
                 payload = b""
-                if kind == render.GRID:
+                if grid:
                     payload = render.grid_payload(env)
-                elif kind == render.PIXELS and session.render_fps > 0:
+                elif pixels and session.render_fps > 0:
                     now = time.monotonic()
                     if now - last_frame >= 1.0 / session.render_fps:
                         last_frame = now
@@ -70,12 +81,12 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                 session.step(
                     episode,
                     step,
-                    float(reward),
+                    reward,
                     bool(terminated),
                     bool(truncated),
-                    encoding.dumps(action),
+                    action_text(action),
                     observation,  # numeric arrays travel packed; the daemon writes their JSON
-                    encoding.dumps(info),
+                    encoding.dumps(info) if info else "{}",
                     payload,
                 )
                 step += 1
