@@ -6,7 +6,9 @@ seed 0 over the same space (learning rate on a log range, number of envs among c
 coefficient on a range), the objective the mean of the last 20 episodic returns, no pruner.
 
 - gym_gui: the spec is started on a daemon of a fresh temporary GYM_GUI_HOME (``--max-concurrent
-  2``); the wall time runs from StartSweep to the sweep's COMPLETED.
+  2``) before it has answered anything else (its answers about the script, Optuna's storage, the
+  zygote: all inside the timing); the wall time runs from StartSweep to the sweep's COMPLETED,
+  watched as a window watches it (GetSweep every 0.2 s).
 - plain: ``optuna.create_study(sampler=TPESampler(seed=0))``, asked and told by a loop keeping 2
   trials going on a thread pool, each running ``<cleanrl bundle python> -m cleanrl.ppo FLAGS`` in a
   subprocess and reading the returns from its output. (Not ``study.optimize(..., n_jobs=2)``:
@@ -160,8 +162,8 @@ def main() -> None:
         home = Home(root).ensure()
         client = DaemonClient.connect(home.root, daemon_args=["--max-concurrent", str(args.parallel)])
         try:
+            wall_ours, view = ours(client, data, args.timeout)  # first: the daemon has answered nothing yet
             flags = resolve_flags(client, home, "ppo", args.steps, args.timeout)
-            wall_ours, view = ours(client, data, args.timeout)
         finally:
             release(client, root, args.keep)
         with tempfile.TemporaryDirectory(prefix="gym-gui-bench-plain-") as work:

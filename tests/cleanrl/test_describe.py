@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -524,3 +525,71 @@ def test_build_argv_for_tyro_scripts(cleanrl_python: Path, tyro_ppo: dict[str, A
         timeout=180,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_time(
+    cleanrl_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gym_gui_cleanrl_worker import plugin
+    from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
+
+    from gym_gui.core.config import ScriptSource
+    from gym_gui.core.errors import ConfigError
+    from gym_gui.storage.home import Home
+    from gym_gui.workers import ONLY, PARAMETERS, BundleDirectory, LaunchContext
+    from tests.cleanrl.test_runs import cleanrl_config
+    from tests.conftest import SHARED_BUNDLES
+
+    bundles = BundleDirectory(Path(SHARED_BUNDLES))
+    launcher = CleanRLLauncher(LaunchContext(Home(tmp_path / "h").ensure(), bundles))
+    asked: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counted(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        asked.append(list(args))  # the bundle's interpreter still answers: this only counts
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(plugin.subprocess, "run", counted)
+
+    def trial(**params: Any) -> Any:
+        return cleanrl_config("ppo", "CartPole-v1", 2000, params=params)
+
+    # A sweep's trials: two questions to the bundle (the verdict on script and env, and the script's
+    # definitions), then each trial's flags are made here from the answers.
+    launcher.validate(trial(**{"learning-rate": 0.001}))
+    launcher.validate(trial(**{"learning-rate": 0.002, "num-envs": 2}))
+    assert len(asked) == 2
+    assert launcher._script_argv(trial(**{"ent-coef": 0.02}), gpu=False)["argv"][-2:] == [
+        "--ent-coef",
+        "0.02",
+    ]
+    with pytest.raises(ConfigError, match="num-envs"):
+        launcher.validate(trial(**{"num-envs": "many"}))  # refused with the script's own flag name
+    with pytest.raises(ConfigError, match="CarPole-v1"):
+        launcher.validate(cleanrl_config("ppo", "CarPole-v1", 2000))  # an env is a question of its own
+    assert len(asked) == 3
+    # A sweep's check of its space asks for the parameters alone: the definitions already known.
+    only = launcher.describe({ONLY: PARAMETERS, "algorithm": "ppo"})
+    assert set(only) == {"arguments", "mapped"} and "learning-rate" in str(only["arguments"])
+    assert len(asked) == 3
+
+    # A reinstall of the bundle (its marker's time) is asked again.
+    marker = bundles.marker_path("cleanrl")
+    times = marker.stat()
+    try:
+        os.utime(marker, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000))
+        launcher.validate(trial(**{"learning-rate": 0.001}))
+        assert len(asked) == 5
+    finally:
+        os.utime(marker, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+    # A checkout of one's own may change under gym_gui: asked every time, and an edit is seen.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    script = checkout / "ppo.py"
+    script.write_text(Path(launcher.arguments(ScriptSource(), "ppo")["path"]).read_text())
+    own = {"source": {"scripts_dir": str(checkout)}}
+    launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params={"ent-coef": 0.01}, **own))
+    script.write_text(script.read_text().replace('"--ent-coef"', '"--entropy-coef"'))
+    with pytest.raises(ConfigError, match="entropy-coef"):
+        launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params={"ent-coef": 0.01}, **own))

@@ -46,7 +46,7 @@ from gym_gui.sweeps.spec import (
     write_spec,
 )
 from gym_gui.sweeps.study import read_study
-from gym_gui.workers import HelperOwner
+from gym_gui.workers import ONLY, PARAMETERS, HelperOwner
 
 log = logging.getLogger(__name__)
 
@@ -221,10 +221,20 @@ class Sweeping:
             SweepNotFound: no such sweep.
         """
         record = self.registry.sweep(validate_sweep_id(sweep_id))
+        with self._lock:  # the sweep driver's lock: its study is used by one thread at a time
+            active = self._active.get(sweep_id)
+            if active is not None:
+                # Read through the open study: opening its storage again costs ~0.1 s of the daemon's
+                # CPU, and a window or a script watching a sweep asks every few tenths of a second.
+                try:
+                    study: dict[str, Any] = active.study.view().to_data()
+                except GymGuiError as exc:
+                    study = {"error": str(exc)}
+                return SweepDetail(record=record, study=study)
         try:
             spec = read_spec(self.home.sweep_dir(sweep_id))
             assert spec.storage is not None
-            study: dict[str, Any] = read_study(spec.storage, record.study).to_data()
+            study = read_study(spec.storage, record.study).to_data()
         except GymGuiError as exc:
             study = {"error": str(exc)}
         return SweepDetail(record=record, study=study)
@@ -421,7 +431,7 @@ class Sweeping:
             raise ConfigError(
                 f"sweep spec: field 'config.worker': {config.worker!r} is no worker the daemon launches ({known})"
             )
-        query = {"algorithm": config.algorithm} if config.algorithm else {}
+        query = {ONLY: PARAMETERS, **({"algorithm": config.algorithm} if config.algorithm else {})}
         parameters, fixed = described_parameters(config.worker, launcher.describe(query))
         check_space(spec, parameters, fixed)
         first = {

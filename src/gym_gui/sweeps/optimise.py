@@ -27,7 +27,9 @@ from gym_gui.sweeps.study import (
     TRIAL_HOME_ATTR,
     TRIAL_RUNS_ATTR,
     StudyError,
+    StudyView,
     release,
+    study_view,
 )
 
 if TYPE_CHECKING:
@@ -394,6 +396,21 @@ class SweepStudy:
         for values in grid(self.spec).values():
             size *= len(values)
         return len(done) >= size
+
+    def view(self) -> StudyView:
+        """The study as it is now, read through this open study (not a storage opened again).
+
+        Raises:
+            StudyError: the storage cannot be read.
+        """
+        try:
+            return study_view(self.study, self.url)
+        except Exception as exc:  # sqlalchemy's, a database server's: each its own class
+            cause = exc.__cause__ or exc
+            first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            raise StudyError(
+                f"{redact_url(self.url)}: cannot read the study {self.name!r}: {first}"
+            ) from None
 
     def close(self) -> None:
         release(self.study._storage)

@@ -269,19 +269,21 @@ def read_study(url: str, name: str | None = None) -> StudyView:
         raise StudyError(f"{redact_url(url)} has no study {name!r}; it holds: {', '.join(names) or 'none'}")
     storage = _storage(url)
     try:
-        study = optuna.load_study(study_name=name, storage=storage)
-        trials = tuple(_row(trial) for trial in study.get_trials(deepcopy=False))
-        directions = tuple(direction.name.lower() for direction in study.directions)
-        return StudyView(
-            storage=redact_url(url),
-            name=name,
-            directions=directions,
-            metric_names=tuple(study.metric_names) if study.metric_names else None,
-            trials=trials,
-            user_attrs=dict(study.user_attrs),
-        )
+        return study_view(optuna.load_study(study_name=name, storage=storage), url)
     finally:
         release(storage)
+
+
+def study_view(study: optuna.Study, url: str) -> StudyView:
+    """The view of a study already open (from the storage at ``url``) as it is now."""
+    return StudyView(
+        storage=redact_url(url),
+        name=study.study_name,
+        directions=tuple(direction.name.lower() for direction in study.directions),
+        metric_names=tuple(study.metric_names) if study.metric_names else None,
+        trials=tuple(_row(trial) for trial in study.get_trials(deepcopy=False)),
+        user_attrs=dict(study.user_attrs),
+    )
 
 
 def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:

@@ -2,6 +2,8 @@
 
 from gym_gui.workers.api import (
     LANE_TABS,
+    ONLY,
+    PARAMETERS,
     TABS,
     HelperOwner,
     LaunchContext,
@@ -23,6 +25,8 @@ from gym_gui.workers.registry import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "LANE_TABS",
+    "ONLY",
+    "PARAMETERS",
     "TABS",
     "BundleDirectory",
     "BundleSpec",

@@ -78,7 +78,13 @@ class WorkerLauncher(Protocol):
 
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
         """What the worker offers for a form or ``gym-gui algorithms`` (a JSON object; ``query``
-        narrows it, e.g. to one algorithm's arguments)."""
+        narrows it, e.g. to one algorithm's arguments). With ``query[ONLY] == PARAMETERS`` (a
+        sweep's check of its space) the launcher may answer its parameters alone."""
+
+
+# describe's query asking for the parameters alone: ``{ONLY: PARAMETERS, ...}``.
+ONLY = "only"
+PARAMETERS = "parameters"
 
 
 @dataclass(frozen=True)

@@ -593,7 +593,9 @@ def main(argv: list[str] | None = None) -> int:
         "--mapped", default="{}", help="with --values: flags derived from the run config (JSON)"
     )
     parser.add_argument(
-        "--env-id", default=None, help="with --values: refuse an env the script cannot train on here"
+        "--env-id",
+        default=None,
+        help="with --algo: refuse a script that cannot run here, or an env it cannot train on here",
     )
     parser.add_argument(
         "--envs",
@@ -614,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.envs is not None:
             result = script_envs_answer(args.algo, args.envs, args.scripts_dir)
         else:
-            if args.values is not None:
+            if args.values is not None or args.env_id:
                 # Before running anything: the script must be runnable here, and so must the env.
                 # (Its own file only: reading all ~30 scripts took a second of every run's submit.)
                 try:

@@ -6,6 +6,7 @@ entry point); everything else in the package runs inside the cleanrl bundle, whi
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
@@ -22,7 +23,17 @@ from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.storage.run_dir import RunDir, file_sha256
-from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModelCheck, PipStep, WorkerPlugin
+from gym_gui.workers import (
+    ONLY,
+    PARAMETERS,
+    BundleSpec,
+    LaunchContext,
+    LaunchPlan,
+    ModelCheck,
+    PipStep,
+    WorkerPlugin,
+)
+from gym_gui_cleanrl_worker.describe import resolve_command
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -34,6 +45,7 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
+_ANSWERS_KEPT = 256
 # The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
 # ``describe`` hands it to forms: they offer these through the config's own fields, never as parameters.
 MAPPED_FLAGS: dict[str, str] = {
@@ -138,6 +150,8 @@ class CleanRLLauncher:
         self._lock = threading.Lock()
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
+        # The describe helper's answers about the bundle's own scripts, per install of the bundle.
+        self._answers: dict[tuple[int, tuple[str, ...]], Any] = {}
         # The bundle's fork server, which training scripts start from warm (zygote.py).
         self.zygotes = Zygotes(context.home.root)
 
@@ -176,28 +190,45 @@ class CleanRLLauncher:
             raise ConfigError(f"field 'source.scripts_dir': {scripts} is not a directory")
         return ["--scripts-dir", str(scripts)]
 
+    def _ask(self, source: ScriptSource, *args: str) -> Any:
+        """The describe helper's answer to ``args`` in ``source``'s interpreter.
+
+        About the bundle's own interpreter and scripts the answer is kept until the bundle is
+        installed again (its marker's time): each costs a Python start in the bundle (~0.2 s),
+        and a sweep asks the same of every trial. About a user's interpreter or checkout, which
+        may change under gym_gui, it is asked every time. Refusals are never kept.
+        """
+        python = self.python(source)
+        call = ("gym_gui_cleanrl_worker.describe", *self._dir_args(source), *args)
+        if source.python is not None or source.scripts_dir is not None:
+            return BundleCall(python)(*call)
+        try:
+            key = (self.bundles.marker_path(self.bundle).stat().st_mtime_ns, call)
+        except OSError:
+            return BundleCall(python)(*call)
+        with self._lock:
+            if key in self._answers:
+                return copy.deepcopy(self._answers[key])  # the caller's to change
+        answer = BundleCall(python)(*call)
+        with self._lock:
+            self._answers[key] = copy.deepcopy(answer)
+            while len(self._answers) > _ANSWERS_KEPT:
+                self._answers.pop(next(iter(self._answers)))
+        return answer
+
     def algorithms(self, source: ScriptSource) -> list[dict[str, Any]]:
         """The scripts present (bundled package or the config's checkout), runnable or not."""
-        return _list_algorithms(self.python(source), tuple(self._dir_args(source)))
+        return self._ask(source, "--list")
 
     def arguments(self, source: ScriptSource, algorithm: str) -> dict[str, Any]:
         """The script's own arguments (name, type, default, help, choices, boolean style)."""
-        return BundleCall(self.python(source))(
-            "gym_gui_cleanrl_worker.describe", *self._dir_args(source), "--algo", algorithm
-        )
+        return self._ask(source, "--algo", algorithm)
 
     def envs(self, source: ScriptSource, algorithm: str) -> dict[str, Any]:
         """The environments the script trains on in its interpreter, asked of that interpreter: ``envs``
         lists ``{"id", "reason"}`` (reason "" when it trains on it; gym_gui's catalog ids are answered
         too), or is None when the script's environments come from no registry there."""
-        return BundleCall(self.python(source))(
-            "gym_gui_cleanrl_worker.describe",
-            *self._dir_args(source),
-            "--algo",
-            algorithm,
-            "--envs",
-            *ENV_CATALOG,
-        )
+        return self._ask(source, "--algo", algorithm, "--envs", *ENV_CATALOG)
 
     def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
         """The scripts present (``algorithms``), whether torch sees a GPU, the flags gym_gui sets from
@@ -210,6 +241,10 @@ class CleanRLLauncher:
         )
         if source.python is None and not self.bundles.installed(self.bundle):
             return {}
+        if query.get(ONLY) == PARAMETERS:  # a sweep's check: the script's arguments and the mapped flags
+            if not query.get("algorithm"):
+                return {"mapped": dict(MAPPED_FLAGS)}
+            return {"arguments": self.arguments(source, query["algorithm"]), "mapped": dict(MAPPED_FLAGS)}
         description: dict[str, Any] = {
             "algorithms": self.algorithms(source),
             "gpu_available": self.gpu_available(source),
@@ -366,20 +401,21 @@ class CleanRLLauncher:
 
     def _resolve(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
         """The script's path and exact flags: user parameters checked strictly against the script's
-        own definitions; the flags gym_gui maps from the config given only where the script has them."""
+        own definitions; the flags gym_gui maps from the config given only where the script has them.
+
+        The script's definitions come from its interpreter (with the verdict that the script runs
+        there and trains on the config's env); the flags are then made here, by the same code."""
         assert config.algorithm is not None
-        return BundleCall(self.python(config.source))(
-            "gym_gui_cleanrl_worker.describe",
-            *self._dir_args(config.source),
-            "--algo",
-            config.algorithm,
-            "--values",
-            json.dumps(config.params),
-            "--mapped",
-            json.dumps(self._mapped(config, gpu)),
-            "--env-id",
-            config.env_id,
-        )
+        # The verdict (the script runs here, and trains on the env) is a question of its own; the
+        # definitions are the form's answer, so a daemon that has shown the form asks only that.
+        self._ask(config.source, "--algo", config.algorithm, "--env-id", config.env_id)
+        description = self.arguments(config.source, config.algorithm)
+        try:
+            return resolve_command(
+                description, json.loads(json.dumps(config.params)), self._mapped(config, gpu)
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     @staticmethod
     def _mapped(config: RunConfig, gpu: bool) -> dict[str, Any]:
@@ -549,10 +585,6 @@ def warm_start_family(algorithm: str | None) -> str | None:
         if algorithm == family or algorithm.startswith(f"{family}_"):
             return family
     return None
-
-
-def _list_algorithms(python: Path, dir_args: tuple[str, ...]) -> list[dict[str, Any]]:
-    return BundleCall(python)("gym_gui_cleanrl_worker.describe", *dir_args, "--list")
 
 
 # The device nodes a GPU driver makes (NVIDIA's, ROCm's, WSL's): where none exists no torch build
