@@ -113,3 +113,20 @@ def test_packed_observations_round_trip_every_numeric_dtype() -> None:
         ]
     assert encoding.pack_spec(np.array(["a"])) is None
     assert encoding.pack_spec([1.0, 2.0]) is None
+
+
+def test_a_vector_envs_observation_array_is_packed_row_by_row_and_stored_as_each_rows_json(
+    client: DaemonClient, home: Home
+) -> None:
+    session = human_session(client, batch_steps=5)
+    block = np.arange(24, dtype=np.float32).reshape(8, 3) / 7  # 8 steps of 3 floats: splits at 5
+    session.steps([0] * 8, list(range(8)), [0.0] * 8, [False] * 8, [False] * 8, ["0"] * 8, block)
+    # A batch already packing another dtype: the block's rows become text beside it.
+    session.step(0, 8, 0.0, False, False, "0", np.zeros(2, dtype=np.int64))
+    odd = np.ones((2, 3), dtype=np.float64)
+    session.steps([0, 0], [9, 10], [0.0, 0.0], [False, True], [False, False], ["0", "0"], odd)
+    session.finish()
+    assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+    expected = [encoding.dumps(row) for row in block] + [encoding.dumps(np.zeros(2, dtype=np.int64))]
+    expected += [encoding.dumps(row) for row in odd]
+    assert stored_observations(home, session.run_id) == expected

@@ -352,14 +352,16 @@ class WorkerSession:
         terminated: Sequence[bool],
         truncated: Sequence[bool],
         action: Sequence[str],
-        observation: Sequence[str],
+        observation: Sequence[Any],
         info: Sequence[str] | None = None,
         render: Sequence[bytes] | None = None,
         wall_time: Sequence[float] | None = None,
     ) -> None:
         """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
 
-        Each column holds one value per step, as :meth:`step` takes them; ``info`` defaults to
+        Each column holds one value per step, as :meth:`step` takes them; ``observation`` may also
+        be one numeric array whose rows are the steps' observations (a vector env's), packed as
+        its bytes in one go. ``info`` defaults to
         ``"{}"``, ``render`` to no payload and ``wall_time`` to now for every step. The steps go
         into batches of at most ``batch_steps`` as :meth:`step`'s do.
 
@@ -373,14 +375,27 @@ class WorkerSession:
         columns = (episode, reward, terminated, truncated, action, observation, info, render, wall_time)
         if any(len(column) != n for column in columns):
             raise ValueError(f"step columns differ in length: {n} steps but {[len(c) for c in columns]}")
+        # A vector env's observations as one numeric array (a row a step): its bytes, cut in rows.
+        block = observation if type(observation) is np.ndarray and observation.ndim >= 1 else None
+        spec = encoding.pack_spec(block[0]) if block is not None and n else None
+        rows: Sequence[Any] = observation
+        if spec is not None:
+            assert block is not None
+            data, size = np.ascontiguousarray(block).tobytes(), block[0].nbytes
+            rows = [data[i * size : (i + 1) * size] for i in range(n)]
         start = 0
         with self._lock:
             while start < n:
                 end = min(n, start + max(1, self.batch_steps - len(self._b_rows)))
                 part = slice(start, end)
-                observations = [
-                    o if type(o) is str else self._observation_locked(o) for o in observation[part]
-                ]
+                if spec is not None and (self._b_arrays == 0 or spec == self._b_pack):
+                    self._b_pack = spec
+                    self._b_arrays += end - start
+                    observations = rows[part]
+                else:
+                    observations = [
+                        o if type(o) is str else self._observation_locked(o) for o in observation[part]
+                    ]
                 self._b_rows.extend(
                     zip(
                         episode[part],
