@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -573,15 +572,16 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     assert set(only) == {"arguments", "mapped"} and "learning-rate" in str(only["arguments"])
     assert len(asked) == 3
 
-    # A reinstall of the bundle (its marker's time) is asked again.
+    # A reinstall of the bundle (a new install time in its marker) is asked again.
     marker = bundles.marker_path("cleanrl")
-    times = marker.stat()
+    original = marker.read_bytes()
     try:
-        os.utime(marker, ns=(times.st_atime_ns, times.st_mtime_ns + 1_000_000))
+        reinstalled = {**json.loads(original), "installed_at": json.loads(original)["installed_at"] + 1}
+        marker.write_text(json.dumps(reinstalled))
         launcher.validate(trial(**{"learning-rate": 0.001}))
         assert len(asked) == 5
     finally:
-        os.utime(marker, ns=(times.st_atime_ns, times.st_mtime_ns))
+        marker.write_bytes(original)
 
     # A checkout of one's own may change under gym_gui: asked every time, and an edit is seen.
     checkout = tmp_path / "checkout"

@@ -364,6 +364,12 @@ class BundleDirectory:
                 return build
         return None
 
+    def install_id(self, name: str) -> str:
+        """What changes each time bundle ``name`` is installed again (its marker's spec hash and
+        install time; "" while it has no marker): what is known of an install is kept under it."""
+        marker = self._read_marker(name) or {}
+        return f"{marker.get('spec_hash')}@{marker.get('installed_at')}" if marker else ""
+
     def installed(self, name: str) -> bool:
         """True when ``name`` has a completion marker matching its current spec and an interpreter."""
         return self.status(name).installed
@@ -700,8 +706,7 @@ class BundleDirectory:
             BundleError: when the bundle is not installed (saying how to install it) or pip fails.
         """
         self.require(name)
-        marker = self._read_marker(name) or {}
-        key = (name, f"{marker.get('spec_hash')}@{marker.get('installed_at')}")
+        key = (name, self.install_id(name))
         with self._cache_lock:
             cached = self._freeze_cache.get(key)
         if cached is not None:

@@ -33,7 +33,6 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
-from gym_gui_cleanrl_worker.describe import resolve_command
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -151,7 +150,7 @@ class CleanRLLauncher:
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
         # The describe helper's answers about the bundle's own scripts, per install of the bundle.
-        self._answers: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._answers: dict[tuple[str, tuple[str, ...]], Any] = {}
         # The bundle's fork server, which training scripts start from warm (zygote.py).
         self.zygotes = Zygotes(context.home.root)
 
@@ -194,18 +193,16 @@ class CleanRLLauncher:
         """The describe helper's answer to ``args`` in ``source``'s interpreter.
 
         About the bundle's own interpreter and scripts the answer is kept until the bundle is
-        installed again (its marker's time): each costs a Python start in the bundle (~0.2 s),
+        installed again (``BundleDirectory.install_id``): each costs a Python start in the bundle (~0.2 s),
         and a sweep asks the same of every trial. About a user's interpreter or checkout, which
         may change under gym_gui, it is asked every time. Refusals are never kept.
         """
         python = self.python(source)
         call = ("gym_gui_cleanrl_worker.describe", *self._dir_args(source), *args)
-        if source.python is not None or source.scripts_dir is not None:
+        install = self.bundles.install_id(self.bundle)
+        if source.python is not None or source.scripts_dir is not None or not install:
             return BundleCall(python)(*call)
-        try:
-            key = (self.bundles.marker_path(self.bundle).stat().st_mtime_ns, call)
-        except OSError:
-            return BundleCall(python)(*call)
+        key = (install, call)
         with self._lock:
             if key in self._answers:
                 return copy.deepcopy(self._answers[key])  # the caller's to change
@@ -405,6 +402,9 @@ class CleanRLLauncher:
 
         The script's definitions come from its interpreter (with the verdict that the script runs
         there and trains on the config's env); the flags are then made here, by the same code."""
+        # The daemon's alone (a submit's): the CLI and the window load this module without it.
+        from gym_gui_cleanrl_worker.describe import resolve_command
+
         assert config.algorithm is not None
         # The verdict (the script runs here, and trains on the env) is a question of its own; the
         # definitions are the form's answer, so a daemon that has shown the form asks only that.
@@ -450,7 +450,7 @@ class CleanRLLauncher:
         """Have the bundle's zygote listen (started, or started again after a reinstall); one that cannot
         start leaves runs to start cold."""
         try:
-            self.zygotes.ensure(python, self.bundles.marker_path(self.bundle).stat().st_mtime_ns)
+            self.zygotes.ensure(python, self.bundles.install_id(self.bundle))
         except (OSError, ZygoteError) as exc:
             log.warning("the CleanRL zygote for %s could not start: %s", python, exc)
 

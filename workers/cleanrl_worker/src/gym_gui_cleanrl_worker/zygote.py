@@ -411,7 +411,7 @@ _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "OPENBLAS_
 class _Started:
     process: subprocess.Popen[bytes]
     socket: Path
-    stamp: int
+    stamp: str
 
 
 class Zygotes:
@@ -427,7 +427,7 @@ class Zygotes:
         self._lock = threading.Lock()
         self._started: dict[Path, _Started] = {}
 
-    def ensure(self, python: Path, stamp: int = 0) -> str:
+    def ensure(self, python: Path, stamp: str = "") -> str:
         """The socket of ``python``'s zygote, starting it first when needed (seconds: it imports torch).
 
         Raises:
@@ -444,7 +444,7 @@ class Zygotes:
             self._started[python] = started
             return str(started.socket)
 
-    def _start(self, python: Path, stamp: int) -> _Started:
+    def _start(self, python: Path, stamp: str) -> _Started:
         self.directory.mkdir(parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)
         path = socket_path(self.home, str(python))
