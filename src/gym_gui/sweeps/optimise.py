@@ -28,6 +28,7 @@ from gym_gui.sweeps.study import (
     TRIAL_RUNS_ATTR,
     StudyError,
     StudyView,
+    error_line,
     release,
     study_view,
 )
@@ -268,8 +269,7 @@ class SweepStudy:
             raise
         except Exception as exc:  # sqlalchemy's, a missing driver's: each its own class
             release(storage)
-            cause = exc.__cause__ or exc
-            first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            first = error_line(exc.__cause__ or exc)
             raise StudyError(f"{redact_url(url)}: cannot open the study {name!r}: {first}") from None
 
     def _check_join(self) -> None:
@@ -406,8 +406,7 @@ class SweepStudy:
         try:
             return study_view(self.study, self.url)
         except Exception as exc:  # sqlalchemy's, a database server's: each its own class
-            cause = exc.__cause__ or exc
-            first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            first = error_line(exc.__cause__ or exc)
             raise StudyError(
                 f"{redact_url(self.url)}: cannot read the study {self.name!r}: {first}"
             ) from None

@@ -213,6 +213,11 @@ def read_only_url(url: str) -> str:
     return url
 
 
+def error_line(error: BaseException) -> str:
+    """The first line of what a storage error says (sqlalchemy's run to many), or its type's name."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def _storage(url: str) -> optuna.storages.RDBStorage:
     import optuna
 
@@ -220,8 +225,7 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
     try:
         return optuna.storages.RDBStorage(read_only_url(url), skip_table_creation=True)
     except Exception as exc:  # sqlalchemy's, a missing driver's, Optuna's own: each its own class
-        cause = exc.__cause__ or exc
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        first = error_line(exc.__cause__ or exc)
         raise StudyError(f"{redact_url(url)}: not an Optuna storage: {first}") from None
 
 
@@ -244,8 +248,7 @@ def study_names(url: str) -> list[str]:
     try:
         return sorted(summary.study_name for summary in optuna.get_all_study_summaries(storage))
     except Exception as exc:  # an SQLite file that is not Optuna's: sqlalchemy's OperationalError, etc.
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StudyError(f"{redact_url(url)}: not an Optuna storage: {first}") from None
+        raise StudyError(f"{redact_url(url)}: not an Optuna storage: {error_line(exc)}") from None
     finally:
         release(storage)
 
