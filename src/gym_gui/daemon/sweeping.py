@@ -221,20 +221,18 @@ class Sweeping:
             SweepNotFound: no such sweep.
         """
         record = self.registry.sweep(validate_sweep_id(sweep_id))
-        with self._lock:  # the sweep driver's lock: its study is used by one thread at a time
-            active = self._active.get(sweep_id)
-            if active is not None:
-                # Read through the open study: opening its storage again costs ~0.1 s of the daemon's
-                # CPU, and a window or a script watching a sweep asks every few tenths of a second.
-                try:
-                    study: dict[str, Any] = active.study.view().to_data()
-                except GymGuiError as exc:
-                    study = {"error": str(exc)}
-                return SweepDetail(record=record, study=study)
         try:
-            spec = read_spec(self.home.sweep_dir(sweep_id))
-            assert spec.storage is not None
-            study = read_study(spec.storage, record.study).to_data()
+            with self._lock:  # the sweep driver's lock: its study is used by one thread at a time
+                active = self._active.get(sweep_id)
+                # A running sweep is read through its open study: opening its storage again costs
+                # ~0.1 s of the daemon's CPU, and a window or a script watching it asks every few
+                # tenths of a second.
+                view = active.study.view() if active is not None else None
+            if view is None:
+                spec = read_spec(self.home.sweep_dir(sweep_id))
+                assert spec.storage is not None
+                view = read_study(spec.storage, record.study)
+            study: dict[str, Any] = view.to_data()
         except GymGuiError as exc:
             study = {"error": str(exc)}
         return SweepDetail(record=record, study=study)
