@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gym_gui.core.config import RunConfig
+from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -59,6 +61,13 @@ def returns_and_losses(home: Home, run_id: str) -> tuple[list[tuple[int, float]]
     return returns, losses
 
 
+def completed(client: DaemonClient, config: RunConfig) -> RunRecord:
+    """Submit ``config`` and wait for its run to end; it must end COMPLETED."""
+    record, _ = client.submit(config)
+    assert client.wait_for_end(record.run_id, timeout=300).state is RunState.COMPLETED
+    return record
+
+
 def worker_log(home: Home, run_id: str) -> str:
     return (home.run_dir(run_id) / "logs" / "worker.stderr.log").read_text()
 
@@ -67,13 +76,11 @@ def test_a_forked_run_gives_the_same_returns_and_losses_as_a_run_in_a_new_interp
     daemon: tuple[DaemonClient, Home],
 ) -> None:
     client, home = daemon
-    warm, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 3000))
-    assert client.wait_for_end(warm.run_id, timeout=300).state is RunState.COMPLETED
+    warm = completed(client, cleanrl_config("ppo", "CartPole-v1", 3000))
     assert len(zygote_pids(home)) == 1
     # The same script in the bundle's interpreter, named as another interpreter: it starts cold.
     python = str(Path(SHARED_BUNDLES) / "cleanrl" / "bin" / "python")
-    cold, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 3000, source={"python": python}))
-    assert client.wait_for_end(cold.run_id, timeout=300).state is RunState.COMPLETED
+    cold = completed(client, cleanrl_config("ppo", "CartPole-v1", 3000, source={"python": python}))
 
     assert COLD not in worker_log(home, warm.run_id)
     assert worker_log(home, cold.run_id).count(COLD) == 1
@@ -91,8 +98,7 @@ def test_the_zygote_holds_one_thread_and_only_its_user_can_reach_its_socket(
     daemon: tuple[DaemonClient, Home],
 ) -> None:
     client, home = daemon
-    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 1000))
-    assert client.wait_for_end(record.run_id, timeout=300).state is RunState.COMPLETED
+    completed(client, cleanrl_config("ppo", "CartPole-v1", 1000))
     (zygote,) = zygote_pids(home)
     assert len(os.listdir(f"/proc/{zygote}/task")) == 1
     directory = home.root / "zygotes"
@@ -130,13 +136,11 @@ def test_a_zygote_starts_with_the_first_run_is_started_again_when_it_died_and_st
         client.preview(cleanrl_config("ppo", "CartPole-v1", 1000))
         client.dry_run(cleanrl_config("ppo", "CartPole-v1", 1000))
         assert not zygote_pids(home)
-        first, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 1000))
-        assert client.wait_for_end(first.run_id, timeout=300).state is RunState.COMPLETED
+        completed(client, cleanrl_config("ppo", "CartPole-v1", 1000))
         (zygote,) = zygote_pids(home)
         os.kill(zygote, signal.SIGKILL)
         wait_until(lambda: not pid_alive(zygote), 10, "the zygote to die")
-        second, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 1000))
-        assert client.wait_for_end(second.run_id, timeout=300).state is RunState.COMPLETED
+        second = completed(client, cleanrl_config("ppo", "CartPole-v1", 1000))
         assert COLD not in worker_log(home, second.run_id)
         (restarted,) = zygote_pids(home)
         assert restarted != zygote
