@@ -16,8 +16,11 @@ from typing import Any, TypeVar
 import pytest
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
+from gym_gui.daemon.live import SupervisorSettings
+from gym_gui.daemon.server import DaemonServer
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -186,6 +189,23 @@ def daemon_on(home: Home, *args: str) -> Iterator[DaemonClient]:
     finally:
         kill_run_workers(home)
         stop_daemon(client)
+
+
+@contextlib.contextmanager
+def in_process_daemon(home: Home, settings: SupervisorSettings | None = None) -> Iterator[DaemonClient]:
+    """A daemon for ``home`` in this process (so a test may patch what it calls), with ``settings``;
+    its run workers are killed and it is stopped at the end."""
+    server = DaemonServer(home, settings=settings)
+    server.start()
+    info = read_daemon_file(home.daemon_json)
+    assert info is not None
+    client = DaemonClient(info)
+    try:
+        yield client
+    finally:
+        client.close()
+        kill_run_workers(home)
+        server.stop()
 
 
 def gym_gui(

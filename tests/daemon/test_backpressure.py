@@ -9,14 +9,13 @@ import pytest
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import parse_run_config
-from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.records import StepRow
 from gym_gui.core.states import RunState
-from gym_gui.daemon.server import DaemonServer
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
+from tests.support import in_process_daemon as daemon_in_this_process
 
 
 @pytest.fixture
@@ -35,16 +34,8 @@ def stalled_storage(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
 
 @pytest.fixture
 def in_process_daemon(home: Home) -> Iterator[DaemonClient]:
-    server = DaemonServer(home)
-    server.start()
-    info = read_daemon_file(home.daemon_json)
-    assert info is not None
-    client = DaemonClient(info)
-    try:
+    with daemon_in_this_process(home) as client:
         yield client
-    finally:
-        client.close()
-        server.stop()
 
 
 def test_a_stalled_store_holds_the_worker_back_and_loses_nothing(

@@ -119,6 +119,7 @@ class StreamIngest:
                 self.supervisor.stream_failed(run, self.violation)
                 log.warning("run %s: %s", run.run_id, self.violation)
             self.done.set()
+            run.controls.put(None)  # the stream's handler answers the end now, not at its next look
 
     def storage_failed(self, error: GymGuiError) -> None:
         """Storage refused the stream's data, found while no message arrives: the stream fails with it."""

@@ -126,7 +126,8 @@ class LiveRun:
     # A remote launcher's command, until it claims it once with the token hashed here (a Ray job).
     pending_launch: LaunchSpec | None = None
     claim_hash: str = ""
-    controls: queue.Queue[pb.ControlMessage] = field(default_factory=queue.Queue)
+    # Commands for its worker's stream; None only wakes the stream's handler (its ingest ended).
+    controls: queue.Queue[pb.ControlMessage | None] = field(default_factory=queue.Queue)
     manifest: ManifestWriter | None = None
     end: tuple[RunState, str] | None = None  # its end as decided (state, reason); recorded or not yet
     warning: str = ""  # what its viewers are warned of now (disk low), shown with its row

@@ -10,6 +10,7 @@ from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
+from gym_gui.daemon.executors import wait_exit
 from gym_gui.daemon.launching import Launching
 from gym_gui.daemon.live import LiveRuns, SupervisorSettings
 
@@ -49,6 +50,19 @@ class Scheduler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
+
+    def tick_at_exit(self, pid: int, timeout: float) -> None:
+        """Tick as soon as the local process ``pid`` ends (within ``timeout``), on a thread of its own:
+        a worker whose stream closed is about to exit, and its run ends then, not at the next tick."""
+
+        def watch() -> None:
+            if wait_exit(pid, timeout) and not self._stop.is_set():
+                try:
+                    self.tick()
+                except Exception:  # as in the loop: a failed tick is logged, the next one comes
+                    log.exception("supervisor tick failed")
+
+        threading.Thread(target=watch, name=f"gym-gui-exit-{pid}", daemon=True).start()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.settings.tick_seconds):

@@ -433,6 +433,8 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
                 try:
                     control = run.controls.get(timeout=0.2)
                 except queue.Empty:
+                    control = None
+                if control is None:  # a look at the stream: woken by its ingest's end, or the time
                     if ingest.done.is_set() or not context.is_active():
                         break
                     if time.monotonic() >= next_ack:

@@ -35,7 +35,7 @@ from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch, WorkerSpec
 from gym_gui.daemon import recovery
 from gym_gui.daemon.disk import DiskWatch
-from gym_gui.daemon.ending import Ending
+from gym_gui.daemon.ending import STREAM_DRAIN_SECONDS, Ending
 from gym_gui.daemon.executors import Executor, LaunchSpec, signal_group
 from gym_gui.daemon.importing import ImportRequest, ModelImports
 from gym_gui.daemon.launching import Launching
@@ -526,6 +526,9 @@ class Supervisor:
         run.stream_open = False
         run.stream_done.set()
         self.tick()
+        pid = run.process.pid if run.process is not None else run.orphan_pid
+        if pid is not None and run.exited_at is None and not run.finalized:
+            self.scheduler.tick_at_exit(pid, STREAM_DRAIN_SECONDS)
 
 
 def _label(config: RunConfig) -> str:
