@@ -57,7 +57,7 @@ from _daemon import database_bytes, fresh_home, raw_inserts, release, stored_ste
 from gym_gui_sdk.worker import WorkerSession
 from ingest import EPISODE_STEPS, BenchError, check_lossless, rows_of, send
 
-from gym_gui.core.config import parse_run_config
+from gym_gui.core.config import TelemetryOptions, parse_run_config
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import Resumed, RunRecord, StepBatch
 from gym_gui.core.states import RunState
@@ -322,7 +322,8 @@ def play_round(
     """``sessions`` runs played at once (``rate`` steps/s each, 0: flat out), ``viewers`` viewers on
     the first run and one latency viewer on each of the first ``follow`` runs; checks every row is stored."""
     chunk = max(EPISODE_STEPS, int(rate / 8) // EPISODE_STEPS * EPISODE_STEPS) if rate else 1000
-    batch = 512 if rate else 1000  # the SDK's default batching when paced, ingest.py's batches flat out
+    # A run's default batching when paced, ingest.py's batches flat out.
+    batch = TelemetryOptions().batch_steps if rate else 1000
     runs = submit(client, sessions)
     children = start_children(client, runs, procs, steps, rate, chunk, batch)
     subscribed: list[Viewer] = []

@@ -3,12 +3,14 @@ observations travel packed and are stored as the JSON text ``encoding.dumps`` ma
 
 from __future__ import annotations
 
+import queue
+import threading
 from typing import Any
 
 import numpy as np
 import pytest
 from gym_gui_sdk import encoding
-from gym_gui_sdk.worker import WorkerSession
+from gym_gui_sdk.worker import WorkerSession, _Outbox
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
@@ -130,3 +132,26 @@ def test_a_vector_envs_observation_array_is_packed_row_by_row_and_stored_as_each
     expected = [encoding.dumps(row) for row in block] + [encoding.dumps(np.zeros(2, dtype=np.int64))]
     expected += [encoding.dumps(row) for row in odd]
     assert stored_observations(home, session.run_id) == expected
+
+
+def test_the_outbox_keeps_order_holds_a_full_put_until_a_get_and_says_full_after_a_timeout() -> None:
+    outbox = _Outbox(2)
+    outbox.put("a")
+    outbox.put("b")
+    with pytest.raises(queue.Full):
+        outbox.put("c", timeout=0.05)
+    held = threading.Event()
+    put_done = threading.Event()
+
+    def put_d() -> None:
+        held.set()
+        outbox.put("d")
+        put_done.set()
+
+    putter = threading.Thread(target=put_d, daemon=True)
+    putter.start()
+    assert held.wait(10)
+    assert outbox.get() == "a"  # makes room: the waiting put goes through
+    assert put_done.wait(10)
+    assert [outbox.get(), outbox.get()] == ["b", "d"]
+    putter.join(10)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import queue
 import signal
@@ -117,7 +118,7 @@ class WorkerSession:
         run_id: str,
         run_token: str,
         *,
-        batch_steps: int = 512,
+        batch_steps: int = 2048,
         batch_seconds: float = 0.2,
         heartbeat_seconds: float = 1.0,
         outbox_size: int = 8,
@@ -128,7 +129,7 @@ class WorkerSession:
         self.address = address
         self.run_id = run_id
         self._run_token = run_token
-        self.batch_steps = batch_steps
+        self._batch_steps = batch_steps
         self.batch_seconds = batch_seconds
         self.heartbeat_seconds = heartbeat_seconds
         self.reconnect_seconds = reconnect_seconds
@@ -147,7 +148,7 @@ class WorkerSession:
         self._lock = threading.Lock()
         self._seq = 0
         self._outbox_size = outbox_size
-        self._outbox: queue.Queue[Any] = queue.Queue(maxsize=outbox_size)
+        self._outbox = _Outbox(outbox_size)
         # Sent but not yet confirmed stored: sent again, renumbered, on a new stream after a reconnect.
         self._unacked: deque[pb.WorkerMessage] = deque()
         self._started_message: pb.WorkerMessage | None = None
@@ -158,9 +159,25 @@ class WorkerSession:
         self._ticker: threading.Thread | None = None
         self._closed = threading.Event()
         self._registration: Registration | None = None
-        # The dtype and shape of the arrays a batch packs (see _observation_locked).
+        # The dtype and shape of the arrays a batch packs (see _observation_locked), kept from batch
+        # to batch; its parts apart, for step's quick path, with the bytes of one such array.
         self._b_pack: tuple[np.dtype[Any], tuple[int, ...]] | None = None
+        self._b_dtype: np.dtype[Any] | None = None
+        self._b_shape: tuple[int, ...] | None = None
+        self._b_nbytes = 0
+        self._b_limit = batch_steps  # steps a batch takes: batch_steps, or fewer when arrays are large
         self._clear_steps()
+
+    @property
+    def batch_steps(self) -> int:
+        """The most steps one batch carries (fewer when its packed observations would pass 2 MiB)."""
+        return self._batch_steps
+
+    @batch_steps.setter
+    def batch_steps(self, steps: int) -> None:
+        with self._lock:
+            self._batch_steps = steps
+            self._set_limit_locked()
 
     # ------------------------------------------------------------ setup
 
@@ -212,7 +229,7 @@ class WorkerSession:
         self.address = address
         self._channel = channel
         self.render_fps = reply.render_fps
-        self._outbox = queue.Queue(maxsize=self._outbox_size)
+        self._outbox = _Outbox(self._outbox_size)
         self._seq = 0
         self._broken = ""
         outbox = self._outbox
@@ -321,27 +338,35 @@ class WorkerSession:
         reuse its buffer; the daemon writes the JSON :func:`encoding.dumps` gives), anything else is
         encoded here by :func:`encoding.dumps`.
         """
-        now = time.time() if wall_time is None else wall_time
         with self._lock:
-            pack = self._b_pack
             # The common case first, in as few operations as a step can take: an env's array of the
-            # dtype and shape the batch already packs.
+            # dtype and shape the batch already packs. Its bytes count as the batch's row count does.
             if (
                 type(observation) is np.ndarray
-                and pack is not None
-                and observation.dtype is pack[0]
-                and observation.shape == pack[1]
+                and observation.dtype is self._b_dtype
+                and observation.shape == self._b_shape
             ):
                 observation = observation.tobytes()
-                self._b_arrays += 1
-            elif type(observation) is not str:
+            else:
                 observation = self._observation_locked(observation)
             rows = self._b_rows
             rows.append(
-                (episode, step, reward, terminated, truncated, action, observation, info, render, now)
+                (
+                    episode,
+                    step,
+                    reward,
+                    terminated,
+                    truncated,
+                    action,
+                    observation,
+                    info,
+                    render,
+                    time.time() if wall_time is None else wall_time,
+                )
             )
-            self._batch_bytes += len(observation) + len(render)
-            if len(rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+            if render:
+                self._batch_bytes += len(render)
+            if len(rows) >= self._b_limit or (self._batch_bytes and self._batch_full_locked()):
                 self._flush_steps_locked()
 
     def steps(
@@ -386,16 +411,12 @@ class WorkerSession:
         start = 0
         with self._lock:
             while start < n:
-                end = min(n, start + max(1, self.batch_steps - len(self._b_rows)))
+                end = min(n, start + max(1, self._b_limit - len(self._b_rows)))
                 part = slice(start, end)
-                if spec is not None and (self._b_arrays == 0 or spec == self._b_pack):
-                    self._b_pack = spec
-                    self._b_arrays += end - start
+                if spec is not None and self._pack_locked(spec):
                     observations = rows[part]
                 else:
-                    observations = [
-                        o if type(o) is str else self._observation_locked(o) for o in observation[part]
-                    ]
+                    observations = [self._observation_locked(o) for o in observation[part]]
                 self._b_rows.extend(
                     zip(
                         episode[part],
@@ -411,8 +432,8 @@ class WorkerSession:
                         strict=True,
                     )
                 )
-                self._batch_bytes += sum(map(len, render[part])) + sum(map(len, observations))
-                if len(self._b_rows) >= self.batch_steps or self._batch_bytes >= _BATCH_BYTES:
+                self._batch_bytes += sum(map(len, render[part]))
+                if len(self._b_rows) >= self._b_limit or (self._batch_bytes and self._batch_full_locked()):
                     self._flush_steps_locked()
                 start = end
 
@@ -538,58 +559,92 @@ class WorkerSession:
         self._b_rows: list[tuple[Any, ...]] = []
         self._b_episodes: list[dict[str, Any]] = []  # an Episode message's fields each
         self._b_metrics: list[dict[str, Any]] = []  # a Metric message's fields each
-        self._b_arrays = 0  # packed observations among the rows
-        self._batch_bytes = 0
+        self._b_text = 0  # observations among the rows that are JSON text (the others are packed)
+        self._batch_bytes = 0  # of the render payloads and the text observations
         self._batch_started = time.monotonic()
+
+    def _set_limit_locked(self) -> None:
+        nbytes = self._b_nbytes
+        self._b_limit = (
+            min(self._batch_steps, max(1, _BATCH_BYTES // nbytes)) if nbytes else self._batch_steps
+        )
+
+    def _batch_full_locked(self) -> bool:
+        """Whether the batch's payloads, packed arrays included, reached the batch's bound in bytes."""
+        packed = (len(self._b_rows) - self._b_text) * self._b_nbytes
+        return self._batch_bytes + packed >= _BATCH_BYTES
+
+    def _pack_locked(self, spec: tuple[np.dtype[Any], tuple[int, ...]]) -> bool:
+        """Whether arrays of ``spec`` travel packed in this batch: those it packs already, or the first
+        of a batch that packs none yet (then kept for the batches after it, so the next steps take
+        :meth:`step`'s quick path)."""
+        if spec == self._b_pack:
+            return True
+        if len(self._b_rows) > self._b_text:  # the batch packs arrays of another spec
+            return False
+        self._b_pack = spec
+        self._b_dtype, self._b_shape = spec
+        self._b_nbytes = spec[0].itemsize * math.prod(spec[1])
+        self._set_limit_locked()
+        return True
 
     def _observation_locked(self, observation: Any) -> str | bytes:
         """A step's observation as it waits in the batch: packed bytes, or JSON text.
 
-        The batch packs arrays of one dtype and shape, the first array's while it packs none yet
-        (kept for the batches after it, so the next steps take :meth:`step`'s quick path); an array
-        of another dtype or shape, or anything else, is JSON text.
+        A numeric array travels packed when the batch packs its dtype and shape or none yet (see
+        :meth:`_pack_locked`); an array of another dtype or shape, or anything else, is JSON text.
         """
-        spec = encoding.pack_spec(observation)
-        if spec is not None and (self._b_arrays == 0 or spec == self._b_pack):
-            self._b_pack = spec
-            self._b_arrays += 1
-            return observation.tobytes()
-        return encoding.dumps(observation)
+        if type(observation) is not str:
+            spec = encoding.pack_spec(observation)
+            if spec is not None and self._pack_locked(spec):
+                return observation.tobytes()
+            observation = encoding.dumps(observation)
+        self._b_text += 1
+        self._batch_bytes += len(observation)
+        return observation
 
     def _flush_steps_locked(self) -> None:
-        if not (self._b_rows or self._b_episodes or self._b_metrics):
+        rows = self._b_rows
+        if not (rows or self._b_episodes or self._b_metrics):
             return
-        columns: list[Any] = list(zip(*self._b_rows, strict=True)) if self._b_rows else [()] * 10
-        episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = columns
-        pack = self._b_pack if self._b_arrays else None
-        packed = pack is not None and self._b_arrays == len(observation)
-        if pack is not None and not packed:  # packed arrays beside JSON text: all of them as text
-            dtype, shape = pack
-            observation = [
-                o if type(o) is str else encoding.unpack_observations(o, dtype.str, shape, 1)[0]
-                for o in observation
-            ]
-        batch = pb.StepBatch(
-            episode=episode,
-            step=step,
-            reward=reward,
-            terminated=terminated,
-            truncated=truncated,
-            action=action,
-            observation=() if packed else observation,
-            info=info,
-            render=render,
-            wall_time=wall_time,
-            episodes=self._b_episodes,
-            metrics=self._b_metrics,
-        )
-        if pack is not None and packed:
-            dtype, shape = pack
-            batch.observation_array = b"".join(observation)
-            batch.observation_dtype = dtype.str
-            batch.observation_shape.extend(shape)
+        # Built in place: a batch handed to WorkerMessage(steps=...) would be copied whole.
+        message = pb.WorkerMessage()
+        batch = message.steps
+        if rows:
+            episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = zip(
+                *rows, strict=True
+            )
+            batch.episode.extend(episode)
+            batch.step.extend(step)
+            batch.reward.extend(reward)
+            batch.terminated.extend(terminated)
+            batch.truncated.extend(truncated)
+            batch.action.extend(action)
+            batch.info.extend(info)
+            batch.render.extend(render)
+            batch.wall_time.extend(wall_time)
+            text = self._b_text
+            if text == len(rows):
+                batch.observation.extend(observation)
+            elif text == 0:
+                assert self._b_pack is not None
+                dtype, shape = self._b_pack
+                batch.observation_array = b"".join(observation)
+                batch.observation_dtype = dtype.str
+                batch.observation_shape.extend(shape)
+            else:  # packed arrays beside JSON text: all of them as text
+                assert self._b_pack is not None
+                dtype, shape = self._b_pack
+                batch.observation.extend(
+                    o if type(o) is str else encoding.unpack_observations(o, dtype.str, shape, 1)[0]
+                    for o in observation
+                )
+        for record in self._b_episodes:
+            batch.episodes.add(**record)
+        for point in self._b_metrics:
+            batch.metrics.add(**point)
         self._clear_steps()
-        self._send_locked(pb.WorkerMessage(steps=batch))
+        self._send_locked(message)
 
     def _send(self, message: pb.WorkerMessage) -> None:
         with self._lock:
@@ -727,7 +782,42 @@ _RETRYABLE = frozenset(
 )
 
 
-def _drain(outbox: queue.Queue[Any]) -> Iterator[pb.WorkerMessage]:
+class _Outbox:
+    """The messages on their way to gRPC's sending thread, at most ``size`` of them.
+
+    A ``queue.Queue`` would do, but its put takes the mutex the sending thread holds while it waits
+    for the GIL to return from its get: the stepping thread then stalls once a batch (about a
+    microsecond a step at 512-step batches). Here a put is a ``SimpleQueue``'s (no mutex), and only
+    a full outbox waits, on an event the getter sets.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._size = size
+        self._room = threading.Event()
+        self._room.set()
+
+    def put(self, item: Any, timeout: float | None = None) -> None:
+        """Add ``item``, waiting while the outbox is full.
+
+        Raises:
+            queue.Full: still full after ``timeout`` seconds.
+        """
+        if self._queue.qsize() >= self._size:
+            self._room.clear()
+            # Looked at again after the clear: a get in between has set it, or left room.
+            if self._queue.qsize() >= self._size and not self._room.wait(timeout):
+                raise queue.Full
+        self._queue.put(item)
+
+    def get(self) -> Any:
+        item = self._queue.get()
+        if not self._room.is_set():
+            self._room.set()
+        return item
+
+
+def _drain(outbox: _Outbox) -> Iterator[pb.WorkerMessage]:
     while True:
         item = outbox.get()
         if item is _END:

@@ -224,7 +224,7 @@ class TelemetryOptions(_Strict):
     )
     store_steps: bool = Field(default=True, description="Store every step (needed for replay).")
     store_render: bool = Field(default=True, description="Store render payloads with the steps.")
-    batch_steps: int = Field(default=512, ge=1, le=65536, description="Steps per batch sent to the daemon.")
+    batch_steps: int = Field(default=2048, ge=1, le=65536, description="Steps per batch sent to the daemon.")
     batch_seconds: float = Field(
         default=0.2, gt=0.0, le=10.0, description="Longest a step waits before its batch is sent."
     )
