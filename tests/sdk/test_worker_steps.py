@@ -3,6 +3,7 @@ observations travel packed and are stored as the JSON text ``encoding.dumps`` ma
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 from typing import Any
@@ -103,14 +104,20 @@ def test_array_observations_travel_packed_and_are_stored_as_their_json(
     assert expected[5] == f"[5.0,null,{encoding.dumps(np.float32(-5.0))}]"
 
 
-def test_packed_observations_round_trip_every_numeric_dtype() -> None:
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3)])
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_packed_observations_round_trip_every_numeric_dtype_and_shape(
+    shape: tuple[int, ...], count: int
+) -> None:
     for dtype in ("<f4", ">f8", "<i8", "|u1", "|b1", "<u2"):
-        arrays = [np.arange(6).reshape(2, 3).astype(dtype) + k for k in range(3)]
-        spec = encoding.pack_spec(arrays[0])
+        # np.asarray: arithmetic on a 0-d array gives a numpy scalar, which travels as text.
+        base = np.asarray(np.arange(math.prod(shape)).reshape(shape) * 1.37 - 2, dtype=dtype)
+        arrays = [np.asarray(base + k, dtype=dtype) for k in range(count)]
+        spec = encoding.pack_spec(base)
         assert spec is not None
-        packed_dtype, shape = spec
+        packed_dtype, packed_shape = spec
         data = b"".join(a.tobytes() for a in arrays)
-        assert encoding.unpack_observations(data, packed_dtype.str, shape, 3) == [
+        assert encoding.unpack_observations(data, packed_dtype.str, packed_shape, count) == [
             encoding.dumps(a) for a in arrays
         ]
     assert encoding.pack_spec(np.array(["a"])) is None
