@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -36,6 +37,13 @@ class Background(QObject):
         self._name = name
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         self._done.connect(self._deliver)
+        # A pool thread must not emit while this object is being destroyed (that crashes in Qt, not
+        # in Python): the owner's ``destroyed`` comes before its children are deleted, and closes
+        # the gate under the lock every emit holds.
+        self._gate = threading.Lock()
+        self._open = True
+        if owner is not None:
+            owner.destroyed.connect(self._close)
 
     def run(
         self,
@@ -70,10 +78,17 @@ class Background(QObject):
         """Call ``callback(value)`` on the GUI thread (from any thread)."""
         if callback is None:
             return
-        try:
-            self._done.emit(callback, value)
-        except RuntimeError:  # the owner was deleted meanwhile
-            return
+        with self._gate:
+            if not self._open:
+                return
+            try:
+                self._done.emit(callback, value)
+            except RuntimeError:  # the owner was deleted meanwhile
+                return
+
+    def _close(self, *_: Any) -> None:
+        with self._gate:
+            self._open = False
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

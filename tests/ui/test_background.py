@@ -1,0 +1,53 @@
+"""Background: results reach their callbacks on the GUI thread, and none reach an owner that is gone.
+
+(The gate in ``Background.post`` also keeps a pool thread from emitting while Qt destroys the
+object, a crash no test can time; what these tests hold is the behaviour around it.)
+"""
+
+from __future__ import annotations
+
+import threading
+
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QObject, QThread
+from pytestqt.qtbot import QtBot
+
+from gym_gui.ui.background import Background
+
+
+def test_a_result_is_delivered_on_the_gui_thread(qtbot: QtBot) -> None:
+    owner = QObject()
+    background = Background(owner, workers=1)
+    delivered: list[tuple[int, bool]] = []
+    background.run(
+        lambda: 6 * 7, lambda value: delivered.append((value, QThread.currentThread() is owner.thread()))
+    )
+    qtbot.waitUntil(lambda: bool(delivered), timeout=10_000)
+    assert delivered == [(42, True)]
+
+
+def test_results_on_their_way_when_the_owner_is_deleted_are_dropped(qtbot: QtBot) -> None:
+    owner = QObject()
+    background = Background(owner, workers=1)  # one thread: the calls and their callbacks run in order
+    release = threading.Event()
+    started = threading.Event()
+    drained = threading.Event()
+    delivered: list[object] = []
+
+    def slow() -> str:
+        started.set()
+        release.wait(30)
+        return "late"
+
+    def failing() -> None:
+        raise OSError("late failure")
+
+    background.run(slow, delivered.append)
+    background.run(failing, delivered.append, on_error=delivered.append)
+    background.run(drained.set)  # after both calls' callbacks have posted, or not
+    assert started.wait(10)
+    shiboken6.delete(owner)  # the owner and its Background go while their work still runs
+    release.set()
+    assert drained.wait(30)
+    QCoreApplication.processEvents()  # anything posted would be delivered here
+    assert delivered == []
