@@ -10,6 +10,7 @@ import threading
 
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject, QThread
+from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
 from gym_gui.ui.background import Background
@@ -51,3 +52,18 @@ def test_results_on_their_way_when_the_owner_is_deleted_are_dropped(qtbot: QtBot
     assert drained.wait(30)
     QCoreApplication.processEvents()  # anything posted would be delivered here
     assert delivered == []
+
+
+def test_a_widget_owner_is_destroyed_without_an_error_from_the_gate(qtbot: QtBot) -> None:
+    # pytest-qt fails the test on any exception raised while Qt calls into Python, such as a
+    # slot of the half-destroyed Background that Qt can no longer find.
+    owner = QWidget()
+    background = Background(owner, workers=1)
+    gate_open: list[bool] = []
+    background.run(lambda: None, lambda _: gate_open.append(True))
+    qtbot.waitUntil(lambda: bool(gate_open), timeout=10_000)
+    owner.deleteLater()
+    qtbot.waitUntil(lambda: not shiboken6.isValid(owner), timeout=10_000)
+    background.post(gate_open.append, False)  # the gate is closed: nothing is posted
+    QCoreApplication.processEvents()
+    assert gate_open == [True]

@@ -22,6 +22,19 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _Gate:
+    """An on/off switch under a lock; a plain Python object, so Qt can call ``close`` while
+    destroying the QObjects around it (a slot on a QObject being destroyed cannot be found)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open = True
+
+    def close(self, *_: Any) -> None:
+        with self.lock:
+            self.open = False
+
+
 class Background(QObject):
     """Runs callables on a small thread pool and hands results to callbacks on the GUI thread.
 
@@ -40,10 +53,9 @@ class Background(QObject):
         # A pool thread must not emit while this object is being destroyed (that crashes in Qt, not
         # in Python): the owner's ``destroyed`` comes before its children are deleted, and closes
         # the gate under the lock every emit holds.
-        self._gate = threading.Lock()
-        self._open = True
+        self._gate = _Gate()
         if owner is not None:
-            owner.destroyed.connect(self._close)
+            owner.destroyed.connect(self._gate.close)
 
     def run(
         self,
@@ -78,17 +90,13 @@ class Background(QObject):
         """Call ``callback(value)`` on the GUI thread (from any thread)."""
         if callback is None:
             return
-        with self._gate:
-            if not self._open:
+        with self._gate.lock:
+            if not self._gate.open:
                 return
             try:
                 self._done.emit(callback, value)
             except RuntimeError:  # the owner was deleted meanwhile
                 return
-
-    def _close(self, *_: Any) -> None:
-        with self._gate:
-            self._open = False
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
