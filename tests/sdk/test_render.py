@@ -411,3 +411,16 @@ def test_a_real_step_encodes(make: Any) -> None:
     grid_obs, _ = grid.reset(seed=0)
     decoded_obs = json.loads(dumps(grid_obs))
     assert np.array_equal(np.asarray(decoded_obs["image"], dtype=np.uint8), grid_obs["image"])
+
+
+def test_every_finite_float_reads_back_as_itself_and_what_orjson_refuses_still_encodes() -> None:
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**64, size=20_000, dtype=np.uint64).view(np.float64)
+    scaled = rng.random(20_000) * 10.0 ** rng.integers(-30, 30, size=20_000)
+    values = [v for v in [*bits.tolist(), *scaled.tolist(), 1e-05, 5e-324, -0.0, 1e16] if math.isfinite(v)]
+    assert json.loads(dumps(values)) == values
+    assert [json.loads(dumps(v)) for v in values[:2000]] == values[:2000]
+    huge = 2**100
+    assert dumps({"n": huge, "s": "a\ud800b"}) == json.dumps(
+        {"n": huge, "s": "a\ud800b"}, separators=(",", ":"), ensure_ascii=False
+    )

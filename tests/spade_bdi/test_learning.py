@@ -10,8 +10,11 @@ import json
 import os
 from pathlib import Path
 
+import gymnasium
 import pytest
 from gym_gui_sdk import render
+from gym_gui_spade_bdi_worker.training import direct_step
+from gymnasium.wrappers import RecordEpisodeStatistics
 
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.states import RunState
@@ -151,4 +154,18 @@ def test_taxi_and_cliff_walking_are_learned_too(bdi_daemon: tuple[DaemonClient, 
         run = run_to_end(client, bdi_config(env_id, episodes=20, max_steps=50))
         assert run.state is RunState.COMPLETED, run.reason
         assert len(final_table(home, run.run_id)["q"][0]) == actions
-        assert all(e.steps <= 50 for e in episodes(home, run.run_id))
+        played = episodes(home, run.run_id)
+        assert all(e.steps <= 50 for e in played)
+        # The step limit ends an episode as gymnasium's TimeLimit does (the worker steps under it).
+        assert any(e.steps == 50 and e.truncated for e in played)
+
+
+def test_the_worker_steps_under_gymnasiums_bookkeeping_wrappers_only() -> None:
+    made = gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=7)
+    step, limit = direct_step(made)
+    assert (step, limit) == (made.unwrapped.step, 7)
+    assert direct_step(gymnasium.make("Taxi-v4"))[1] == 200
+    # Any other wrapper may change what a step gives: then every wrapper is stepped, the limit
+    # left to its TimeLimit.
+    wrapped = RecordEpisodeStatistics(made)
+    assert direct_step(wrapped) == (wrapped.step, None)

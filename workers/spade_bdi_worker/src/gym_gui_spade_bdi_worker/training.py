@@ -27,13 +27,38 @@ import gymnasium as gym
 import numpy as np
 from gym_gui_sdk import encoding, render
 from gym_gui_sdk.worker import WorkerSession
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from gym_gui_spade_bdi_worker.checkpoint import FINAL, QTableFile, periodic_path
 from gym_gui_spade_bdi_worker.environments import grid_map, table_shape
 from gym_gui_spade_bdi_worker.learner import QLearner
 
 
-@dataclass
+def direct_step(env: gym.Env[Any, Any]) -> tuple[Any, int | None]:
+    """The step function under the bookkeeping wrappers ``gymnasium.make`` adds, and the step limit
+    its ``TimeLimit`` held (None: no limit).
+
+    ``PassiveEnvChecker`` looks at the first step only and ``OrderEnforcing`` at the reset before it,
+    which a run always does; a step through the three costs a FrozenLake step a tenth more. The
+    limit is then applied by :meth:`Training.act` exactly as ``TimeLimit`` does. An environment
+    with any other wrapper is stepped through all of them, its limit left to its ``TimeLimit``.
+    """
+    inner: Any = env
+    limit: int | None = None
+    while isinstance(inner, gym.Wrapper):
+        kind = type(inner)
+        if kind is TimeLimit:
+            steps = inner.spec.max_episode_steps if inner.spec is not None else None
+            if steps is None:
+                return env.step, None
+            limit = steps if limit is None else min(limit, steps)
+        elif kind is not PassiveEnvChecker and kind is not OrderEnforcing:
+            return env.step, None
+        inner = inner.env
+    return inner.step, limit
+
+
+@dataclass(slots=True)
 class Outcome:
     """What one environment step gave."""
 
@@ -92,6 +117,7 @@ class Training:
         self.run_dir = run_dir
         self.shape = table_shape(env)
         self.map = grid_map(env)
+        self._env_step, self._step_limit = direct_step(env)
         q = start_table if start_table is not None else np.zeros(self.shape)
         self.learner = QLearner(
             q, alpha=settings.alpha, gamma=settings.gamma, rng=random.Random(settings.seed)
@@ -166,9 +192,11 @@ class Training:
     def act(self, state: int, action: int) -> Outcome:
         """Take ``action`` in the environment (the one :meth:`choose` gave)."""
         q_before = list(self.learner.q[state])
-        next_state, reward, terminated, truncated, _info = self.env.step(action)
+        next_state, reward, terminated, truncated, _info = self._env_step(action)
         self._step += 1
         self.total_steps += 1
+        if self._step_limit is not None and self._step >= self._step_limit:
+            truncated = True  # as TimeLimit does
         timesteps = self.settings.timesteps
         if timesteps is not None and self.total_steps >= timesteps and not terminated:
             truncated = True
