@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import sys
 import time
 from typing import Any
 
 import gymnasium as gym
 from gym_gui_sdk import encoding, render
-from gym_gui_sdk.worker import WorkerSession, run_worker
+from gym_gui_sdk.worker import WorkerSession, exit_now, run_worker
 
 # Environment families that register their ids on import.
 _FAMILY_MODULES = {"MiniGrid-": "minigrid", "BabyAI-": "minigrid", "ALE/": "ale_py"}
@@ -117,4 +116,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -19,7 +19,7 @@ from typing import Any
 
 import loguru
 from gym_gui_sdk import render
-from gym_gui_sdk.worker import WorkerSession, run_worker
+from gym_gui_sdk.worker import WorkerSession, exit_now, run_worker
 from spade.container import Container
 
 from gym_gui_spade_bdi_worker.agent import PlansError, QLearningAgent, run_agent, shipped_plans
@@ -188,19 +188,6 @@ def main(argv: list[str] | None = None) -> int:
         ),
         (RunFailed, PlansError, XMPPUnavailable, EnvRefused, CheckpointRefused),
     )
-
-
-def exit_now(code: int) -> None:
-    """End the process with ``code`` once the run is over, skipping the interpreter's teardown.
-
-    By then the session has finished (every step acknowledged by the daemon) and the table is
-    saved (written, synced, renamed); what is left is Python unloading SPADE, pyjabber, SQLAlchemy
-    and gRPC, ~0.28 s the run's end would wait for (the daemon ends a run when its process is gone).
-    """
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":
