@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from gym_gui_sdk import encoding
-from gym_gui_sdk.worker import WorkerSession, _Outbox
+from gym_gui_sdk.courier import _Outbox
+from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState

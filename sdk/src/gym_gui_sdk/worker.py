@@ -30,6 +30,7 @@ from gym_gui_sdk import (
 )
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
+from gym_gui_sdk.courier import CourierStream, LocalStream
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 # A step batch is sent early once its render payloads and observations reach this size.
 _BATCH_BYTES = 2 * 1024 * 1024
-_END = object()
 
 Phase = pb.Lifecycle.Phase
 
@@ -110,6 +110,11 @@ class WorkerSession:
 
     The session is thread-safe: steps may be recorded from one thread while another records
     metrics. Call :meth:`start` first and :meth:`finish` last.
+
+    With ``courier`` the stream is sent by a child process (see :mod:`gym_gui_sdk.courier`), so
+    gRPC's threads never compete with the worker's loop for the GIL: what a worker process the
+    daemon started (:meth:`from_env`) does. Without it, gRPC runs in this process: for a process
+    that holds many sessions, or one that is not a worker.
     """
 
     def __init__(
@@ -125,6 +130,7 @@ class WorkerSession:
         reconnect_seconds: float = 60.0,
         home: str | None = None,
         tls_ca: str | None = None,
+        courier: bool = False,
     ) -> None:
         self.address = address
         self.run_id = run_id
@@ -148,13 +154,12 @@ class WorkerSession:
         self._lock = threading.Lock()
         self._seq = 0
         self._outbox_size = outbox_size
-        self._outbox = _Outbox(outbox_size)
+        self._stream: LocalStream | CourierStream = CourierStream() if courier else LocalStream()
         # Sent but not yet confirmed stored: sent again, renumbered, on a new stream after a reconnect.
         self._unacked: deque[pb.WorkerMessage] = deque()
         self._started_message: pb.WorkerMessage | None = None
         self._broken: str = ""
         self._error: BaseException | None = None
-        self._channel: grpc.Channel | None = None
         self._reader: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
         self._closed = threading.Event()
@@ -183,7 +188,8 @@ class WorkerSession:
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> WorkerSession:
-        """Build a session from the variables the daemon puts in every worker's environment."""
+        """Build a session from the variables the daemon puts in every worker's environment (its
+        stream sent by a courier process unless ``courier=False`` is given)."""
         missing = [
             name for name in (ENV_DAEMON_ADDRESS, ENV_RUN_ID, ENV_RUN_TOKEN) if not os.environ.get(name)
         ]
@@ -192,6 +198,7 @@ class WorkerSession:
                 "not started by the gym_gui daemon: missing environment variable(s) " + ", ".join(missing)
             )
         kwargs.setdefault("home", os.environ.get(ENV_HOME))
+        kwargs.setdefault("courier", True)
         return cls(
             os.environ[ENV_DAEMON_ADDRESS], os.environ[ENV_RUN_ID], os.environ[ENV_RUN_TOKEN], **kwargs
         )
@@ -202,6 +209,8 @@ class WorkerSession:
         Raises:
             WorkerError: when the daemon is unreachable or refuses the run token.
         """
+        if isinstance(self._stream, CourierStream):
+            self._stream.start()  # its start-up overlaps the registration
         try:
             registration = self._open(self.address)
         except grpc.RpcError as exc:
@@ -227,15 +236,15 @@ class WorkerSession:
             channel.close()
             raise
         self.address = address
-        self._channel = channel
         self.render_fps = reply.render_fps
-        self._outbox = _Outbox(self._outbox_size)
         self._seq = 0
         self._broken = ""
-        outbox = self._outbox
-        responses = stub.Publish(
-            _drain(outbox),
-            metadata=[("authorization", f"Bearer {reply.session_token}"), ("x-run-id", self.run_id)],
+        responses = self._stream.open(
+            channel,
+            address,
+            self._tls_ca,
+            [("authorization", f"Bearer {reply.session_token}"), ("x-run-id", self.run_id)],
+            self._outbox_size,
         )
         self._reader = threading.Thread(
             target=self._read_control, args=(responses,), name="gym-gui-control", daemon=True
@@ -270,8 +279,6 @@ class WorkerSession:
         """
         reason = self._broken
         log.warning("stream to the daemon broke (%s); reconnecting", reason)
-        if self._channel is not None:
-            self._channel.close()
         deadline = time.monotonic() + self.reconnect_seconds
         while True:
             try:
@@ -537,7 +544,7 @@ class WorkerSession:
                 if self._broken:
                     self._reconnect_locked()
                 reader = self._reader
-                self._outbox.put(_END)
+                self._stream.end()
             assert reader is not None
             reader.join(max(0.0, deadline - time.monotonic()))
             if self._error is not None:
@@ -548,8 +555,7 @@ class WorkerSession:
                 raise WorkerError(
                     f"daemon did not confirm {len(self._unacked)} messages within {timeout:.0f}s"
                 )
-        if self._channel is not None:
-            self._channel.close()
+        self._stream.close()
 
     # ------------------------------------------------------------ internals
 
@@ -667,7 +673,7 @@ class WorkerSession:
             self._unacked.append(message)
         while True:
             try:
-                self._outbox.put(message, timeout=0.5)
+                self._stream.send(message, timeout=0.5)
                 return
             except queue.Full:
                 if self._error is not None:
@@ -796,49 +802,6 @@ _RETRYABLE = frozenset(
         grpc.StatusCode.DEADLINE_EXCEEDED,
     }
 )
-
-
-class _Outbox:
-    """The messages on their way to gRPC's sending thread, at most ``size`` of them.
-
-    A ``queue.Queue`` would do, but its put takes the mutex the sending thread holds while it waits
-    for the GIL to return from its get: the stepping thread then stalls once a batch (about a
-    microsecond a step at 512-step batches). Here a put is a ``SimpleQueue``'s (no mutex), and only
-    a full outbox waits, on an event the getter sets.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._size = size
-        self._room = threading.Event()
-        self._room.set()
-
-    def put(self, item: Any, timeout: float | None = None) -> None:
-        """Add ``item``, waiting while the outbox is full.
-
-        Raises:
-            queue.Full: still full after ``timeout`` seconds.
-        """
-        if self._queue.qsize() >= self._size:
-            self._room.clear()
-            # Looked at again after the clear: a get in between has set it, or left room.
-            if self._queue.qsize() >= self._size and not self._room.wait(timeout):
-                raise queue.Full
-        self._queue.put(item)
-
-    def get(self) -> Any:
-        item = self._queue.get()
-        if not self._room.is_set():
-            self._room.set()
-        return item
-
-
-def _drain(outbox: _Outbox) -> Iterator[pb.WorkerMessage]:
-    while True:
-        item = outbox.get()
-        if item is _END:
-            return
-        yield item
 
 
 def _rpc_text(exc: grpc.RpcError) -> str:

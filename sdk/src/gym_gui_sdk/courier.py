@@ -1,0 +1,395 @@
+"""The sending side of a worker's ``Publish`` stream: in the worker's process, or in a courier process.
+
+A :class:`~gym_gui_sdk.worker.WorkerSession` numbers its messages, keeps those not yet confirmed and
+reconnects; what carries them to the daemon is one of two streams here, with the same three calls
+(``open``, ``send``, ``end``) and the daemon's control messages read back as an iterator:
+
+- :class:`LocalStream`: gRPC in the worker's own process. A session of a process that runs many
+  (gym_gui's window playing by hand, a bench's simulated workers) uses it.
+- :class:`CourierStream`: gRPC in a child process, ``python -m gym_gui_sdk.courier``, fed through a
+  pipe. A worker process the daemon started uses it: gRPC's threads then never take the GIL from the
+  stepping loop (each batch sent and each acknowledgement read is several wake-ups of Python code
+  on gRPC's threads, and on a loop of microsecond steps each wake-up stalls it). The worker
+  serialises a message and writes it to the pipe; the courier hands the bytes to gRPC as they are.
+
+Frames on the courier's pipes are a little-endian ``uint32`` length, one kind byte, the payload.
+Worker to courier: ``O`` open a stream (JSON: address, CA, metadata, outbox size), ``M`` a serialised
+``WorkerMessage``, ``E`` the end of the stream's messages. Courier to worker: ``C`` a serialised
+``ControlMessage``, ``D`` the stream ended, ``F`` it failed (JSON: the gRPC status code's name and
+the details). Nothing is lost on the way: a full outbox stops the courier reading the pipe, and a
+full pipe blocks the worker's write, as gRPC's flow control blocks a local stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import IO, Any
+
+import grpc
+
+from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
+
+# The Publish method's path, from the protocol's own description.
+_METHOD = pb.DESCRIPTOR.services_by_name["WorkerService"].methods_by_name["Publish"]
+_PUBLISH = f"/{_METHOD.containing_service.full_name}/{_METHOD.name}"
+_FRAME = struct.Struct("<IB")
+_OPEN, _MESSAGE, _END_STREAM = ord("O"), ord("M"), ord("E")
+_CONTROL, _ENDED, _FAILED = ord("C"), ord("D"), ord("F")
+# The worker-to-courier pipe's size: a few batches, so a write rarely waits for the courier to read.
+_PIPE_BYTES = 4 * 1024 * 1024
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_END = object()
+_STOPS = {signal.SIGTERM, signal.SIGINT}
+
+
+class StreamBroken(grpc.RpcError):
+    """The courier's stream ended with a gRPC status (or the courier itself is gone)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self._code = code
+        self._details = details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+class _Outbox:
+    """The messages on their way to gRPC's sending thread, at most ``size`` of them.
+
+    A ``queue.Queue`` would do, but its put takes the mutex the sending thread holds while it waits
+    for the GIL to return from its get: the stepping thread then stalls once a batch (about a
+    microsecond a step at 512-step batches). Here a put is a ``SimpleQueue``'s (no mutex), and only
+    a full outbox waits, on an event the getter sets.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._size = size
+        self._room = threading.Event()
+        self._room.set()
+
+    def put(self, item: Any, timeout: float | None = None) -> None:
+        """Add ``item``, waiting while the outbox is full.
+
+        Raises:
+            queue.Full: still full after ``timeout`` seconds.
+        """
+        if self._queue.qsize() >= self._size:
+            self._room.clear()
+            # Looked at again after the clear: a get in between has set it, or left room.
+            if self._queue.qsize() >= self._size and not self._room.wait(timeout):
+                raise queue.Full
+        self._queue.put(item)
+
+    def put_end(self) -> None:
+        """End the outbox's stream after what it holds, full or not (the stream is over or cancelled)."""
+        self._queue.put(_END)
+
+    def get(self) -> Any:
+        item = self._queue.get()
+        if not self._room.is_set():
+            self._room.set()
+        return item
+
+
+def _drain(outbox: _Outbox) -> Iterator[Any]:
+    while True:
+        item = outbox.get()
+        if item is _END:
+            return
+        yield item
+
+
+class LocalStream:
+    """The Publish stream sent by gRPC in this process."""
+
+    def __init__(self) -> None:
+        self._channel: grpc.Channel | None = None
+        self._outbox = _Outbox(1)
+
+    def open(
+        self,
+        channel: grpc.Channel,
+        address: str,
+        tls_ca: str | None,
+        metadata: list[tuple[str, str]],
+        size: int,
+    ) -> Iterator[pb.ControlMessage]:
+        """Open a stream on ``channel`` (kept until the next open or :meth:`close`); returns the
+        daemon's control messages, raising ``grpc.RpcError`` when the stream breaks."""
+        del address, tls_ca  # the channel is open already
+        self.close()
+        self._channel = channel
+        self._outbox = outbox = _Outbox(size)
+        responses: Iterator[pb.ControlMessage] = pb_grpc.WorkerServiceStub(channel).Publish(
+            _drain(outbox), metadata=metadata
+        )
+        return responses
+
+    def send(self, message: pb.WorkerMessage, timeout: float) -> None:
+        """Hand ``message`` to gRPC.
+
+        Raises:
+            queue.Full: the outbox stayed full for ``timeout`` seconds (the daemon is behind).
+        """
+        self._outbox.put(message, timeout=timeout)
+
+    def end(self) -> None:
+        """No more messages on this stream: gRPC half-closes it once the outbox is sent."""
+        self._outbox.put(_END)
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+
+class CourierStream:
+    """The Publish stream sent by a courier process (``python -m gym_gui_sdk.courier``).
+
+    The courier is started by :meth:`start` (before registering, so its start-up overlaps the
+    worker's), again by :meth:`open` if it is gone, and ends when :meth:`close` closes its pipe. It
+    is in the worker's process group and ignores SIGTERM and SIGINT: a stop reaches the worker,
+    which ends its stream; a kill of the group ends both.
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._to: IO[bytes] | None = None
+        self._from: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The courier's process id (None before :meth:`start` and after :meth:`close`)."""
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        self.close()
+        to_read, to_write = os.pipe()
+        from_read, from_write = os.pipe()
+        with contextlib.suppress(OSError):  # a larger pipe where the system allows it
+            fcntl.fcntl(to_write, _F_SETPIPE_SZ, _PIPE_BYTES)
+        # Born with SIGTERM and SIGINT blocked (a child keeps its parent's signal mask), so one sent
+        # while it starts waits until main() ignores them.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "gym_gui_sdk.courier", str(to_read), str(from_write)],
+                pass_fds=(to_read, from_write),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            os.close(to_read)
+            os.close(from_write)
+        self._to = open(to_write, "wb")  # noqa: SIM115 - held until close()
+        self._from = open(from_read, "rb")  # noqa: SIM115 - held until close()
+
+    def open(
+        self,
+        channel: grpc.Channel,
+        address: str,
+        tls_ca: str | None,
+        metadata: list[tuple[str, str]],
+        size: int,
+    ) -> Iterator[pb.ControlMessage]:
+        """Have the courier open a stream to ``address``; returns the daemon's control messages,
+        raising :class:`StreamBroken` when the stream breaks or the courier is gone."""
+        channel.close()  # the courier opens its own
+        self.start()
+        self._write(
+            _OPEN,
+            json.dumps({"address": address, "tls_ca": tls_ca, "metadata": metadata, "size": size}).encode(),
+        )
+        return self._responses()
+
+    def send(self, message: pb.WorkerMessage, timeout: float) -> None:
+        """Hand ``message`` to the courier (waiting while its pipe is full: the courier reads on
+        whatever becomes of the stream, so the wait ends)."""
+        del timeout
+        self._write(_MESSAGE, message.SerializeToString())
+
+    def end(self) -> None:
+        self._write(_END_STREAM)
+
+    def close(self) -> None:
+        """Close the courier's pipes; it ends its stream, if one is open, and exits."""
+        for pipe in (self._to, self._from):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self._to = self._from = None
+        # Not waited for: it ends by itself once its stream has (the worker's exit need not wait).
+        self._process = None
+
+    def _write(self, kind: int, payload: bytes = b"") -> None:
+        # A courier that is gone shows on the reading side (its pipe ends): the session reconnects
+        # and sends again what was not confirmed, so a write to a closed pipe is dropped here.
+        to = self._to
+        if to is None:
+            return
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            to.write(_FRAME.pack(len(payload), kind))
+            to.write(payload)
+            to.flush()
+
+    def _responses(self) -> Iterator[pb.ControlMessage]:
+        source = self._from
+        while True:
+            frame = _read_frame(source) if source is not None else None
+            if frame is None:
+                raise StreamBroken(grpc.StatusCode.UNAVAILABLE, "the courier process ended")
+            kind, payload = frame
+            if kind == _CONTROL:
+                yield pb.ControlMessage.FromString(payload)
+            elif kind == _ENDED:
+                return
+            elif kind == _FAILED:
+                failure = json.loads(payload)
+                raise StreamBroken(grpc.StatusCode[failure["code"]], failure["details"])
+
+
+def _read_frame(source: IO[bytes]) -> tuple[int, bytes] | None:
+    """The next frame of ``source``; None at its end (a frame cut short counts as the end)."""
+    try:
+        header = source.read(_FRAME.size)
+        if len(header) < _FRAME.size:
+            return None
+        length, kind = _FRAME.unpack(header)
+        payload = source.read(length) if length else b""
+    except (OSError, ValueError):
+        return None
+    return (kind, payload) if len(payload) == length else None
+
+
+# ---------------------------------------------------------------- the courier process
+
+
+class _Courier:
+    """The courier's side: streams to the daemon opened, fed and ended as the worker's frames say."""
+
+    def __init__(self, source: IO[bytes], sink: IO[bytes]) -> None:
+        self._source = source
+        self._sink = sink
+        self._sink_lock = threading.Lock()
+        self._channel: grpc.Channel | None = None
+        self._outbox: _Outbox | None = None
+        self._failed = threading.Event()
+        self._call: Any = None
+        self._reader: threading.Thread | None = None
+
+    def serve(self) -> None:
+        """Until the worker closes the pipe: after an ``E`` the stream ends cleanly, without one it
+        is cancelled (the worker is gone, as a worker sending by itself would be)."""
+        ended = True
+        while (frame := _read_frame(self._source)) is not None:
+            kind, payload = frame
+            if kind == _MESSAGE:
+                self._send(payload)
+            elif kind == _OPEN:
+                self._open(json.loads(payload))
+                ended = False
+            elif kind == _END_STREAM and self._outbox is not None:
+                self._outbox.put_end()
+                ended = True
+        if not ended and self._call is not None:
+            self._call.cancel()
+            assert self._outbox is not None
+            self._outbox.put_end()
+        if self._reader is not None:
+            self._reader.join(30)
+        if self._channel is not None:
+            self._channel.close()
+
+    def _open(self, request: dict[str, Any]) -> None:
+        from gym_gui_sdk.worker import open_channel  # here: the worker module imports this one
+
+        if self._call is not None:  # the stream before, broken: the worker opens a new one
+            self._call.cancel()
+            assert self._outbox is not None
+            self._outbox.put_end()
+        if self._reader is not None:
+            self._reader.join(30)
+        if self._channel is not None:
+            self._channel.close()
+        self._outbox = outbox = _Outbox(int(request["size"]))
+        self._failed = failed = threading.Event()
+        try:
+            self._channel = open_channel(request["address"], request["tls_ca"])
+        except Exception as exc:  # an unreadable CA certificate: the stream fails with why
+            failed.set()
+            self._write(_FAILED, _failure(grpc.StatusCode.UNAVAILABLE, str(exc)))
+            self._call = self._reader = None
+            return
+        # Bytes in, bytes out: the worker serialised its messages, the daemon's controls go back as sent.
+        publish = self._channel.stream_stream(_PUBLISH, request_serializer=None, response_deserializer=None)
+        metadata = tuple((str(key), str(value)) for key, value in request["metadata"])
+        self._call = publish(_drain(outbox), metadata=metadata)
+        self._reader = threading.Thread(target=self._read, args=(self._call, failed), daemon=True)
+        self._reader.start()
+
+    def _send(self, message: bytes) -> None:
+        outbox, failed = self._outbox, self._failed
+        if outbox is None:
+            return
+        while not failed.is_set():  # a failed stream's messages are dropped: the worker sends them again
+            try:
+                outbox.put(message, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def _read(self, call: Any, failed: threading.Event) -> None:
+        try:
+            for control in call:
+                self._write(_CONTROL, control)
+        except grpc.RpcError as exc:
+            failed.set()
+            code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+            details = exc.details() if hasattr(exc, "details") else str(exc)
+            self._write(_FAILED, _failure(code, details or ""))
+            return
+        failed.set()
+        self._write(_ENDED)
+
+    def _write(self, kind: int, payload: bytes = b"") -> None:
+        with self._sink_lock, contextlib.suppress(BrokenPipeError, ValueError):
+            self._sink.write(_FRAME.pack(len(payload), kind))
+            self._sink.write(payload)
+            self._sink.flush()
+
+
+def _failure(code: grpc.StatusCode, details: str) -> bytes:
+    return json.dumps({"code": code.name, "details": details}).encode()
+
+
+def main(argv: list[str]) -> int:
+    """``python -m gym_gui_sdk.courier IN_FD OUT_FD``, started by :class:`CourierStream`."""
+    for stop in _STOPS:
+        signal.signal(stop, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    source_fd, sink_fd = (int(fd) for fd in argv)
+    with open(source_fd, "rb") as source, open(sink_fd, "wb") as sink:
+        _Courier(source, sink).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
