@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import pytest
 from gym_gui_sdk import render
-from gym_gui_spade_bdi_worker.training import direct_step
+from gym_gui_spade_bdi_worker.training import TableStep, direct_step
+from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
 from gymnasium.wrappers import RecordEpisodeStatistics
 
 from gym_gui.core.errors import ConfigError
@@ -163,9 +166,50 @@ def test_taxi_and_cliff_walking_are_learned_too(bdi_daemon: tuple[DaemonClient, 
 def test_the_worker_steps_under_gymnasiums_bookkeeping_wrappers_only() -> None:
     made = gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=7)
     step, limit = direct_step(made)
-    assert (step, limit) == (made.unwrapped.step, 7)
-    assert direct_step(gymnasium.make("Taxi-v4"))[1] == 200
+    assert isinstance(step, TableStep) and limit == 7
+    taxi = gymnasium.make("Taxi-v4")
+    assert direct_step(taxi) == (taxi.unwrapped.step, 200)
     # Any other wrapper may change what a step gives: then every wrapper is stepped, the limit
     # left to its TimeLimit.
     wrapped = RecordEpisodeStatistics(made)
     assert direct_step(wrapped) == (wrapped.step, None)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("FrozenLake-v1", {"map_name": "8x8", "is_slippery": True}),
+        ("FrozenLake-v1", {"map_name": "4x4", "is_slippery": False}),
+        ("FrozenLake-v1", {"desc": ["SFH", "FFF", "HFG"], "is_slippery": True}),
+        ("CliffWalking-v1", {"is_slippery": True}),
+        ("CliffWalking-v1", {}),
+    ],
+)
+def test_the_table_step_is_the_envs_own_step_transition_for_transition(
+    env_id: str, kwargs: dict[str, Any]
+) -> None:
+    ours, theirs = gymnasium.make(env_id, **kwargs).unwrapped, gymnasium.make(env_id, **kwargs).unwrapped
+    step = TableStep.of(ours)
+    assert step is not None
+    actions = random.Random(7)
+    for episode in range(200):
+        assert ours.reset(seed=episode) == theirs.reset(seed=episode)
+        for _ in range(60):
+            action = actions.randrange(ours.action_space.n)
+            got, expected = step(action), theirs.step(action)
+            assert got == expected and type(got[0]) is type(expected[0])
+            assert (ours.s, ours.lastaction) == (theirs.s, theirs.lastaction)
+            if got[2]:
+                break
+        # The same numbers drawn from the same generator: its state is the env's own after its steps.
+        assert ours.np_random.bit_generator.state == theirs.np_random.bit_generator.state
+
+
+def test_an_env_whose_step_is_its_own_gets_no_table_step() -> None:
+    class Windy(FrozenLakeEnv):
+        def step(self, a: int) -> Any:
+            return super().step((a + 1) % 4)
+
+    assert TableStep.of(Windy()) is None
+    assert TableStep.of(gymnasium.make("Taxi-v4").unwrapped) is None
+    assert TableStep.of(gymnasium.make("FrozenLake-v1", render_mode="human").unwrapped) is None
