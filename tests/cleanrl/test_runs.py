@@ -492,12 +492,15 @@ def _process_state(pid: int) -> str:
 
 def script_pid(run_dir: Path) -> int:
     """The process running the run's CleanRL script: the launcher, working in the run directory, not
-    its worker (``… gym_gui_cleanrl_worker train …``)."""
+    its worker (``… gym_gui_cleanrl_worker train …``) nor the worker's courier (``… gym_gui_sdk.courier …``)."""
     found = [
         pid
         for pid in _processes_mentioning(str(run_dir))
         if os.readlink(f"/proc/{pid}/cwd") == str(run_dir)
-        and b"gym_gui_cleanrl_worker\0train" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        and not any(
+            name in Path(f"/proc/{pid}/cmdline").read_bytes()
+            for name in (b"gym_gui_cleanrl_worker\0train", b"gym_gui_sdk.courier")
+        )
     ]
     assert len(found) == 1, f"expected one script process for {run_dir}, found {found}"
     return found[0]

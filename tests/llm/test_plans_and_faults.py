@@ -104,7 +104,16 @@ def test_a_pause_holds_every_episode_between_two_steps_and_resume_goes_on(
 ) -> None:
     with ChatServer(solver, latency=0.05) as server:
         record, _ = client.submit(llm_config(server.url, episodes=6, parallel=3))
-        wait_until(lambda: len(server.completions()) >= 3, 600, "the first calls")
+        # The worker calls the model as soon as it is set up; the run is RUNNING once the daemon has
+        # read its STARTED, which its courier may still be carrying.
+        wait_until(
+            lambda: (
+                len(server.completions()) >= 3
+                and client.get_run(record.run_id).record.state is RunState.RUNNING
+            ),
+            600,
+            "the first calls of a RUNNING run",
+        )
         client.control(record.run_id, Control.PAUSE)
         wait_until(lambda: client.get_run(record.run_id).record.state is RunState.PAUSED, 60, "PAUSED")
         held = wait_until_stable(lambda: len(server.completions()), what="calls while paused")
