@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import grpc
 from gym_gui_sdk import trainer_pb2 as pb
-from gym_gui_sdk.worker import MAX_MESSAGE_BYTES
+from gym_gui_sdk.channel import MAX_MESSAGE_BYTES
 
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient

@@ -13,7 +13,7 @@ import pytest
 from cryptography import x509
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import open_channel
+from gym_gui_sdk.channel import open_channel
 
 from gym_gui.core.states import RunState
 from gym_gui.daemon.tls import ensure_certificates

@@ -38,7 +38,7 @@ from typing import IO, Any
 import grpc
 
 from gym_gui_sdk import trainer_pb2 as pb
-from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
+from gym_gui_sdk.channel import WorkerError, open_channel
 
 # The Publish method's path, from the protocol's own description.
 _METHOD = pb.DESCRIPTOR.services_by_name["WorkerService"].methods_by_name["Publish"]
@@ -116,32 +116,39 @@ def _drain(outbox: _Outbox) -> Iterator[Any]:
 
 
 class LocalStream:
-    """The Publish stream sent by gRPC in this process."""
+    """The Publish stream sent by gRPC in this process, on a channel of its own.
 
-    def __init__(self) -> None:
+    With ``raw`` it takes and gives bytes, serialised messages passed through as they are: the
+    courier process's stream.
+    """
+
+    def __init__(self, raw: bool = False) -> None:
         self._channel: grpc.Channel | None = None
         self._outbox = _Outbox(1)
+        self._serialize = None if raw else pb.WorkerMessage.SerializeToString
+        self._deserialize = None if raw else pb.ControlMessage.FromString
+
+    def start(self) -> None:
+        """Nothing to start ahead of the first :meth:`open`."""
 
     def open(
-        self,
-        channel: grpc.Channel,
-        address: str,
-        tls_ca: str | None,
-        metadata: list[tuple[str, str]],
-        size: int,
-    ) -> Iterator[pb.ControlMessage]:
-        """Open a stream on ``channel`` (kept until the next open or :meth:`close`); returns the
-        daemon's control messages, raising ``grpc.RpcError`` when the stream breaks."""
-        del address, tls_ca  # the channel is open already
-        self.close()
-        self._channel = channel
-        self._outbox = outbox = _Outbox(size)
-        responses: Iterator[pb.ControlMessage] = pb_grpc.WorkerServiceStub(channel).Publish(
-            _drain(outbox), metadata=metadata
-        )
-        return responses
+        self, address: str, tls_ca: str | None, metadata: list[tuple[str, str]], size: int
+    ) -> Iterator[Any]:
+        """Open a stream to ``address`` (the one before, if any, is closed); returns the daemon's
+        control messages, raising ``grpc.RpcError`` when the stream breaks.
 
-    def send(self, message: pb.WorkerMessage, timeout: float) -> None:
+        Raises:
+            WorkerError: the CA certificate cannot be read.
+        """
+        self.close()
+        self._channel = open_channel(address, tls_ca)
+        self._outbox = outbox = _Outbox(size)
+        publish = self._channel.stream_stream(
+            _PUBLISH, request_serializer=self._serialize, response_deserializer=self._deserialize
+        )
+        return iter(publish(_drain(outbox), metadata=tuple(metadata)))
+
+    def send(self, message: Any, timeout: float) -> None:
         """Hand ``message`` to gRPC.
 
         Raises:
@@ -151,12 +158,14 @@ class LocalStream:
 
     def end(self) -> None:
         """No more messages on this stream: gRPC half-closes it once the outbox is sent."""
-        self._outbox.put(_END)
+        self._outbox.put_end()
 
     def close(self) -> None:
+        """Cancel the stream if it is still open, and let gRPC's thread that sends it go."""
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+        self._outbox.put_end()
 
 
 class CourierStream:
@@ -203,16 +212,10 @@ class CourierStream:
         self._from = open(from_read, "rb")  # noqa: SIM115 - held until close()
 
     def open(
-        self,
-        channel: grpc.Channel,
-        address: str,
-        tls_ca: str | None,
-        metadata: list[tuple[str, str]],
-        size: int,
-    ) -> Iterator[pb.ControlMessage]:
+        self, address: str, tls_ca: str | None, metadata: list[tuple[str, str]], size: int
+    ) -> Iterator[Any]:
         """Have the courier open a stream to ``address``; returns the daemon's control messages,
         raising :class:`StreamBroken` when the stream breaks or the courier is gone."""
-        channel.close()  # the courier opens its own
         self.start()
         self._write(
             _OPEN,
@@ -283,16 +286,14 @@ def _read_frame(source: IO[bytes]) -> tuple[int, bytes] | None:
 
 
 class _Courier:
-    """The courier's side: streams to the daemon opened, fed and ended as the worker's frames say."""
+    """The courier's side: a raw :class:`LocalStream` opened, fed and ended as the worker's frames say."""
 
     def __init__(self, source: IO[bytes], sink: IO[bytes]) -> None:
         self._source = source
         self._sink = sink
         self._sink_lock = threading.Lock()
-        self._channel: grpc.Channel | None = None
-        self._outbox: _Outbox | None = None
+        self._stream = LocalStream(raw=True)
         self._failed = threading.Event()
-        self._call: Any = None
         self._reader: threading.Thread | None = None
 
     def serve(self) -> None:
@@ -306,59 +307,49 @@ class _Courier:
             elif kind == _OPEN:
                 self._open(json.loads(payload))
                 ended = False
-            elif kind == _END_STREAM and self._outbox is not None:
-                self._outbox.put_end()
+            elif kind == _END_STREAM:
+                self._stream.end()
                 ended = True
-        if not ended and self._call is not None:
-            self._call.cancel()
-            assert self._outbox is not None
-            self._outbox.put_end()
-        if self._reader is not None:
-            self._reader.join(30)
-        if self._channel is not None:
-            self._channel.close()
+        if not ended:
+            self._stream.close()
+        self._join_reader()
+        self._stream.close()
 
     def _open(self, request: dict[str, Any]) -> None:
-        from gym_gui_sdk.worker import open_channel  # here: the worker module imports this one
-
-        if self._call is not None:  # the stream before, broken: the worker opens a new one
-            self._call.cancel()
-            assert self._outbox is not None
-            self._outbox.put_end()
-        if self._reader is not None:
-            self._reader.join(30)
-        if self._channel is not None:
-            self._channel.close()
-        self._outbox = outbox = _Outbox(int(request["size"]))
+        self._stream.close()  # the stream before, broken: the worker opens a new one
+        self._join_reader()
         self._failed = failed = threading.Event()
         try:
-            self._channel = open_channel(request["address"], request["tls_ca"])
-        except Exception as exc:  # an unreadable CA certificate: the stream fails with why
+            responses = self._stream.open(
+                request["address"],
+                request["tls_ca"],
+                [tuple(pair) for pair in request["metadata"]],
+                int(request["size"]),
+            )
+        except WorkerError as exc:  # an unreadable CA certificate: the stream fails with why
             failed.set()
             self._write(_FAILED, _failure(grpc.StatusCode.UNAVAILABLE, str(exc)))
-            self._call = self._reader = None
             return
-        # Bytes in, bytes out: the worker serialised its messages, the daemon's controls go back as sent.
-        publish = self._channel.stream_stream(_PUBLISH, request_serializer=None, response_deserializer=None)
-        metadata = tuple((str(key), str(value)) for key, value in request["metadata"])
-        self._call = publish(_drain(outbox), metadata=metadata)
-        self._reader = threading.Thread(target=self._read, args=(self._call, failed), daemon=True)
+        self._reader = threading.Thread(target=self._read, args=(responses, failed), daemon=True)
         self._reader.start()
 
+    def _join_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.join(30)
+            self._reader = None
+
     def _send(self, message: bytes) -> None:
-        outbox, failed = self._outbox, self._failed
-        if outbox is None:
-            return
+        failed = self._failed
         while not failed.is_set():  # a failed stream's messages are dropped: the worker sends them again
             try:
-                outbox.put(message, timeout=0.5)
+                self._stream.send(message, timeout=0.5)
                 return
             except queue.Full:
                 continue
 
-    def _read(self, call: Any, failed: threading.Event) -> None:
+    def _read(self, responses: Iterator[bytes], failed: threading.Event) -> None:
         try:
-            for control in call:
+            for control in responses:
                 self._write(_CONTROL, control)
         except grpc.RpcError as exc:
             failed.set()

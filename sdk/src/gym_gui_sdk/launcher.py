@@ -24,7 +24,7 @@ import grpc
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_LAUNCH_CLAIM, ENV_RUN_ID, ENV_TLS_CA
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import WorkerError, open_channel
+from gym_gui_sdk.channel import WorkerError, open_channel
 
 # Variables the node itself sets for the job that the worker keeps: Ray sizes OMP_NUM_THREADS to
 # the job's CPUs and CUDA_VISIBLE_DEVICES to its GPUs.

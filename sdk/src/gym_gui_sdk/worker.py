@@ -30,24 +30,15 @@ from gym_gui_sdk import (
 )
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
+from gym_gui_sdk.channel import WorkerError, open_channel
 from gym_gui_sdk.courier import CourierStream, LocalStream
 
 log = logging.getLogger(__name__)
 
-# The largest message the daemon takes from a worker or client: a batch past it fails the run (gRPC
-# refuses it). With the daemon's bound on what a run may have queued, it bounds what one run's
-# stream holds in the daemon's memory.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-# The largest message the daemon sends (a long list of runs, a viewer's batches).
-MAX_REPLY_BYTES = 64 * 1024 * 1024
 # A step batch is sent early once its render payloads and observations reach this size.
 _BATCH_BYTES = 2 * 1024 * 1024
 
 Phase = pb.Lifecycle.Phase
-
-
-class WorkerError(RuntimeError):
-    """The worker cannot go on talking to the daemon (rejected, disconnected or misconfigured)."""
 
 
 @dataclass(frozen=True)
@@ -58,45 +49,6 @@ class Registration:
     config: dict[str, Any]
     run_dir: str
     render_fps: float
-
-
-def channel_options() -> list[tuple[str, int]]:
-    """A worker's or client's channel to the daemon: sends what the daemon takes, takes what it sends."""
-    return [
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_receive_message_length", MAX_REPLY_BYTES),
-    ]
-
-
-def open_channel(address: str, tls_ca: str | None = None) -> grpc.Channel:
-    """A channel to the daemon at ``address``: plaintext, or TLS trusting only ``tls_ca``.
-
-    ``tls_ca`` is the daemon's CA certificate, as a file's path or as the PEM text itself (a worker
-    on another machine is handed the text).
-
-    Raises:
-        WorkerError: the CA certificate cannot be read.
-    """
-    if not tls_ca:
-        return grpc.insecure_channel(address, options=channel_options())
-    if tls_ca.lstrip().startswith("-----BEGIN"):
-        pem = tls_ca.encode()
-    else:
-        try:
-            with open(tls_ca, "rb") as f:
-                pem = f.read()
-        except OSError as exc:
-            raise WorkerError(f"cannot read the daemon's CA certificate {tls_ca}: {exc.strerror}") from None
-    credentials = grpc.ssl_channel_credentials(root_certificates=pem)
-    return grpc.secure_channel(address, credentials, options=channel_options())
-
-
-def server_options() -> list[tuple[str, int]]:
-    """The daemon's server: the other side of :func:`channel_options`."""
-    return [
-        ("grpc.max_send_message_length", MAX_REPLY_BYTES),
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ]
 
 
 class WorkerSession:
@@ -209,8 +161,7 @@ class WorkerSession:
         Raises:
             WorkerError: when the daemon is unreachable or refuses the run token.
         """
-        if isinstance(self._stream, CourierStream):
-            self._stream.start()  # its start-up overlaps the registration
+        self._stream.start()  # a courier's start-up overlaps the registration
         try:
             registration = self._open(self.address)
         except grpc.RpcError as exc:
@@ -221,10 +172,8 @@ class WorkerSession:
 
     def _open(self, address: str) -> Registration:
         """Register at ``address`` and open a fresh Publish stream with a fresh outbox."""
-        channel = open_channel(address, self._tls_ca)
-        stub = pb_grpc.WorkerServiceStub(channel)
-        try:
-            reply = stub.RegisterWorker(
+        with open_channel(address, self._tls_ca) as channel:
+            reply = pb_grpc.WorkerServiceStub(channel).RegisterWorker(
                 pb.RegisterWorkerRequest(
                     run_id=self.run_id, run_token=self._run_token, pid=os.getpid(), worker_version=__version__
                 ),
@@ -232,15 +181,11 @@ class WorkerSession:
                 timeout=10 if self._registration else 30,
                 wait_for_ready=True,
             )
-        except grpc.RpcError:
-            channel.close()
-            raise
         self.address = address
         self.render_fps = reply.render_fps
         self._seq = 0
         self._broken = ""
         responses = self._stream.open(
-            channel,
             address,
             self._tls_ca,
             [("authorization", f"Bearer {reply.session_token}"), ("x-run-id", self.run_id)],

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import server_options
+from gym_gui_sdk.channel import server_options
 
 from gym_gui import __version__
 from gym_gui.bus.run_bus import RunBus

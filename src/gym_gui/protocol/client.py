@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import open_channel
+from gym_gui_sdk.channel import open_channel
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
