@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.workers import BundleDirectory
-from tests.support import kill_run_workers, small_filesystem, stop_daemon
+from tests.support import kill_run_workers, small_filesystem, stop_daemon, wait_until
 
 # Qt widgets are real but drawn offscreen (set before any QApplication exists).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -36,6 +37,23 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("WANDB_API_KEY", "WANDB_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+
+
+# The threads of a started WorkerSession (gym_gui_sdk.worker).
+_SESSION_THREADS = frozenset({"gym-gui-heartbeat", "gym-gui-control"})
+
+
+@pytest.fixture(autouse=True)
+def _no_session_outlives_its_test() -> Iterator[None]:
+    # A session left open keeps its gRPC channel and threads in the test process for the rest of
+    # the suite, beside every later test's threads and forks: each one a test starts must be
+    # finished or closed by the test's end.
+    yield
+
+    def open_sessions() -> list[str]:
+        return [thread.name for thread in threading.enumerate() if thread.name in _SESSION_THREADS]
+
+    wait_until(lambda: not open_sessions(), 10, "the test's worker sessions to be finished or closed")
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.worker import Phase, WorkerSession
+from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
 
 from gym_gui.bus.run_bus import RunBus
 from gym_gui.core.config import parse_run_config
@@ -277,6 +277,19 @@ def test_a_silent_worker_fails_with_heartbeat_lost(client: DaemonClient) -> None
     assert final.state is RunState.FAILED
     assert "heartbeat lost" in final.reason
     wait_until(lambda: session.stop_requested.is_set(), 10, "the worker to be told to stop")
+    session.close()  # the suite's guard checks that its threads end
+
+
+def test_a_finish_no_daemon_confirms_fails_and_still_lets_go_of_the_daemon(client: DaemonClient) -> None:
+    run_id, token = human_run(client)
+    session = WorkerSession(client.info.address, run_id, token, reconnect_seconds=1)
+    session.start()
+    session.started("grid")
+    session.step(0, 0, 0.0, False, False, "0", "0")
+    stop_daemon(client)
+    with pytest.raises(WorkerError, match="lost the daemon"):
+        session.finish(timeout=10)
+    # Nothing more to do: the suite's guard checks that the session's threads end.
 
 
 def _collect(stream: Iterator[TelemetryEvent], into: queue.Queue[TelemetryEvent]) -> None:

@@ -474,32 +474,43 @@ class WorkerSession:
 
     def finish(self, phase: Phase = Phase.COMPLETED, message: str = "", timeout: float = 60.0) -> None:
         """Send what is buffered and the final lifecycle, close the stream, and wait until the
-        daemon has confirmed storing everything.
+        daemon has confirmed storing everything. The stream is closed even when this raises.
 
         Raises:
             WorkerError: when the daemon broke the stream for good or did not confirm in ``timeout``.
         """
         deadline = time.monotonic() + timeout
-        with self._lock:
-            self._flush_steps_locked()
-            self._send_locked(pb.WorkerMessage(lifecycle=pb.Lifecycle(phase=phase, message=message)))
-            self._closed.set()
-        while True:
+        try:
             with self._lock:
-                if self._broken:
-                    self._reconnect_locked()
-                reader = self._reader
-                self._stream.end()
-            assert reader is not None
-            reader.join(max(0.0, deadline - time.monotonic()))
-            if self._error is not None:
-                raise WorkerError(f"stream to the daemon failed: {self._error}")
-            if not self._unacked and not self._broken:
-                break
-            if not self._broken or time.monotonic() > deadline:
-                raise WorkerError(
-                    f"daemon did not confirm {len(self._unacked)} messages within {timeout:.0f}s"
-                )
+                self._flush_steps_locked()
+                self._send_locked(pb.WorkerMessage(lifecycle=pb.Lifecycle(phase=phase, message=message)))
+                self._closed.set()
+            while True:
+                with self._lock:
+                    if self._broken:
+                        self._reconnect_locked()
+                    reader = self._reader
+                    self._stream.end()
+                assert reader is not None
+                reader.join(max(0.0, deadline - time.monotonic()))
+                if self._error is not None:
+                    raise WorkerError(f"stream to the daemon failed: {self._error}")
+                if not self._unacked and not self._broken:
+                    break
+                if not self._broken or time.monotonic() > deadline:
+                    raise WorkerError(
+                        f"daemon did not confirm {len(self._unacked)} messages within {timeout:.0f}s"
+                    )
+        finally:
+            self.close()  # a failed finish lets go of the daemon too
+
+    def close(self) -> None:
+        """Let go of the daemon without finishing: the heartbeat stops and the stream is closed.
+
+        For a session whose run the daemon already ended (its stream failed, or it was told to
+        stop and has nothing left to say); :meth:`finish` closes a session that ends normally.
+        """
+        self._closed.set()
         self._stream.close()
 
     # ------------------------------------------------------------ internals

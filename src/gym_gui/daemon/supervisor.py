@@ -19,6 +19,7 @@ import contextlib
 import logging
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -104,6 +105,8 @@ class Supervisor:
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
         self.imports = ModelImports(self.runs, self.launching, self.catalog, self.disk)
+        # Set once the daemon stops: a stream cut by that is the daemon's going, not the worker's fault.
+        self.stopping = threading.Event()
 
     @property
     def launchers(self) -> dict[str, WorkerLauncher]:
@@ -123,6 +126,7 @@ class Supervisor:
     def stop(self) -> None:
         """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them) and
         the launchers' helper processes."""
+        self.stopping.set()
         self.scheduler.stop_loop()
         for launcher in self.launchers.values():
             if isinstance(launcher, HelperOwner):
