@@ -255,7 +255,9 @@ def main(out_dir: str, scenes: list[str]) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication(sys.argv)
-    with tempfile.TemporaryDirectory(prefix="gym_gui_shots_") as tmp:
+    # The window's pool threads may still write the throwaway home (its registry, the settings)
+    # as it goes: what they leave is not worth failing the pictures for.
+    with tempfile.TemporaryDirectory(prefix="gym_gui_shots_", ignore_cleanup_errors=True) as tmp:
         home = Home(Path(tmp)).ensure()
         link = DaemonLink(home.root)
         window = MainWindow(link, Settings(home.root))
@@ -276,7 +278,7 @@ def main(out_dir: str, scenes: list[str]) -> int:
                 pump(
                     lambda: client.get_run(human.run_id).record.state != "RUNNING", 30, "the human run to end"
                 )
-            client.shutdown()
+            client.stop()  # the daemon writes to the home until its process is gone
             window.close()
     app.quit()
     return 0

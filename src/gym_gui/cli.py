@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 import sys
 import time
@@ -169,22 +168,10 @@ def daemon_stop() -> None:
         console.print("no daemon is running")
         return
     pid = client.info.pid
-    client.shutdown()
-    client.close()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and _pid_alive(pid):
-        time.sleep(0.05)
-    console.print(f"daemon (pid {pid}) stopped")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    if client.stop():
+        console.print(f"daemon (pid {pid}) stopped")
+    else:
+        console.print(f"daemon (pid {pid}) was asked to stop and has not exited after 15 s")
 
 
 @daemon_app.command("status")

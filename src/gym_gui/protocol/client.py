@@ -337,6 +337,19 @@ class DaemonClient:
     def shutdown(self) -> None:
         self._call("Shutdown", pb.ShutdownRequest())
 
+    def stop(self, timeout: float = 15.0) -> bool:
+        """Shut the daemon down and wait up to ``timeout`` seconds for its process to be gone (it
+        writes to its home until then); whether it is. Its running workers keep going."""
+        pid = self.info.pid
+        self.shutdown()
+        self.close()
+        deadline = time.monotonic() + timeout
+        while _pid_alive(pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[RunEvent]:
         """Snapshots of the matching runs, then every change, until the caller stops iterating."""
         call = self._stub.WatchRuns(
@@ -397,3 +410,13 @@ class DaemonClient:
         if not result:
             raise DaemonError(f"lost the daemon while waiting for run {run_id}")
         return result[0]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
