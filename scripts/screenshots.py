@@ -255,9 +255,7 @@ def main(out_dir: str, scenes: list[str]) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication(sys.argv)
-    # The window's pool threads may still write the throwaway home (its registry, the settings)
-    # as it goes: what they leave is not worth failing the pictures for.
-    with tempfile.TemporaryDirectory(prefix="gym_gui_shots_", ignore_cleanup_errors=True) as tmp:
+    with tempfile.TemporaryDirectory(prefix="gym_gui_shots_") as tmp:
         home = Home(Path(tmp)).ensure()
         link = DaemonLink(home.root)
         window = MainWindow(link, Settings(home.root))

@@ -17,6 +17,7 @@ import pytest
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import read_daemon_file
+from gym_gui.core.processes import process_alive as pid_alive
 from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.daemon.live import SupervisorSettings
@@ -63,18 +64,6 @@ def files_containing(root: Path, *needles: bytes) -> list[Path]:
         for path in root.rglob("*")
         if path.is_file() and any(needle in path.read_bytes() for needle in needles)
     ]
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager

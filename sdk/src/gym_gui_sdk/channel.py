@@ -57,3 +57,10 @@ def server_options() -> list[tuple[str, int]]:
         ("grpc.max_send_message_length", MAX_REPLY_BYTES),
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ]
+
+
+def rpc_status(exc: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
+    """The status code and details of a failed call (UNKNOWN and the text of an error that has none)."""
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else None
+    return code or grpc.StatusCode.UNKNOWN, details or str(exc)

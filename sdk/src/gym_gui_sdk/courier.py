@@ -38,7 +38,7 @@ from typing import IO, Any
 import grpc
 
 from gym_gui_sdk import trainer_pb2 as pb
-from gym_gui_sdk.channel import WorkerError, open_channel
+from gym_gui_sdk.channel import WorkerError, open_channel, rpc_status
 
 # The Publish method's path, from the protocol's own description.
 _METHOD = pb.DESCRIPTOR.services_by_name["WorkerService"].methods_by_name["Publish"]
@@ -244,14 +244,9 @@ class CourierStream:
 
     def _write(self, kind: int, payload: bytes = b"") -> None:
         # A courier that is gone shows on the reading side (its pipe ends): the session reconnects
-        # and sends again what was not confirmed, so a write to a closed pipe is dropped here.
-        to = self._to
-        if to is None:
-            return
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            to.write(_FRAME.pack(len(payload), kind))
-            to.write(payload)
-            to.flush()
+        # and sends again what was not confirmed, so a write to a closed pipe is dropped.
+        if self._to is not None:
+            _write_frame(self._to, kind, payload)
 
     def _responses(self) -> Iterator[pb.ControlMessage]:
         source = self._from
@@ -267,6 +262,14 @@ class CourierStream:
             elif kind == _FAILED:
                 failure = json.loads(payload)
                 raise StreamBroken(grpc.StatusCode[failure["code"]], failure["details"])
+
+
+def _write_frame(sink: IO[bytes], kind: int, payload: bytes = b"") -> None:
+    """Write one frame to ``sink``; dropped when the other side has closed it."""
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        sink.write(_FRAME.pack(len(payload), kind))
+        sink.write(payload)
+        sink.flush()
 
 
 def _read_frame(source: IO[bytes]) -> tuple[int, bytes] | None:
@@ -353,18 +356,14 @@ class _Courier:
                 self._write(_CONTROL, control)
         except grpc.RpcError as exc:
             failed.set()
-            code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-            details = exc.details() if hasattr(exc, "details") else str(exc)
-            self._write(_FAILED, _failure(code, details or ""))
+            self._write(_FAILED, _failure(*rpc_status(exc)))
             return
         failed.set()
         self._write(_ENDED)
 
     def _write(self, kind: int, payload: bytes = b"") -> None:
-        with self._sink_lock, contextlib.suppress(BrokenPipeError, ValueError):
-            self._sink.write(_FRAME.pack(len(payload), kind))
-            self._sink.write(payload)
-            self._sink.flush()
+        with self._sink_lock:  # the reader's control messages and the serving loop's failures
+            _write_frame(self._sink, kind, payload)
 
 
 def _failure(code: grpc.StatusCode, details: str) -> bytes:

@@ -30,7 +30,7 @@ from gym_gui_sdk import (
 )
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.channel import WorkerError, open_channel
+from gym_gui_sdk.channel import WorkerError, open_channel, rpc_status
 from gym_gui_sdk.courier import CourierStream, LocalStream
 
 log = logging.getLogger(__name__)
@@ -761,6 +761,5 @@ _RETRYABLE = frozenset(
 
 
 def _rpc_text(exc: grpc.RpcError) -> str:
-    code = exc.code() if hasattr(exc, "code") else None
-    details = exc.details() if hasattr(exc, "details") else str(exc)
-    return f"{code.name if code else 'ERROR'}: {details}"
+    code, details = rpc_status(exc)
+    return f"{code.name}: {details}"

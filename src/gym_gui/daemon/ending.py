@@ -8,10 +8,11 @@ import time
 from dataclasses import dataclass
 
 from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.processes import process_alive
 from gym_gui.core.rerun import RERUN_EVENT, compare_returns
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
-from gym_gui.daemon.executors import process_alive, signal_group, tail
+from gym_gui.daemon.executors import signal_group, tail
 from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader

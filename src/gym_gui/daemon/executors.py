@@ -125,21 +125,6 @@ class LocalExecutor:
         return LocalProcess(popen)
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process with ``pid`` exists (and is not a zombie)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def signal_group(pid: int, sig: int) -> None:
     """Send ``sig`` to the process group ``pid`` leads (or, failing that, to the process alone)."""
     try:

@@ -102,12 +102,7 @@ class StreamIngest:
         except ProtocolViolation as exc:
             self.violation = self.violation or str(exc)
         except GymGuiError as exc:
-            if self.supervisor.stopping.is_set():
-                # The daemon closed the run's storage on its way out: the worker is not at fault and
-                # sends again what was not confirmed to the next daemon.
-                log.info("run %s: stream cut by the daemon stopping (%s)", run.run_id, exc)
-            else:
-                self.violation = self.violation or _storage_failure(exc)
+            self.violation = self.violation or _storage_failure(exc)
         except grpc.RpcError:
             log.info("run %s: worker stream broke", run.run_id)
         except Exception as exc:  # a malformed message must fail the run, never the daemon
@@ -118,11 +113,7 @@ class StreamIngest:
             if run.writer is not None:
                 with contextlib.suppress(GymGuiError):
                     run.writer.flush(timeout=60)
-                if (
-                    run.writer.error is not None
-                    and not self.violation
-                    and not self.supervisor.stopping.is_set()
-                ):
+                if run.writer.error is not None and not self.violation:
                     self.violation = _storage_failure(run.writer.error)
             if self.violation:
                 self.supervisor.stream_failed(run, self.violation)

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gym_gui.core.errors import GymGuiError, StorageError
+from gym_gui.core.processes import process_alive
 from gym_gui.core.states import RunState
-from gym_gui.daemon.executors import WorkerProcess, process_alive
+from gym_gui.daemon.executors import WorkerProcess
 from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.workers import WorkerCatalog

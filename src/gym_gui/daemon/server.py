@@ -163,9 +163,13 @@ class DaemonServer:
         if self.sweeping is not None:
             self.sweeping.stop_loop()
         if self.supervisor is not None:
-            self.supervisor.stop()
+            self.supervisor.stop_loop()
+        # The streams end before storage closes: a worker's is cut (it sends what was not confirmed
+        # again to the next daemon), never refused by a closed store.
         if self._server is not None:
             self._server.stop(grace).wait(grace + 1)
+        if self.supervisor is not None:
+            self.supervisor.close()
         info = read_daemon_file(self.home.daemon_json)
         if info is not None and info.pid == os.getpid():
             self.home.daemon_json.unlink(missing_ok=True)

@@ -457,8 +457,6 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
                 reader.join()
             if ingest.violation:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingest.violation)
-            if self.supervisor.stopping.is_set():
-                context.abort(grpc.StatusCode.UNAVAILABLE, "the gym_gui daemon is stopping")
             yield pb.ControlMessage(command=Command.ACK, seq=ingest.stored_seq)
         finally:
             self.supervisor.stream_ended(run)

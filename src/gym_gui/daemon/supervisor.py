@@ -19,7 +19,6 @@ import contextlib
 import logging
 import secrets
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -105,8 +104,6 @@ class Supervisor:
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
         self.imports = ModelImports(self.runs, self.launching, self.catalog, self.disk)
-        # Set once the daemon stops: a stream cut by that is the daemon's going, not the worker's fault.
-        self.stopping = threading.Event()
 
     @property
     def launchers(self) -> dict[str, WorkerLauncher]:
@@ -124,10 +121,18 @@ class Supervisor:
         self.scheduler.start_loop()
 
     def stop(self) -> None:
-        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them) and
-        the launchers' helper processes."""
-        self.stopping.set()
+        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them), then
+        :meth:`close`."""
+        self.stop_loop()
+        self.close()
+
+    def stop_loop(self) -> None:
+        """Stop the supervision loop: nothing more is started, ended or timed out by it."""
         self.scheduler.stop_loop()
+
+    def close(self) -> None:
+        """Stop the launchers' helper processes and close the runs' storage: once no worker streams
+        to this daemon any more (a batch that came after would be refused as if storage had failed)."""
         for launcher in self.launchers.values():
             if isinstance(launcher, HelperOwner):
                 launcher.close()

@@ -22,6 +22,7 @@ from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import (
     DaemonHealth,
     LaunchPreview,
@@ -344,7 +345,7 @@ class DaemonClient:
         self.shutdown()
         self.close()
         deadline = time.monotonic() + timeout
-        while _pid_alive(pid):
+        while process_alive(pid):
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)
@@ -410,13 +411,3 @@ class DaemonClient:
         if not result:
             raise DaemonError(f"lost the daemon while waiting for run {run_id}")
         return result[0]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -447,6 +447,7 @@ class MainWindow(QMainWindow):
         self.settings.set_last_env(self.control.env_picker.env_id)
         self.settings.set_last_worker(self.control.roster.kind())
         self.settings.set_last_mode(self.control.mode)
+        self.settings.sync()  # on disk now, not whenever Qt gets to it
         self.run_view.clear()
         for dock in list(self.study_docks):
             dock.study.stop()

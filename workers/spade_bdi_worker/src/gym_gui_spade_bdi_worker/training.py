@@ -74,13 +74,14 @@ class TableStep:
     the worker's time).
     """
 
-    __slots__ = ("_env", "_sums")
+    __slots__ = ("_env", "_rows")
 
     def __init__(self, env: Any) -> None:
         self._env = env
-        table = env.P
-        self._sums = [
-            [np.cumsum([t[0] for t in table[s][a]]).tolist() for a in range(len(table[s]))]
+        # Per state and action: the running sums of its transitions' probabilities, and the transitions.
+        table = env.P  # {state: {action: [(probability, next state, reward, terminated)]}}
+        self._rows = [
+            [(np.cumsum([t[0] for t in table[s][a]]).tolist(), table[s][a]) for a in range(len(table[s]))]
             for s in range(len(table))
         ]
 
@@ -95,14 +96,14 @@ class TableStep:
 
     def __call__(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
         env = self._env
-        state = env.s
+        sums, transitions = self._rows[env.s][action]
         x = env.np_random.random()
         chosen = 0
-        for index, total in enumerate(self._sums[state][action]):
+        for index, total in enumerate(sums):
             if total > x:
                 chosen = index
                 break
-        probability, state, reward, terminated = env.P[state][action][chosen]
+        probability, state, reward, terminated = transitions[chosen]
         env.s = state
         env.lastaction = action
         return int(state), reward, terminated, False, {"prob": probability}
