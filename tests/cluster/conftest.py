@@ -76,6 +76,13 @@ def ray_head() -> Iterator[RayHead]:
         str(ray), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(_free_port()),
         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard), "--num-cpus", "2",
         "--include-dashboard", "true", "--temp-dir", str(temp_dir), "--disable-usage-stats",
+        # Every port Ray would otherwise take at its fixed default: another Ray on the machine (a
+        # user's, a head a killed test run left) must not take the job agent's and fail every submit.
+        "--ray-client-server-port", str(_free_port()),
+        "--dashboard-agent-listen-port", str(_free_port()),
+        "--dashboard-agent-grpc-port", str(_free_port()),
+        "--runtime-env-agent-port", str(_free_port()),
+        "--metrics-export-port", str(_free_port()),
     ]  # fmt: skip
     starter = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True
