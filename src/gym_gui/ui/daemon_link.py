@@ -52,6 +52,10 @@ class TelemetrySubscription(QObject):
         self.run_id = run_id
         self._stream: TelemetryStream = client.subscribe(run_id, credits=credits)
         self._thread = threading.Thread(target=self._pump, name=f"subscription-{run_id}", daemon=True)
+
+    def start(self) -> None:
+        """Deliver the events: called once the view's slots are connected (what is emitted before
+        reaches no one, and a finished run's one state change comes at once)."""
         self._thread.start()
 
     def _pump(self) -> None:

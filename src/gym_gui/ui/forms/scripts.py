@@ -128,6 +128,7 @@ class ScriptPicker(QWidget):
             return
         self._install = subscription
         subscription.worker_event.connect(self._install_event)
+        subscription.start()
 
     def _install_event(self, event: EventRecord) -> None:
         """One of the run's events: the install's progress is read from its data fields."""

@@ -343,6 +343,7 @@ class ChartsTab(RunTab):
         self._subscription = None if run.state.terminal else self.link.subscribe(run.run_id)
         if self._subscription is not None:
             self._subscription.metrics.connect(self._on_metrics)
+            self._subscription.start()
         self._backfill({})
         self._timer.start()
 

@@ -448,6 +448,7 @@ class LiveTab(RunTab):
         subscription.state.connect(self._on_state)
         subscription.starved.connect(self._on_starved)
         subscription.ended.connect(self._on_ended)
+        subscription.start()
         self._redraw_timer.start()
 
     def run_changed(self, run: RunRecord) -> None:
