@@ -13,6 +13,7 @@ import pytest
 
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import (
+    STEP_COLUMNS,
     ArtifactRecord,
     EpisodeRecord,
     EventRecord,
@@ -183,11 +184,32 @@ def test_a_malformed_row_fails_the_writer_instead_of_killing_it_silently(
     writer: TelemetryWriter, db_path: Path
 ) -> None:
     writer.start()
-    writer.put_steps([(0, 0, 1.0)])  # type: ignore[list-item]
-    with pytest.raises(StorageError):
+    writer.put_steps(step_rows(0, 0, 100))
+    assert writer.flush(timeout=WAIT)
+    # Rows are bound many to a statement, one after the other: a short row among them must fail
+    # the batch, not shift the values of every row after it into the wrong columns.
+    bad = step_rows(0, 100, 300)
+    bad[150] = bad[150][:3]
+    writer.put_steps(bad)
+    with pytest.raises(StorageError, match=r"rows for steps must have 10 values .*got rows of 3"):
         writer.flush(timeout=WAIT)
     assert writer.error is not None
     assert writer.close(timeout=WAIT) is False
+    reader = TelemetryReader(db_path)
+    assert reader.steps(0) == [as_record(row) for row in step_rows(0, 0, 100)]  # the earlier batch, whole
+    reader.close()
+
+
+def test_rows_many_to_a_statement_land_in_their_own_columns(tmp_path: Path) -> None:
+    conn = open_telemetry_db(tmp_path / "t.sqlite")
+    per = telemetry_module.ROWS_PER_STATEMENT
+    for count in (1, per - 1, per, per + 1, 3 * per + 5):  # a remainder alone, whole statements, both
+        conn.execute("DELETE FROM steps")
+        rows = step_rows(count, 0, count)
+        telemetry_module.insert_rows(conn, ("steps", STEP_COLUMNS), rows)
+        stored = conn.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY step").fetchall()
+        assert [as_record(tuple(r)) for r in stored] == [as_record(r) for r in rows]  # type: ignore[arg-type]
+    conn.close()
 
 
 def test_flush_times_out_while_the_database_is_locked(writer: TelemetryWriter, db_path: Path) -> None:
