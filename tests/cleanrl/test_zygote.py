@@ -130,13 +130,17 @@ def test_a_worker_killed_with_its_process_group_takes_its_forked_script_with_it(
 def test_a_zygote_starts_with_the_first_run_is_started_again_when_it_died_and_stops_with_the_daemon(
     tmp_path: Path,
 ) -> None:
-    root = tmp_path / "h"
+    # A home deep enough that its sockets' paths do not fit an AF_UNIX address (108 bytes).
+    root = tmp_path / "a-home-deeper-than-a-unix-socket-address-can-hold"
     with module_daemon(root, SHARED_BUNDLES, []) as (client, home):
         # A preview or a dry run starts none (the form previews as one types).
         client.preview(cleanrl_config("ppo", "CartPole-v1", 1000))
         client.dry_run(cleanrl_config("ppo", "CartPole-v1", 1000))
         assert not zygote_pids(home)
-        completed(client, cleanrl_config("ppo", "CartPole-v1", 1000))
+        first = completed(client, cleanrl_config("ppo", "CartPole-v1", 1000))
+        assert COLD not in worker_log(home, first.run_id)
+        (sock,) = (home.root / "zygotes").glob("*.sock")
+        assert len(os.fsencode(sock)) >= 108
         (zygote,) = zygote_pids(home)
         os.kill(zygote, signal.SIGKILL)
         wait_until(lambda: not pid_alive(zygote), 10, "the zygote to die")

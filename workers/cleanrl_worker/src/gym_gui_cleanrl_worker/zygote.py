@@ -41,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -83,6 +84,25 @@ def socket_path(home: Path, python: str) -> Path:
     return home / "zygotes" / f"{key}.sock"
 
 
+# Bytes an AF_UNIX address holds (sun_path, its terminating zero included).
+_ADDRESS_BYTES = 108
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """``path`` as an AF_UNIX address to bind or connect to. A deep GYM_GUI_HOME makes a socket's path
+    longer than an address holds ("AF_UNIX path too long"): then it is reached through an open
+    descriptor of its directory, ``/proc/self/fd/N/<name>``, for as long as the block lasts."""
+    if len(os.fsencode(path)) < _ADDRESS_BYTES:
+        yield str(path)
+        return
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{directory}/{path.name}"
+    finally:
+        os.close(directory)
+
+
 def single_threaded() -> bool:
     """Whether this process has one thread, to Python and to the kernel (a fork copies only the caller)."""
     return threading.active_count() == 1 and len(os.listdir("/proc/self/task")) == 1
@@ -122,7 +142,8 @@ def serve(path: Path) -> _Job:
         tmp.unlink()
     old_umask = os.umask(0o177)
     try:
-        listener.bind(str(tmp))
+        with unix_address(tmp) as address:
+            listener.bind(address)
     finally:
         os.umask(old_umask)
     listener.listen(16)
@@ -348,7 +369,8 @@ class ForkedScript:
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
-            conn.connect(path)
+            with unix_address(Path(path)) as address:
+                conn.connect(address)
             body = json.dumps({"argv": argv, "cwd": str(cwd), "env": env}).encode()
             socket.send_fds(conn, [_LENGTH.pack(len(body)) + body], [out_write, err_write])
             os.close(out_write)
