@@ -46,8 +46,9 @@ typecheck:
 imports:
 	$(BIN)/lint-imports
 
+# Two processes: most tests wait on a daemon or a worker, so one process leaves a core idle.
 pytest:
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 bench: install
 	$(BIN)/python bench/telemetry_throughput.py

@@ -25,6 +25,19 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_BUNDLES = str(Home().bundles_dir)
 
 
+# `make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`). A file's tests
+# stay together in one of them, so its module fixtures (a daemon, a bundle's zygote) start once; so
+# do a folder's whose session fixture starts a service (the Ray head, PostgreSQL).
+_ONE_PROCESS_FOLDERS = frozenset({"cluster", "sweeps"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(REPO / "tests")
+        group = where.parts[0] if where.parts[0] in _ONE_PROCESS_FOLDERS else where.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # No test may touch the real user data directory.
