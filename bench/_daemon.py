@@ -4,7 +4,6 @@ and the raw-insert reference the telemetry benches measure against."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
@@ -12,33 +11,23 @@ import time
 from pathlib import Path
 
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.telemetry import TelemetryReader, open_telemetry_db
+from gym_gui.storage.telemetry import TelemetryReader, insert_sql, open_telemetry_db
 
-INSERT_STEP = f"INSERT INTO steps ({', '.join(STEP_COLUMNS)}) VALUES ({', '.join('?' * len(STEP_COLUMNS))})"
+INSERT_STEP = insert_sql("steps", STEP_COLUMNS, 1)  # a row a statement: the plain executemany
 
 
 def stop_daemon(client: DaemonClient, timeout: float = 10.0) -> None:
     """Ask the daemon to shut down and wait until its process is gone, so its files can be removed."""
     pid = client.info.pid
-    with contextlib.suppress(GymGuiError):
-        client.shutdown()
+    with contextlib.suppress(GymGuiError):  # a daemon already gone cannot be asked
+        client.stop(timeout)
     client.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            # DaemonClient.connect started it, so it is our child: reap it (a zombie still "exists").
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-        time.sleep(0.05)
-    print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
+    if process_alive(pid):
+        print(f"warning: daemon pid {pid} still running {timeout:.0f}s after shutdown", file=sys.stderr)
 
 
 def fresh_home(prefix: str = "gym-gui-bench-") -> Path:

@@ -17,7 +17,7 @@ import pytest
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import read_daemon_file
-from gym_gui.core.processes import process_alive as pid_alive
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.daemon.live import SupervisorSettings
@@ -136,14 +136,14 @@ def stop_daemon(client: DaemonClient) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     client.close()
-    wait_until(lambda: not pid_alive(pid), 20, "the daemon to exit")
+    wait_until(lambda: not process_alive(pid), 20, "the daemon to exit")
 
 
 def kill_run_workers(home: Home) -> None:
     # Workers live in their own sessions: a test must not leave any behind.
     registry = RunRegistry(home.registry_path)
     for record in registry.list(include_archived=True):
-        if record.pid and pid_alive(record.pid):
+        if record.pid and process_alive(record.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
     registry.close()

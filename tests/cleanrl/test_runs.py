@@ -33,7 +33,7 @@ from tests.support import (
     files_containing,
     gym_gui,
     module_daemon,
-    pid_alive,
+    process_alive,
     wait_until,
     wait_until_stable,
 )
@@ -456,7 +456,7 @@ def _processes_mentioning(text: str) -> list[int]:
                 cwd = os.readlink(entry / "cwd")
             except OSError:
                 continue
-            if (text in cmdline or cwd == text) and pid_alive(int(entry.name)):
+            if (text in cmdline or cwd == text) and process_alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
 

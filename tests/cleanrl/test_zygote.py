@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gym_gui.core.config import RunConfig
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
@@ -20,7 +21,7 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.cleanrl.test_runs import cleanrl_config, script_pid
 from tests.conftest import SHARED_BUNDLES
-from tests.support import module_daemon, pid_alive, stop_daemon, wait_until
+from tests.support import module_daemon, stop_daemon, wait_until
 
 COLD = "the script starts in a new interpreter"
 
@@ -47,7 +48,7 @@ def zygote_pids(home: Home) -> list[int]:
         if entry.name.isdigit()
         and "gym_gui_cleanrl_worker.zygote" in (line := _cmdline(int(entry.name)))
         and where in line
-        and pid_alive(int(entry.name))
+        and process_alive(int(entry.name))
     ]
 
 
@@ -123,7 +124,7 @@ def test_a_worker_killed_with_its_process_group_takes_its_forked_script_with_it(
     script = script_pid(run_dir)
     assert os.getpgid(script) != os.getpgid(worker), "forked by the zygote, not by the worker"
     os.killpg(worker, signal.SIGKILL)  # what a cancel does when the grace is over
-    wait_until(lambda: not pid_alive(script), 30, "the script to be killed with its worker")
+    wait_until(lambda: not process_alive(script), 30, "the script to be killed with its worker")
     assert client.wait_for_end(record.run_id, timeout=120).state.terminal
 
 
@@ -143,13 +144,13 @@ def test_a_zygote_starts_with_the_first_run_is_started_again_when_it_died_and_st
         assert len(os.fsencode(sock)) >= 108
         (zygote,) = zygote_pids(home)
         os.kill(zygote, signal.SIGKILL)
-        wait_until(lambda: not pid_alive(zygote), 10, "the zygote to die")
+        wait_until(lambda: not process_alive(zygote), 10, "the zygote to die")
         second = completed(client, cleanrl_config("ppo", "CartPole-v1", 1000))
         assert COLD not in worker_log(home, second.run_id)
         (restarted,) = zygote_pids(home)
         assert restarted != zygote
         stop_daemon(client)
-        wait_until(lambda: not pid_alive(restarted), 20, "the daemon to stop its zygote")
+        wait_until(lambda: not process_alive(restarted), 20, "the daemon to stop its zygote")
         assert not list((home.root / "zygotes").glob("*.sock"))
 
 

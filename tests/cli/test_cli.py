@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 
 from gym_gui.core.daemon_file import read_daemon_file
+from gym_gui.core.processes import process_alive
 from gym_gui.play.human import HumanSession
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.support import assert_one_line_error, gym_gui, pid_alive, wait_until, wait_until_stable
+from tests.support import assert_one_line_error, gym_gui, wait_until, wait_until_stable
 
 
 @pytest.fixture
@@ -259,7 +260,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         assert paused.returncode == 0, paused.stderr
         assert f"run {run_id} PAUSED" in paused.stdout
         assert client.get_run(run_id).record.state == "PAUSED"
-        assert registry.get(run_id).pid == pid and pid_alive(pid), "a paused run must keep its process"
+        assert registry.get(run_id).pid == pid and process_alive(pid), "a paused run must keep its process"
         held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
         reader = TelemetryReader(RunDir(Home(home).run_dir(run_id)).telemetry_path)
         last_key = reader.last_step_key()
@@ -288,7 +289,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         wait_until(
             lambda: client.get_run(run_id).progress.steps > held + 5000, 60, "the resumed run to step on"
         )
-        assert registry.get(run_id).pid == pid and pid_alive(pid), "resume must continue the same process"
+        assert registry.get(run_id).pid == pid and process_alive(pid), "resume must continue the same process"
         assert_one_line_error(gym_gui("resume", run_id, home=home), "only a PAUSED run can be resumed")
         # The episode it was paused in went on from its last step: it ended with every step stored.
         episode, step = last_key
@@ -306,7 +307,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
         cancelled = gym_gui("cancel", run_id, home=home)
         assert f"run {run_id} CANCELLED" in cancelled.stdout, cancelled.stderr
         assert [c.to_state for c in client.get_run(run_id).history][-2:] == ["PAUSED", "CANCELLED"]
-        wait_until(lambda: not pid_alive(pid), 30, "the cancelled worker to exit")
+        wait_until(lambda: not process_alive(pid), 30, "the cancelled worker to exit")
         watch.wait_for("state CANCELLED")
         assert watch.process.wait(30) == 0
     finally:

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobSubmissionClient
 
-from tests.support import pid_alive, wait_until
+from gym_gui.core.processes import process_alive
+from tests.support import wait_until
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ def _stop(session: int) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         with contextlib.suppress(AssertionError):
-            wait_until(lambda: not any(pid_alive(pid) for pid in _session_pids(session)), 15, "Ray to stop")
+            wait_until(
+                lambda: not any(process_alive(pid) for pid in _session_pids(session)), 15, "Ray to stop"
+            )
 
 
 @pytest.fixture(scope="session")

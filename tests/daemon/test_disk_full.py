@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from gym_gui.core.errors import DiskFull
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import RunRecord, RunUpdated
 from gym_gui.core.states import RunState
 from gym_gui.storage.home import Home
@@ -16,7 +17,7 @@ from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.space import RESERVE_BYTES
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.support import assert_one_line_error, daemon_on, gym_gui, pid_alive, random_config, wait_until
+from tests.support import assert_one_line_error, daemon_on, gym_gui, random_config, wait_until
 
 
 def test_a_run_that_fills_the_disk_fails_saying_so_and_its_end_is_recorded(small_home: Home) -> None:
@@ -55,7 +56,7 @@ def test_a_run_that_fills_the_disk_fails_saying_so_and_its_end_is_recorded(small
                 final.reason,
             )
             assert registry.get(run_id).pid is None
-            wait_until(lambda: not pid_alive(pid), 30, "the worker process to be gone")
+            wait_until(lambda: not process_alive(pid), 30, "the worker process to be gone")
 
             # While the disk ran low, the run's row said so.
             watcher.join(30)

@@ -13,13 +13,14 @@ import time
 import pytest
 
 from gym_gui.core.errors import RunBusy, RunNotFound
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
-from tests.support import gym_gui, pid_alive, random_config, wait_until
+from tests.support import gym_gui, random_config, wait_until
 
 
 def running_run(client: DaemonClient, registry: RunRegistry) -> tuple[str, int]:
@@ -40,7 +41,7 @@ def test_a_run_whose_directory_is_removed_fails_saying_so_and_can_be_deleted(
     final = client.wait_for_end(run_id, timeout=30)
     assert final.state is RunState.FAILED
     assert final.reason == f"run directory {run_dir} was removed while the run was live"
-    wait_until(lambda: not pid_alive(pid), 30, "the worker to be stopped")
+    wait_until(lambda: not process_alive(pid), 30, "the worker to be stopped")
     assert not run_dir.exists()  # nothing recreated it
 
     result = gym_gui("delete", "--yes", run_id, home=home.root)

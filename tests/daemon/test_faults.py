@@ -17,6 +17,7 @@ from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
 
 from gym_gui.bus.run_bus import RunBus
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import (
     EpisodeRecord,
     Lifecycle,
@@ -35,7 +36,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.support import kill_run_workers, pid_alive, random_config, stop_daemon, wait_until
+from tests.support import kill_run_workers, random_config, stop_daemon, wait_until
 
 
 def human_run(client: DaemonClient) -> tuple[str, str]:
@@ -208,7 +209,8 @@ def test_a_stream_opened_again_keeps_what_was_not_stored_of_episodes_played_at_o
         assert [(p.step, p.value) for p in reader.metrics("m")] == [(1, 2.0)]
     finally:
         reader.close()
-        supervisor.stop()
+        supervisor.stop_loop()
+        supervisor.close()
 
 
 def test_a_repeated_step_on_a_stream_kept_open_is_refused_naming_it(client: DaemonClient, home: Home) -> None:
@@ -341,7 +343,7 @@ def test_cancel_stops_the_whole_process_group(client: DaemonClient, registry: Ru
     final = client.wait_for_end(record.run_id, timeout=60)
     assert final.state is RunState.CANCELLED
     assert final.reason == "cancelled by user"
-    wait_until(lambda: not pid_alive(pid), 10, "the worker to be gone")
+    wait_until(lambda: not process_alive(pid), 10, "the worker to be gone")
 
 
 @pytest.mark.parametrize("daemon_args", [["--max-concurrent", "1", "--cancel-grace", "3"]])
@@ -376,7 +378,7 @@ def test_kill_9_of_the_daemon_is_reconciled_by_the_next_one(home: Home, daemon_a
         client.close()
         # One worker dies while no daemon watches.
         os.kill(gone_pid, signal.SIGKILL)
-        wait_until(lambda: not pid_alive(gone_pid), 60, "the orphaned worker to exit")
+        wait_until(lambda: not process_alive(gone_pid), 60, "the orphaned worker to exit")
 
         client = DaemonClient.connect(home.root, daemon_args=daemon_args)
         lost = client.get_run(gone.run_id).record

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.processes import wait_exit
 from gym_gui.core.states import RunState
-from gym_gui.daemon.executors import wait_exit
 from gym_gui.daemon.live import SupervisorSettings
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home

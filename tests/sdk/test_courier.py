@@ -11,13 +11,14 @@ from gym_gui_sdk.courier import CourierStream
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.processes import process_alive
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.support import pid_alive, random_config, wait_until
+from tests.support import random_config, wait_until
 
 
 def courier_session(client: DaemonClient) -> WorkerSession:
@@ -33,7 +34,7 @@ def courier_pid(session: WorkerSession) -> int:
     stream = session._stream
     assert isinstance(stream, CourierStream)
     pid = stream.pid
-    assert pid is not None and pid != os.getpid() and pid_alive(pid)
+    assert pid is not None and pid != os.getpid() and process_alive(pid)
     return pid
 
 
@@ -72,7 +73,7 @@ def test_a_courier_sends_every_step_in_order_and_exits_after_the_session_finishe
     finish(client, session, 2500)
     assert stored_steps(home, session) == expected(2500)
     assert session.reconnects == 0
-    wait_until(lambda: not pid_alive(pid), 30, "the courier to exit once its stream ended")
+    wait_until(lambda: not process_alive(pid), 30, "the courier to exit once its stream ended")
 
 
 def test_a_sigterm_to_the_courier_leaves_it_sending_until_the_worker_ends_its_stream(
@@ -112,7 +113,7 @@ def couriers_of(pid: int) -> list[int]:
         except OSError:
             return False
 
-    return [child for child in children(pid) if is_courier(child) and pid_alive(child)]
+    return [child for child in children(pid) if is_courier(child) and process_alive(child)]
 
 
 def test_a_worker_whose_courier_is_killed_starts_another_and_loses_no_step(

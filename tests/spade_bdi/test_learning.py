@@ -20,6 +20,7 @@ from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
 from gymnasium.wrappers import RecordEpisodeStatistics
 
 from gym_gui.core.errors import ConfigError
+from gym_gui.core.processes import process_alive
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -34,7 +35,7 @@ from tests.spade_bdi.conftest import (
     run_to_end,
     success_rate,
 )
-from tests.support import pid_alive, wait_until
+from tests.support import wait_until
 
 
 def test_fast_mode_learns_the_lake_and_stores_every_step_with_its_q_values(
@@ -111,7 +112,7 @@ def test_the_embedded_xmpp_server_listens_on_loopback_only_and_stops_with_the_wo
     client.cancel(record.run_id)
     ended = client.wait_for_end(record.run_id, 60)
     assert ended.state is RunState.CANCELLED, ended.reason
-    wait_until(lambda: not pid_alive(pid), 30, "the worker to exit")
+    wait_until(lambda: not process_alive(pid), 30, "the worker to exit")
 
 
 @pytest.mark.parametrize(

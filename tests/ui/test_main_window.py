@@ -10,6 +10,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.processes import process_alive
 from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
@@ -20,7 +21,7 @@ from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
-from tests.support import pid_alive, run_record, wait_until
+from tests.support import run_record, wait_until
 from tests.workers.test_registry import BROKEN_SET, LATER_SET, make_plugin_distribution
 
 
@@ -172,7 +173,7 @@ def test_the_window_says_when_the_daemon_dies_and_starts_one_on_request(
     qtbot.waitUntil(lambda: window.runs.info(record.run_id) is not None, timeout=20_000)
     pid = client.info.pid
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not pid_alive(pid), 20, "the daemon to die")
+    wait_until(lambda: not process_alive(pid), 20, "the daemon to die")
     qtbot.waitUntil(lambda: "unreachable" in window.connection.text(), timeout=20_000)
     assert window.runs.info(record.run_id) is not None  # what was shown stays
     assert window.reconnect_button.isVisible()
@@ -181,7 +182,7 @@ def test_the_window_says_when_the_daemon_dies_and_starts_one_on_request(
     restarted = link.client
     assert restarted is not None and restarted.info.pid != pid
     restarted.shutdown()
-    wait_until(lambda: not pid_alive(restarted.info.pid), 20, "the restarted daemon to stop")
+    wait_until(lambda: not process_alive(restarted.info.pid), 20, "the restarted daemon to stop")
     window.close()
 
 

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.processes import process_alive
 from gym_gui.play.human import HumanSession
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.registry import RunRegistry
@@ -15,7 +16,7 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import RunsTable
 from gym_gui.ui.tabs.live import LiveTab
-from tests.support import pid_alive, wait_until, wait_until_stable
+from tests.support import wait_until, wait_until_stable
 
 
 def _long_random_run(client: DaemonClient, env_id: str = "CartPole-v1", **telemetry: object) -> str:
@@ -74,7 +75,7 @@ def test_the_window_pauses_and_resumes_a_random_run_from_the_table_and_the_live_
     qtbot.waitUntil(lambda: not live.paused_badge.isHidden(), timeout=10_000)
     assert "PAUSED" in live.status.text()
     assert registry.get(run_id).state.value == "PAUSED"
-    assert pid_alive(pid), "a paused run must keep its process"
+    assert process_alive(pid), "a paused run must keep its process"
     held = wait_until_stable(lambda: client.get_run(run_id).progress.steps, what="the paused run's steps")
     assert not table.pause_button.isEnabled() and table.resume_button.isEnabled()
     assert live.controls.resume_button.isEnabled() and not live.controls.pause_button.isEnabled()
@@ -85,7 +86,7 @@ def test_the_window_pauses_and_resumes_a_random_run_from_the_table_and_the_live_
     qtbot.waitUntil(lambda: table.state_of(run_id) == "RUNNING", timeout=30_000)
     qtbot.waitUntil(lambda: live.paused_badge.isHidden(), timeout=10_000)
     wait_until(lambda: client.get_run(run_id).progress.steps > held + 5000, 60, "the resumed run to step on")
-    assert registry.get(run_id).pid == pid and pid_alive(pid), "resume must continue the same process"
+    assert registry.get(run_id).pid == pid and process_alive(pid), "resume must continue the same process"
 
     # The context menu's entries are the buttons: Pause from it, then Cancel a paused run.
     menu = table.context_menu()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import select
 import signal
 import subprocess
 from dataclasses import dataclass, field
@@ -144,19 +143,3 @@ def tail(path: Path, max_bytes: int = 2000) -> str:
             return f.read().decode("utf-8", errors="replace").strip()
     except OSError:
         return ""
-
-
-def wait_exit(pid: int, timeout: float) -> bool:
-    """Block until the local process ``pid`` has ended (a zombie has) or ``timeout`` passes; returns
-    whether it ended. Without pidfds (not Linux) it returns False at once and the supervisor's tick
-    notices the end instead. It reaps nothing: the exit status stays its parent's to read."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    except (AttributeError, OSError):
-        return False
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)

@@ -6,11 +6,11 @@ import logging
 import threading
 import time
 
+from gym_gui.core.processes import wait_exit
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.disk import DiskWatch
 from gym_gui.daemon.ending import Ending
-from gym_gui.daemon.executors import wait_exit
 from gym_gui.daemon.launching import Launching
 from gym_gui.daemon.live import LiveRuns, SupervisorSettings
 

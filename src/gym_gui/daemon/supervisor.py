@@ -120,14 +120,9 @@ class Supervisor:
         """Start the supervision loop (call :meth:`reconcile` first)."""
         self.scheduler.start_loop()
 
-    def stop(self) -> None:
-        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them), then
-        :meth:`close`."""
-        self.stop_loop()
-        self.close()
-
     def stop_loop(self) -> None:
-        """Stop the supervision loop: nothing more is started, ended or timed out by it."""
+        """Stop supervising (workers keep running; a later daemon re-attaches or reconciles them): nothing
+        more is started, ended or timed out by the loop. :meth:`close` follows once no stream is left."""
         self.scheduler.stop_loop()
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.processes import process_alive
+from gym_gui.core.processes import process_alive, wait_exit
 from gym_gui.core.records import (
     DaemonHealth,
     LaunchPreview,
@@ -344,12 +344,7 @@ class DaemonClient:
         pid = self.info.pid
         self.shutdown()
         self.close()
-        deadline = time.monotonic() + timeout
-        while process_alive(pid):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        return wait_exit(pid, timeout) or not process_alive(pid)
 
     def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[RunEvent]:
         """Snapshots of the matching runs, then every change, until the caller stops iterating."""

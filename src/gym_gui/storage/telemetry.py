@@ -612,7 +612,7 @@ class TelemetryWriter:
 
 
 @functools.cache
-def _insert_sql(table: str, columns: tuple[str, ...], rows: int) -> str:
+def insert_sql(table: str, columns: tuple[str, ...], rows: int) -> str:
     """``INSERT INTO table (columns) VALUES (?, …), …`` with ``rows`` rows of placeholders."""
     row = f"({', '.join('?' * len(columns))})"
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
@@ -642,11 +642,11 @@ def insert_rows(
     whole = len(values) - len(values) % per
     if whole:
         conn.executemany(
-            _insert_sql(name, columns, ROWS_PER_STATEMENT),
+            insert_sql(name, columns, ROWS_PER_STATEMENT),
             [values[start : start + per] for start in range(0, whole, per)],
         )
     if whole < len(values):
-        conn.execute(_insert_sql(name, columns, (len(values) - whole) // width), values[whole:])
+        conn.execute(insert_sql(name, columns, (len(values) - whole) // width), values[whole:])
 
 
 def _again(error: StorageError) -> StorageError:
