@@ -363,8 +363,9 @@ def test_sac_trains_on_its_default_mujoco_env_and_its_model_plays_with_frames_he
     client, home = cleanrl_daemon
     # sac's own default env id (old gym 0.23 stops at Hopper-v3; the bundle's compat reaches -v4).
     description = client.describe_worker("cleanrl", algorithm="sac_continuous_action")
-    params = {p["name"]: p for p in description.details["arguments"]["params"]}
-    default_env = params["env-id"]["default"]
+    env_id = description.form.parameter("env-id")
+    assert env_id is not None
+    default_env = env_id.default
     assert default_env == "Hopper-v4"
     config = cleanrl_config(
         "sac_continuous_action", default_env, 600, params={"learning-starts": 200, "batch-size": 64}
@@ -749,7 +750,7 @@ def test_preview_is_the_plan_a_run_gets_and_stores_nothing(
     assert "--checkpoint-every 512 -- --exp-name ppo" in plan.display
     assert "--learning-rate 0.0005" in plan.display and str(SHARED_BUNDLES) not in plan.display
     # The flags describe says gym_gui sets from the config are the ones the plan sets (entity: not given).
-    mapped = client.describe_worker("cleanrl").details["mapped"]
+    mapped = client.describe_worker("cleanrl").form.mapped
     given = {flag for flag in mapped if f"--{flag}" in plan.script_argv}
     assert given == set(mapped) - {"wandb-entity"}
 
@@ -769,8 +770,10 @@ def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[D
     client, _home = cleanrl_daemon
     description = client.describe_worker("cleanrl", algorithm="ppo")
     assert description.lane == "analytics" and description.bundle_installed
-    assert description.details["gpu_available"] is False  # the bundle's torch is the CPU build
-    algorithms = {a["name"]: a for a in description.details["algorithms"]}
+    form = description.form
+    assert form.gpu_available is False  # the bundle's torch is the CPU build
+    assert form.variant_label == "Algorithm" and form.variant == "ppo" and form.note == "argparse"
+    algorithms = {variant.name: variant for variant in form.variants}
     for name in (
         "ppo",
         "dqn",
@@ -780,11 +783,12 @@ def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[D
         "td3_continuous_action",
         "ddpg_continuous_action",
     ):
-        assert algorithms[name]["runnable"], algorithms[name]
-    assert not algorithms["dqn_atari"]["runnable"]
-    params = {p["name"]: p for p in description.details["arguments"]["params"]}
-    assert params["learning-rate"]["default"] == 0.00025 and params["learning-rate"]["type"] == "float"
-    assert params["cuda"]["bool_style"] == "strtobool"
+        assert algorithms[name].runnable, algorithms[name]
+    assert not algorithms["dqn_atari"].runnable and algorithms["dqn_atari"].reason
+    params = {p.name: p for p in form.parameters}
+    assert params["learning-rate"].default == 0.00025 and params["learning-rate"].type == "float"
+    assert params["cuda"].bool_style == "strtobool"
+    assert "CartPole-v1" in form.trainable_envs()
 
 
 def test_a_missing_bundle_is_reported_with_how_to_install_it(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs_table import ID, RUN_ID_ROLE
 from gym_gui.ui.tabs.base import RunTab
@@ -218,10 +218,10 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     click(roster.viewport(), roster.visualItemRect(item).center())
     assert roster.kind() == "cleanrl" and control.train_new.isChecked()
     form = control.forms.currentWidget()
-    assert isinstance(form, CleanRLForm)
+    assert isinstance(form, GeneratedForm)
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     assert form.algorithm() == "ppo" and form.env_combo.currentText() == "CartPole-v1"
-    type_into(qtbot, form.timesteps_edit, str(TIMESTEPS))
+    type_into(qtbot, form.budget_edit, str(TIMESTEPS))
     qtbot.waitUntil(lambda: f"--total-timesteps {TIMESTEPS}" in form.preview.text(), timeout=DESCRIBE_TIMEOUT)
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         press(qtbot, "Return", Qt.KeyboardModifier.ControlModifier)  # Run ▸ Start run

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk.contract import FormSpec
 from gym_gui_sdk.encoding import unpack_observations
 
 from gym_gui.core.controls import Control
@@ -338,14 +339,12 @@ def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
     """The record of a DescribeWorker reply.
 
     Raises:
-        ProtocolViolation: when the plugin's answer is not a JSON object.
+        ProtocolViolation: when the plugin's answer is not JSON or breaks the worker contract.
     """
     try:
-        details = json.loads(message.description_json or "{}")
-    except ValueError as exc:
-        raise ProtocolViolation(f"worker description of {message.worker!r} is not JSON: {exc}") from None
-    if not isinstance(details, dict):
-        raise ProtocolViolation(f"worker description of {message.worker!r} is not a JSON object")
+        form = FormSpec.from_json(json.loads(message.description_json or "{}"))
+    except ValueError as exc:  # ContractError is one
+        raise ProtocolViolation(f"worker description of {message.worker!r}: {exc}") from None
     return WorkerDescription(
         kind=message.worker,
         display_name=message.display_name,
@@ -354,5 +353,5 @@ def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
         unavailable_reason=message.unavailable_reason,
         bundle=message.bundle,
         bundle_installed=message.bundle_installed,
-        details=details,
+        form=form,
     )

@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from gym_gui_sdk.contract import FormSpec
+
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
 from gym_gui.storage.home import Home
 from gym_gui.workers.bundles import BundleDirectory, BundleSpec
 
-# The training forms a plugin may ask for: "worker" is generated from the parameters its launcher
-# describes; "scripts" picks one of the scripts it describes, then generates that script's arguments.
-FORMS = ("worker", "scripts")
 # Tab names a plugin may list; the window maps each to its widget (ui/presenters.py).
 TABS = ("live", "charts", "tensorboard", "wandb", "checkpoints", "replay")
 # The tabs of a lane when the plugin names none: a telemetry-lane run stores every step, so it is
@@ -76,10 +75,11 @@ class WorkerLauncher(Protocol):
             ConfigError: the run cannot start; it fails before launch with this message.
         """
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """What the worker offers for a form or ``gym-gui algorithms`` (a JSON object; ``query``
-        narrows it, e.g. to one algorithm's arguments). With ``query[ONLY] == PARAMETERS`` (a
-        sweep's check of its space) the launcher may answer its parameters alone."""
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """What the worker offers for a form, ``gym-gui algorithms`` and a sweep's space (``query``
+        narrows it: ``algorithm`` to one variant's parameters, ``env_id`` to one environment's
+        defaults). With ``query[ONLY] == PARAMETERS`` (a sweep's check of its space) the launcher
+        may answer its parameters alone."""
 
 
 # describe's query asking for the parameters alone: ``{ONLY: PARAMETERS, ...}``.
@@ -146,8 +146,8 @@ class ModuleLauncher:
     ) -> LaunchPlan:
         return LaunchPlan(argv=[str(self.python()), "-m", self.module])
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        return {}
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        return FormSpec()
 
 
 LauncherFactory = Callable[[LaunchContext], WorkerLauncher]
@@ -163,7 +163,9 @@ class WorkerPlugin:
         launcher: builds the kind's :class:`WorkerLauncher` for a daemon; None for kinds the
             client drives (human play) or that cannot run yet.
         tabs: the run tabs per lane, by name (:data:`TABS`); lanes left out get :data:`LANE_TABS`.
-        form: the training form the window generates for it (:data:`FORMS`).
+        form: what its run form is without asking the launcher (a ``FormSpec``: its variant label,
+            sections, budget bounds, mapped fields); the launcher's ``describe`` answers the whole
+            form (variants, parameters, environments), from which the window generates it.
     """
 
     def __init__(
@@ -173,7 +175,7 @@ class WorkerPlugin:
         bundle: BundleSpec | None = None,
         launcher: LauncherFactory | None = None,
         tabs: Mapping[Lane, tuple[str, ...]] | None = None,
-        form: str = "worker",
+        form: FormSpec | None = None,
     ) -> None:
         if (bundle.name if bundle is not None else APP_BUNDLE) != spec.bundle and spec.available:
             raise ValueError(
@@ -185,10 +187,10 @@ class WorkerPlugin:
         unknown = {name for names in (tabs or {}).values() for name in names} - set(TABS)
         if unknown:
             raise ValueError(f"worker {spec.kind!r}: unknown tabs {sorted(unknown)}; known: {list(TABS)}")
-        if form not in FORMS:
-            raise ValueError(f"worker {spec.kind!r}: unknown form {form!r}; known: {list(FORMS)}")
+        if form is not None and not isinstance(form, FormSpec):
+            raise ValueError(f"worker {spec.kind!r}: form must be a FormSpec, got {type(form).__name__}")
         self.spec = spec
-        self.form = form
+        self.form = form if form is not None else FormSpec()
         self.bundle = bundle
         self._launcher = launcher
         self._tabs = dict(tabs or {})

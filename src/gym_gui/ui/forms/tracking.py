@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QWidget
 
-from gym_gui.ui.forms.model import WANDB_MODES, TrackingModel
+from gym_gui.ui.forms.sections import WANDB_MODES, TrackingModel
 from gym_gui.ui.forms.widgets import bind
 
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gym_gui_sdk.contract import FormSpec
+
 from gym_gui.core.config import RunConfig, ScriptSource
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
@@ -33,6 +35,7 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -45,20 +48,6 @@ HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 _ANSWERS_KEPT = 256
-# The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
-# ``describe`` hands it to forms: they offer these through the config's own fields, never as parameters.
-MAPPED_FLAGS: dict[str, str] = {
-    "exp-name": "algorithm",
-    "env-id": "env_id",
-    "seed": "seed",
-    "total-timesteps": "budget.timesteps",
-    "cuda": "resources.gpu",
-    "torch-deterministic": "resources.torch_deterministic",
-    "track": "tracking.wandb_mode",
-    "wandb-project-name": "tracking.wandb_project",
-    "wandb-entity": "tracking.wandb_entity",
-    "capture-video": "tracking.capture_video",
-}
 
 # The scripts a warm start can load a saved model into, by family (a script belongs to the family
 # its name starts with; the JAX ports have no torch networks): the network the family trains, which
@@ -227,33 +216,31 @@ class CleanRLLauncher:
         too), or is None when the script's environments come from no registry there."""
         return self._ask(source, "--algo", algorithm, "--envs", *ENV_CATALOG)
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The scripts present (``algorithms``), whether torch sees a GPU, the flags gym_gui sets from
-        the config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that
-        script's own ``arguments`` and the environments it trains on (``envs``, :meth:`envs`);
-        ``scripts_dir`` and ``python`` name a user's checkout and interpreter. Empty while the bundle
-        is not installed and no interpreter is named."""
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """The scripts present (variants), whether torch sees a GPU, the flags gym_gui sets from the
+        config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that script's
+        own arguments (parameters) and the environments it trains on (:meth:`envs`); ``scripts_dir``
+        and ``python`` name a user's checkout and interpreter. No scripts while the bundle is not
+        installed and no interpreter is named."""
         source = ScriptSource(
             scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
         )
         if source.python is None and not self.bundles.installed(self.bundle):
-            return {}
+            return cleanrl_form.without_bundle()
+        algorithm = query.get("algorithm") or ""
         if query.get(ONLY) == PARAMETERS:  # a sweep's check: the script's arguments and the mapped flags
-            if not query.get("algorithm"):
-                return {"mapped": dict(MAPPED_FLAGS)}
-            return {"arguments": self.arguments(source, query["algorithm"]), "mapped": dict(MAPPED_FLAGS)}
-        description: dict[str, Any] = {
-            "algorithms": self.algorithms(source),
-            "gpu_available": self.gpu_available(source),
-            "mapped": dict(MAPPED_FLAGS),
-        }
-        if query.get("algorithm"):
-            description["arguments"] = self.arguments(source, query["algorithm"])
-            try:
-                description["envs"] = self.envs(source, query["algorithm"])
-            except ConfigError as exc:  # the script's arguments are still worth showing
-                description["envs"] = {"envs": None, "error": f"its environments could not be listed: {exc}"}
-        return description
+            arguments = self.arguments(source, algorithm) if algorithm else {}
+            return cleanrl_form.script_parameters(algorithm, arguments)
+        if not algorithm:
+            return cleanrl_form.form_spec(self.algorithms(source), self.gpu_available(source))
+        arguments = self.arguments(source, algorithm)
+        try:
+            envs = self.envs(source, algorithm)
+        except ConfigError as exc:  # the script's arguments are still worth showing
+            envs = {"envs": None, "error": f"its environments could not be listed: {exc}"}
+        return cleanrl_form.form_spec(
+            self.algorithms(source), self.gpu_available(source), algorithm, arguments, envs
+        )
 
     # ------------------------------------------------------------ checks
 
@@ -621,5 +608,5 @@ PLUGIN = WorkerPlugin(
     ),
     bundle=BUNDLE,
     launcher=CleanRLLauncher,
-    form="scripts",
+    form=cleanrl_form.without_bundle(),
 )

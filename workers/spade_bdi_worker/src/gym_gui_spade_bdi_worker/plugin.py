@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from gym_gui_sdk.contract import FormSpec
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, InvalidRunId
@@ -130,9 +131,9 @@ class SpadeBDILauncher(ModuleLauncher):
             argv=argv, secrets=secrets, manifest={"q_table_source": str(source) if source else None}
         )
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The parameters gym_gui's generated form shows, one editor each."""
-        return {"parameters": [parameter.describe() for parameter in PARAMETERS]}
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """The parameters gym_gui's generated form shows, one editor each; a run counts episodes."""
+        return FormSpec(parameters=PARAMETERS, budget_bounds=("episodes", "timesteps"))
 
 
 PLUGIN = WorkerPlugin(
