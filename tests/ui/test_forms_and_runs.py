@@ -63,9 +63,9 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient
 ) -> None:
     form = _cleanrl_form(qtbot, link)
-    details = client.describe_worker("cleanrl", algorithm="ppo").details
-    script_names = [param["name"] for param in details["arguments"]["params"]]
-    mapped = set(details["mapped"])  # the flags the daemon sets from the common fields
+    described = client.describe_worker("cleanrl", algorithm="ppo").form
+    script_names = [param.name for param in described.parameters]
+    mapped = set(described.mapped)  # the flags the daemon sets from the common fields
 
     assert form.algorithm() == "ppo"
     assert form.param_names() == [name for name in script_names if name not in mapped]

@@ -25,6 +25,9 @@ TYPES = (*SCALAR_TYPES, "text", "list[int]", "list[float]", "list[str]", "list[b
 BOOL_STYLES = ("store_true", "store_false", "tyro", "strtobool")
 # What a run's budget counts (RunConfig.budget's fields).
 BUDGET_BOUNDS = ("episodes", "timesteps")
+# describe's query asking for the parameters alone (a sweep's check of its space): ``{ONLY: PARAMETERS, ...}``.
+ONLY = "only"
+PARAMETERS = "parameters"
 # The RunConfig fields a form's starting values may set.
 STARTING_FIELDS = ("algorithm", "env_id", "seed", "budget.episodes", "budget.timesteps")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,99}")

@@ -1,9 +1,9 @@
 """Worker kinds as plugins: the interface a worker package implements, the catalog of installed kinds, bundles."""
 
+from gym_gui_sdk.contract import ONLY, PARAMETERS
+
 from gym_gui.workers.api import (
     LANE_TABS,
-    ONLY,
-    PARAMETERS,
     TABS,
     HelperOwner,
     LaunchContext,

@@ -82,11 +82,6 @@ class WorkerLauncher(Protocol):
         may answer its parameters alone."""
 
 
-# describe's query asking for the parameters alone: ``{ONLY: PARAMETERS, ...}``.
-ONLY = "only"
-PARAMETERS = "parameters"
-
-
 @dataclass(frozen=True)
 class ModelCheck:
     """What a worker kind's loader found in a model file offered for import."""

@@ -55,7 +55,8 @@ class GeneratedForm(RunForm):
         parent: QWidget | None = None,
     ) -> None:
         self.worker_kind = kind
-        self.spec = worker_catalog().spec(kind)
+        plugin = worker_catalog().plugin(kind)
+        self.spec = plugin.spec
         model = RunModel(kind, streams_steps=self.spec.lane is not Lane.ANALYTICS)
         if (
             self.spec.default_budget is not None
@@ -63,6 +64,7 @@ class GeneratedForm(RunForm):
             model.budget_kind, budget = self.spec.default_budget
             model.budget = str(budget)
         model.secrets = dict.fromkeys(self.spec.secrets, "")
+        model.take_form(plugin.form)  # what the plugin says of its form before the daemon is asked
         super().__init__(model, link, settings, parent)
         self.bundle_installed: bool | None = None
         self._generation = 0
@@ -116,6 +118,9 @@ class GeneratedForm(RunForm):
         self.start_from_combo, self.secret_edits = rows.start_from_combo, rows.secret_edits
         self.dry_run_check, self.dry_run_output = rows.dry_run_check, rows.dry_run_output
         self.wandb_mode_combo = self.tracking.wandb_mode_combo
+        self.wandb_project_edit = self.tracking.wandb_project_edit
+        self.wandb_entity_edit = self.tracking.wandb_entity_edit
+        self.wandb_run_name_edit = self.tracking.wandb_run_name_edit
         self.wandb_key_edit = self.tracking.wandb_key_edit
         self.capture_video_check = self.tracking.capture_video_check
 
@@ -311,8 +316,11 @@ class GeneratedForm(RunForm):
 
     @property
     def ready(self) -> bool:
-        """Whether the form can describe a run: its parameters are shown (or the bundle is missing)."""
-        return self.model.shown is not None or (self.bundle_installed is False and not self._loading)
+        """Whether the form can describe a run: its parameters are shown, or it needs none to (a kind
+        without variants runs on its parameters' defaults; a variant is typed while the bundle is missing)."""
+        if self.model.shown is not None or not self.model.form.variant_label:
+            return True
+        return self.bundle_installed is False and not self._loading
 
     def algorithm(self) -> str:
         return self.model.algorithm.strip()
@@ -333,8 +341,9 @@ class GeneratedForm(RunForm):
         return self.params_box.editor_widget(name)
 
     def can_submit(self) -> bool:
-        needs_variant = bool(self.model.form.variant_label)
-        return self.ready and not self._loading and (bool(self.algorithm()) or not needs_variant)
+        if not self.model.form.variant_label:
+            return True
+        return self.ready and not self._loading and bool(self.algorithm())
 
     # -------------------------------------------------------- command preview and dry run
 
