@@ -142,7 +142,7 @@ def cleanrl_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
             "algorithm": "ppo",
             "env_id": "CartPole-v1",
             "budget": {"timesteps": 30_000},
-            "tracking": {"capture_video": True},
+            "params": {"capture-video": True},
         },
     )
     open_tab(window, "Charts")

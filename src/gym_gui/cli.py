@@ -343,6 +343,12 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
         node[leaf] = value
 
 
+# The parameters `gym-gui train` has flags of its own for, which name files: a script checkout and its
+# interpreter (--scripts-dir, --python). Typed relative, they are made absolute where they were typed:
+# the daemon has another working directory.
+PATH_PARAMS = ("scripts_dir", "python")
+
+
 def build_config(config_file: Path | None, overrides: dict[str, Any], params: list[str]) -> RunConfig:
     """A RunConfig from a JSON file and/or flags: ``overrides`` maps dotted field paths
     (``budget.episodes``) to flag values (None: not given); flags win over the file."""
@@ -358,13 +364,14 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
             raise ConfigError(f"config file {config_file} is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {config_file} must hold a JSON object")
-        source = data.get("source")
-        if isinstance(source, dict):
-            # Paths in a config file are relative to the file, as a user who keeps both together expects.
-            base = config_file.resolve().parent
-            for key in ("scripts_dir", "python"):
-                if isinstance(source.get(key), str) and source[key]:
-                    source[key] = str(base / Path(source[key]).expanduser())
+        # Paths in a config file are relative to the file, as a user who keeps both together expects
+        # (a config written before they were params keeps them under ``source``).
+        base = config_file.resolve().parent
+        for section in ("params", "source"):
+            values = data.get(section)
+            for key in PATH_PARAMS:
+                if isinstance(values, dict) and isinstance(values.get(key), str) and values[key]:
+                    values[key] = str(base / Path(values[key]).expanduser())
     apply_overrides(data, overrides)
     if params:
         data["params"] = {**(data.get("params") or {}), **dict(_parse_param(p) for p in params)}
@@ -483,15 +490,15 @@ def train(
             "budget.timesteps": total_timesteps,
             "algorithm": algo,
             # The daemon runs elsewhere: paths are made absolute here, where they were typed.
-            "source.scripts_dir": str(scripts_dir.expanduser().resolve()) if scripts_dir else None,
-            "source.python": str(python.expanduser().absolute()) if python else None,
+            "params.scripts_dir": str(scripts_dir.expanduser().resolve()) if scripts_dir else None,
+            "params.python": str(python.expanduser().absolute()) if python else None,
             "resources.gpu": gpu,
             "resources.gpu_mandatory": gpu_mandatory,
             "tracking.wandb_mode": wandb,
             "tracking.wandb_project": wandb_project,
             "tracking.wandb_entity": wandb_entity,
             "tracking.wandb_base_url": wandb_base_url,
-            "tracking.capture_video": capture_video,
+            "params.capture-video": capture_video,
             "checkpoints.every_steps": checkpoint_every,
             "warm_start.run_id": WarmStart.reference(warm_start)["run_id"] if warm_start else None,
             "warm_start.checkpoint": WarmStart.reference(warm_start)["checkpoint"] if warm_start else None,

@@ -530,9 +530,9 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     cleanrl_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gym_gui_cleanrl_worker import plugin
+    from gym_gui_cleanrl_worker.form import ScriptSource
     from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
 
-    from gym_gui.core.config import ScriptSource
     from gym_gui.core.errors import ConfigError
     from gym_gui.storage.home import Home
     from gym_gui.workers import ONLY, PARAMETERS, BundleDirectory, LaunchContext
@@ -569,7 +569,7 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     assert len(asked) == 3
     # A sweep's check of its space asks for the parameters alone: the definitions already known.
     only = launcher.describe({ONLY: PARAMETERS, "algorithm": "ppo"})
-    assert set(only) == {"arguments", "mapped"} and "learning-rate" in str(only["arguments"])
+    assert only.variant == "ppo" and only.parameter("learning-rate") is not None and not only.variants
     assert len(asked) == 3
 
     # A reinstall of the bundle (a new install time in its marker) is asked again.
@@ -588,8 +588,8 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     checkout.mkdir()
     script = checkout / "ppo.py"
     script.write_text(Path(launcher.arguments(ScriptSource(), "ppo")["path"]).read_text())
-    own = {"source": {"scripts_dir": str(checkout)}}
-    launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params={"ent-coef": 0.01}, **own))
+    own = {"scripts_dir": str(checkout), "ent-coef": 0.01}
+    launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params=own))
     script.write_text(script.read_text().replace('"--ent-coef"', '"--entropy-coef"'))
     with pytest.raises(ConfigError, match="entropy-coef"):
-        launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params={"ent-coef": 0.01}, **own))
+        launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params=own))

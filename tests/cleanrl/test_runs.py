@@ -94,16 +94,17 @@ def test_ppo_trains_to_completion_and_its_run_directory_holds_everything(
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["tensorboard_dir"].startswith("runs/")
-    assert manifest["script"].endswith("cleanrl/ppo.py")
-    flags = manifest["script_command"]
+    assert manifest["extras"]["script"].endswith("cleanrl/ppo.py")
+    flags = manifest["extras"]["script_command"]
     for flag, value in [
         ("--env-id", "CartPole-v1"),
         ("--total-timesteps", "20000"),
         ("--seed", "1"),
         ("--cuda", "False"),
-        ("--torch-deterministic", "True"),
     ]:
         assert flags[flags.index(flag) + 1] == value
+    # The script's own switches are the run's parameters: none given, the script's defaults apply.
+    assert "--torch-deterministic" not in flags and "--capture-video" not in flags
     environment = manifest["environment"]
     assert environment["bundle"] == "cleanrl" and environment["python"].endswith("/cleanrl/bin/python")
     assert "cleanrl==1.2.0" in environment["packages"]
@@ -281,7 +282,7 @@ def test_captured_videos_are_registered_with_the_episode_they_show_and_its_retur
     cleanrl_daemon: tuple[DaemonClient, Home], algo: str, params: dict[str, Any]
 ) -> None:
     client, home = cleanrl_daemon
-    config = cleanrl_config(algo, "CartPole-v1", 2048, params=params, tracking={"capture_video": True})
+    config = cleanrl_config(algo, "CartPole-v1", 2048, params={**params, "capture-video": True})
     record, _ = client.submit(config)
     final = client.wait_for_end(record.run_id, timeout=300)
     assert final.state is RunState.COMPLETED, final.reason
@@ -348,7 +349,7 @@ def test_a_flag_the_script_rejects_fails_the_run_with_the_scripts_error_line(
     )
     (checkout / "ppo.py").write_text(source)
     config = cleanrl_config(
-        "ppo", "CartPole-v1", 1000, params={"num-envs": "-2"}, source={"scripts_dir": str(checkout)}
+        "ppo", "CartPole-v1", 1000, params={"num-envs": "-2", "scripts_dir": str(checkout)}
     )
     record, _ = client.submit(config)
     final = client.wait_for_end(record.run_id, timeout=120)

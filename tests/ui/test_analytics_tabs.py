@@ -82,7 +82,7 @@ def submitted(analytics_daemon: tuple[DaemonClient, Home]) -> dict[str, str]:
     """Two short PPO runs that differ only in seed (and tracking): seed 1 logs to W&B offline, seed 2 films."""
     client, _home = analytics_daemon
     seed1, _ = client.submit(ppo(1, tracking={"wandb_mode": "offline"}))
-    seed2, _ = client.submit(ppo(2, tracking={"capture_video": True}))
+    seed2, _ = client.submit(ppo(2, params={"num-steps": 128, "capture-video": True}))
     return {"seed1": seed1.run_id, "seed2": seed2.run_id}
 
 

@@ -70,8 +70,10 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert form.algorithm() == "ppo"
     assert form.param_names() == [name for name in script_names if name not in mapped]
     assert "env-id" in mapped and not mapped & set(form.param_names())
-    assert "torch-deterministic" not in form.param_names()  # set from the common "deterministic" box
-    assert form.deterministic_check.isChecked()
+    # The script's own switches are its parameters, with its defaults (no field of the common form sets them).
+    deterministic, video = form.param_editor("torch-deterministic"), form.param_editor("capture-video")
+    assert isinstance(deterministic, QCheckBox) and deterministic.isChecked()
+    assert isinstance(video, QCheckBox) and not video.isChecked()
     assert _line(form, "learning-rate").text() == "0.00025"
     assert _line(form, "num-envs").text() == "4"
     anneal = form.param_editor("anneal-lr")
@@ -241,7 +243,7 @@ def test_wandb_key_is_never_stored_and_values_come_back(
     assert files_containing(home.run_dir(run_id), API_KEY.encode()) == []
     # The preview was exactly the command the dry run resolved.
     manifest = json.loads((home.run_dir(run_id) / "manifest.json").read_text())
-    assert plan.argv == manifest["command"] and plan.script_argv == manifest["script_command"]
+    assert plan.argv == manifest["command"] and plan.script_argv == manifest["extras"]["script_command"]
 
     # A new form (the next start of the window) gets everything back except the key.
     again = _cleanrl_form(qtbot, link, Settings(home.root))

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gym_gui.ui.forms.cleanrl import CleanRLForm
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
@@ -22,6 +21,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.model_browser import COLUMNS, ImportModelDialog, ModelBrowser
 from gym_gui.ui.settings import Settings
@@ -173,7 +173,7 @@ def test_train_from_this_fills_the_form_to_start_from_the_model_and_the_run_name
     _select(qtbot, browser, trained["ppo"], checkpoint)
     browser.buttons["train"].click()
     form = window.control.forms.currentWidget()
-    assert isinstance(form, CleanRLForm) and window.control.roster.kind() == "cleanrl"
+    assert isinstance(form, GeneratedForm) and window.control.roster.kind() == "cleanrl"
     qtbot.waitUntil(lambda: "filled from the model" in form.status_label.text(), timeout=120_000)
     assert (form.model.algorithm, form.model.env_id) == ("ppo", "CartPole-v1")
     assert form.start_from_combo.currentText() == f"{trained['ppo']}:{checkpoint}"

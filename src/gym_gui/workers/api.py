@@ -40,7 +40,11 @@ class LaunchPlan:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
+    # Manifest fields every run has that the launcher knows (``environment``, ``warm_start_from``).
     manifest: dict[str, Any] = field(default_factory=dict)
+    # What the kind records of the run besides them (JSON; CleanRL: its script and the script's
+    # command line), kept as the manifest's ``extras``.
+    extras: dict[str, Any] = field(default_factory=dict)
     # The run's secrets this worker gets (None: all of them); the rest never reach its process.
     secrets: dict[str, str] | None = None
     # The program the worker runs in turn, when it wraps one (CleanRL: the script with its flags);
@@ -101,6 +105,16 @@ class HelperOwner(Protocol):
 
     def close(self) -> None:
         """Stop them: the daemon is stopping. Runs they started go on, as workers do."""
+        ...
+
+
+@runtime_checkable
+class InterpreterChooser(Protocol):
+    """A launcher whose runs may bring an interpreter of their own instead of the kind's bundle
+    (optional; CleanRL's ``params.python``): the daemon installs the bundle only for runs that use it."""
+
+    def uses_bundle(self, config: RunConfig) -> bool:
+        """Whether a run of ``config`` runs in the kind's bundle."""
         ...
 
 

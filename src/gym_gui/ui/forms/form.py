@@ -111,10 +111,7 @@ class GeneratedForm(RunForm):
         self.budget_edit, self.budget_kind_combo = rows.budget_edit, rows.budget_kind_combo
         self.render_fps_spin, self.executor_row = rows.render_fps_spin, rows.executor_row
         self.gpu_check, self.gpu_mandatory_check = rows.gpu_check, rows.gpu_mandatory_check
-        self.deterministic_check, self.checkpoint_every_edit = (
-            rows.deterministic_check,
-            rows.checkpoint_every_edit,
-        )
+        self.checkpoint_every_edit = rows.checkpoint_every_edit
         self.start_from_combo, self.secret_edits = rows.start_from_combo, rows.secret_edits
         self.dry_run_check, self.dry_run_output = rows.dry_run_check, rows.dry_run_output
         self.wandb_mode_combo = self.tracking.wandb_mode_combo
@@ -122,7 +119,6 @@ class GeneratedForm(RunForm):
         self.wandb_entity_edit = self.tracking.wandb_entity_edit
         self.wandb_run_name_edit = self.tracking.wandb_run_name_edit
         self.wandb_key_edit = self.tracking.wandb_key_edit
-        self.capture_video_check = self.tracking.capture_video_check
 
     def refresh(self) -> None:
         self.rows.refresh()

@@ -74,8 +74,6 @@ class CommonRows(QGroupBox):
             "Use a GPU when torch in the worker's bundle sees one; without one the run goes on the CPU "
             "with a warning (the daemon checks at launch)."
         )
-        self.deterministic_check = QCheckBox("deterministic")
-        self.deterministic_check.setToolTip("Deterministic cuDNN kernels (CleanRL's --torch-deterministic).")
         self.gpu_mandatory_check = QCheckBox("mandatory")
         self.gpu_mandatory_check.setToolTip("Fail before launch when no GPU is available.")
         self.checkpoint_every_edit = QLineEdit()
@@ -121,7 +119,6 @@ class CommonRows(QGroupBox):
             bind(self.render_fps_spin, model, "render_fps", changed),
             bind(self.gpu_check, model, "resources.gpu", changed),
             bind(self.gpu_mandatory_check, model, "resources.gpu_mandatory", changed),
-            bind(self.deterministic_check, model, "resources.torch_deterministic", changed),
             bind(self.checkpoint_every_edit, model, "checkpoint_every", changed),
             bind(self.start_from_combo, model, "warm_start", changed),
             bind(self.notes_edit, model, "notes", changed),
@@ -138,8 +135,7 @@ class CommonRows(QGroupBox):
         gpu.setContentsMargins(0, 0, 0, 0)
         gpu.addWidget(self.gpu_check, 0, 0, 1, 3)
         gpu.addWidget(self.gpu_mandatory_check, 1, 0)
-        gpu.addWidget(self.deterministic_check, 1, 1)
-        gpu.setColumnStretch(2, 1)
+        gpu.setColumnStretch(1, 1)
         form = self.form_rows = QFormLayout(self)
         form.addRow("Environment", self.env_combo)
         form.addRow("", self.env_note)

@@ -75,7 +75,6 @@ class TrackingModel:
     # Typed in the form, else the key W&B's own tools find (WANDB_API_KEY, a `wandb login`): handed to
     # the worker only (secret_env); never in values() or the config.
     wandb_api_key: str = ""
-    capture_video: bool = False
 
     @property
     def tracked(self) -> bool:
@@ -91,7 +90,6 @@ class TrackingModel:
             "wandb_entity": given(self.wandb_entity),
             "wandb_run_name": given(self.wandb_run_name),
             "wandb_base_url": given(self.wandb_server),
-            "capture_video": self.capture_video,
         }
 
     def secret_env(self) -> dict[str, str]:
@@ -107,43 +105,34 @@ class TrackingModel:
             "wandb_entity": self.wandb_entity,
             "wandb_run_name": self.wandb_run_name,
             "wandb_server": self.wandb_server,
-            "capture_video": self.capture_video,
         }
 
     def restore(self, values: dict[str, Any]) -> None:
         for key in ("wandb_project", "wandb_entity", "wandb_run_name", "wandb_server"):
             if (text := text_value(values, key)) is not None:
                 setattr(self, key, text)
-        if isinstance(values.get("capture_video"), bool):
-            self.capture_video = values["capture_video"]
         if text_value(values, "wandb_mode") in WANDB_MODES:
             self.wandb_mode = values["wandb_mode"]
 
 
 @dataclass
 class ResourcesModel:
-    """The GPU a run asks for (``resources``): wanted, mandatory, and deterministic kernels."""
+    """The GPU a run asks for (``resources``): wanted, and whether the run fails without one."""
 
     gpu: bool = False
     gpu_mandatory: bool = False
-    torch_deterministic: bool = True
 
     def config_data(self) -> dict[str, Any]:
         return {
             "gpu": self.gpu,
             "gpu_mandatory": self.gpu and self.gpu_mandatory,  # without gpu it is not asked for
-            "torch_deterministic": self.torch_deterministic,
         }
 
     def values(self) -> dict[str, Any]:
-        return {
-            "gpu": self.gpu,
-            "gpu_mandatory": self.gpu_mandatory,
-            "torch_deterministic": self.torch_deterministic,
-        }
+        return {"gpu": self.gpu, "gpu_mandatory": self.gpu_mandatory}
 
     def restore(self, values: dict[str, Any]) -> None:
-        for key in ("gpu", "gpu_mandatory", "torch_deterministic"):
+        for key in ("gpu", "gpu_mandatory"):
             if isinstance(values.get(key), bool):
                 setattr(self, key, values[key])
 

@@ -8,6 +8,7 @@ contract only, so it is plain Python in either environment.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gym_gui_sdk.contract import EnvChoice, FormSpec, ParameterSpec, Section, Variant
@@ -20,12 +21,39 @@ MAPPED_FLAGS: dict[str, str] = {
     "seed": "seed",
     "total-timesteps": "budget.timesteps",
     "cuda": "resources.gpu",
-    "torch-deterministic": "resources.torch_deterministic",
     "track": "tracking.wandb_mode",
     "wandb-project-name": "tracking.wandb_project",
     "wandb-entity": "tracking.wandb_entity",
-    "capture-video": "tracking.capture_video",
 }
+# The kind's own parameters (never a script's flag): where the scripts and their interpreter come from.
+SOURCE_PARAMS = ("scripts_dir", "python")
+
+
+@dataclass(frozen=True)
+class ScriptSource:
+    """Where a run's scripts and interpreter come from: a user's CleanRL checkout (``scripts_dir``) and
+    interpreter (``python``), each None for the bundle's own (the run's params of those names)."""
+
+    scripts_dir: str | None = None
+    python: str | None = None
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> ScriptSource:
+        """The source a run's params (or a describe query) name; empty values are the bundle's."""
+        found = {name: values.get(name) or None for name in SOURCE_PARAMS}
+        return cls(**{name: value if isinstance(value, str) else None for name, value in found.items()})
+
+    @property
+    def bundled(self) -> bool:
+        """Whether the bundle's own scripts run in the bundle's own interpreter."""
+        return self.scripts_dir is None and self.python is None
+
+
+def script_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's params without the kind's own (:data:`SOURCE_PARAMS`): the script's flags."""
+    return {name: value for name, value in params.items() if name not in SOURCE_PARAMS}
+
+
 # What a CleanRL form offers besides the script's arguments.
 SECTIONS = frozenset({Section.TRACKING, Section.GPU, Section.WARM_START, Section.CHECKPOINTS})
 # A form no one has filled yet starts on ppo's own setting: a first run made before the bundle is

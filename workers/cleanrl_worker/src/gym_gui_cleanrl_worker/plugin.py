@@ -20,7 +20,7 @@ from typing import Any
 
 from gym_gui_sdk.contract import FormSpec
 
-from gym_gui.core.config import RunConfig, ScriptSource
+from gym_gui.core.config import RunConfig, check_path_text
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
@@ -36,6 +36,7 @@ from gym_gui.workers import (
     WorkerPlugin,
 )
 from gym_gui_cleanrl_worker import form as cleanrl_form
+from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_params
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,7 @@ class CleanRLLauncher:
         if source.python:
             python = Path(source.python)
             if not python.is_file():
-                raise ConfigError(f"field 'source.python': no interpreter at {python}")
+                raise ConfigError(f"field 'params.python': no interpreter at {python}")
             return python
         if not self.bundles.installed(self.bundle):
             raise ConfigError(
@@ -175,7 +176,7 @@ class CleanRLLauncher:
             return []
         scripts = Path(source.scripts_dir)
         if not scripts.is_dir():
-            raise ConfigError(f"field 'source.scripts_dir': {scripts} is not a directory")
+            raise ConfigError(f"field 'params.scripts_dir': {scripts} is not a directory")
         return ["--scripts-dir", str(scripts)]
 
     def _ask(self, source: ScriptSource, *args: str) -> Any:
@@ -222,9 +223,7 @@ class CleanRLLauncher:
         own arguments (parameters) and the environments it trains on (:meth:`envs`); ``scripts_dir``
         and ``python`` name a user's checkout and interpreter. No scripts while the bundle is not
         installed and no interpreter is named."""
-        source = ScriptSource(
-            scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
-        )
+        source = ScriptSource.of(query)
         if source.python is None and not self.bundles.installed(self.bundle):
             return cleanrl_form.without_bundle()
         algorithm = query.get("algorithm") or ""
@@ -257,7 +256,8 @@ class CleanRLLauncher:
             raise ConfigError("field 'budget.timesteps': CleanRL trains for a number of environment steps")
         if config.warm_start is not None:
             self._warm_start(config)
-        if self.bundles.installed(self.bundle) or config.source.python:
+        _check_source(config)
+        if self.bundles.installed(self.bundle) or ScriptSource.of(config.params).python:
             resolved = self._resolve(config, gpu=False)
             with self._lock:
                 self._resolved[(config.model_dump_json(), False)] = resolved
@@ -395,11 +395,12 @@ class CleanRLLauncher:
         assert config.algorithm is not None
         # The verdict (the script runs here, and trains on the env) is a question of its own; the
         # definitions are the form's answer, so a daemon that has shown the form asks only that.
-        self._ask(config.source, "--algo", config.algorithm, "--env-id", config.env_id)
-        description = self.arguments(config.source, config.algorithm)
+        source = ScriptSource.of(config.params)
+        self._ask(source, "--algo", config.algorithm, "--env-id", config.env_id)
+        description = self.arguments(source, config.algorithm)
         try:
             return resolve_command(
-                description, json.loads(json.dumps(config.params)), self._mapped(config, gpu)
+                description, json.loads(json.dumps(script_params(config.params))), self._mapped(config, gpu)
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
@@ -411,9 +412,7 @@ class CleanRLLauncher:
             "exp-name": config.algorithm,
             "env-id": config.env_id,
             "cuda": gpu,
-            "torch-deterministic": config.resources.torch_deterministic,
             "track": config.tracking.wandb_mode != "disabled",
-            "capture-video": config.tracking.capture_video,
         }
         if config.seed is not None:
             mapped["seed"] = config.seed
@@ -430,8 +429,7 @@ class CleanRLLauncher:
         """Whether ``config``'s script can start from the bundle's zygote: the bundle's own interpreter
         and scripts (another's modules are not the ones the zygote imported), and warm starts not
         turned off in the daemon's environment."""
-        source = config.source
-        return source.python is None and source.scripts_dir is None and os.environ.get(WARM_SWITCH) != "0"
+        return ScriptSource.of(config.params).bundled and os.environ.get(WARM_SWITCH) != "0"
 
     def _ensure_zygote(self, python: Path) -> None:
         """Have the bundle's zygote listen (started, or started again after a reinstall); one that cannot
@@ -453,13 +451,17 @@ class CleanRLLauncher:
             self._ensure_zygote(python)
         return {}
 
+    def uses_bundle(self, config: RunConfig) -> bool:
+        """Whether the run's scripts run in the bundle's interpreter (not in ``params.python``)."""
+        return ScriptSource.of(config.params).python is None
+
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
         return _cuda_available(self.python(source))
 
     def _environment(self, config: RunConfig, python: Path) -> dict[str, Any]:
         """The interpreter the script runs in and its exact package set (pip freeze)."""
-        if config.source.python is None:
+        if ScriptSource.of(config.params).python is None:
             return {
                 "bundle": self.bundle,
                 "python": str(python),
@@ -478,7 +480,7 @@ class CleanRLLauncher:
     def plan(
         self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
     ) -> LaunchPlan:
-        python = self.python(config.source)
+        python = self.python(ScriptSource.of(config.params))
         warnings: list[str] = []
         # MuJoCo renders (videos, evaluation frames) headless through EGL: a daemon has no display.
         env: dict[str, str] = dict(HEADLESS_GL)
@@ -555,13 +557,42 @@ class CleanRLLauncher:
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
         script_argv = [str(python), script, *flags]
-        manifest: dict[str, Any] = {"script": script, "script_command": script_argv}
-        manifest["environment"] = self._environment(config, python)
+        manifest: dict[str, Any] = {"environment": self._environment(config, python)}
         if warm_start is not None:
             manifest["warm_start_from"] = warm_start
         return LaunchPlan(
-            argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets, script_argv=script_argv
+            argv=argv,
+            env=env,
+            warnings=warnings,
+            manifest=manifest,
+            extras={"script": script, "script_command": script_argv},
+            secrets=secrets,
+            script_argv=script_argv,
         )
+
+
+def _check_source(config: RunConfig) -> None:
+    """Refuse a checkout or interpreter (``params.scripts_dir``, ``params.python``) that names no file.
+
+    Raises:
+        ConfigError: naming the parameter: not text, not a path, or not absolute (the daemon has
+            another working directory; clients resolve what a user typed before sending it).
+    """
+    for name in SOURCE_PARAMS:
+        value = config.params.get(name)
+        if value is None or value == "":
+            continue
+        field = f"field 'params.{name}'"
+        if not isinstance(value, str):
+            raise ConfigError(f"{field}: expected a path, got {value!r}")
+        try:
+            check_path_text(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{field}: {exc}") from None
+        if not Path(value).is_absolute():
+            raise ConfigError(
+                f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
+            )
 
 
 def warm_start_family(algorithm: str | None) -> str | None:

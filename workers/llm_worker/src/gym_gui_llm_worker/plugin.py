@@ -111,8 +111,8 @@ class LLMLauncher(ModuleLauncher):
         # The endpoint's key, when the run was given one; no other secret reaches this worker.
         key = secret_env.get(llm_params.API_KEY_ENV)
         secrets = {llm_params.API_KEY_ENV: key} if key else {}
-        manifest = {"llm": {"base_url": params.base_url, "model": params.model}}
-        return LaunchPlan(argv=argv, secrets=secrets, manifest=manifest)
+        extras = {"llm": {"base_url": params.base_url, "model": params.model}}
+        return LaunchPlan(argv=argv, secrets=secrets, extras=extras)
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
         """The parameters the generated form shows; with ``env_id`` in ``query``, the system

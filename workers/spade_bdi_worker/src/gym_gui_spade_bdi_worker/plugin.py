@@ -128,7 +128,7 @@ class SpadeBDILauncher(ModuleLauncher):
                 )
             secrets[PASSWORD_ENV] = secret_env[PASSWORD_ENV]
         return LaunchPlan(
-            argv=argv, secrets=secrets, manifest={"q_table_source": str(source) if source else None}
+            argv=argv, secrets=secrets, extras={"q_table_source": str(source) if source else None}
         )
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
