@@ -313,7 +313,7 @@ def test_the_optuna_tab_of_a_trial_run_highlights_its_trial_links_trials_to_runs
     qtbot.waitUntil(lambda: "filled from study 'sweep'" in form.status_label.text(), timeout=120_000)
     assert not form.error_label.isVisible()  # every name found its field
     model = form.model
-    assert (model.algorithm, model.env_id, model.seed, model.total_timesteps) == (
+    assert (model.algorithm, model.env_id, model.seed, model.budget) == (
         "ppo",
         "CartPole-v1",
         3,
