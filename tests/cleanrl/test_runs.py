@@ -625,7 +625,7 @@ def test_gpu_wish_falls_back_to_cpu_with_a_warning_and_a_mandatory_gpu_fails_bef
     warnings = [e.message for e in reader.events() if e.level == "WARNING"]
     reader.close()
     assert any("runs on the CPU" in w or "goes on the CPU" in w for w in warnings), warnings
-    flags = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())["script_command"]
+    flags = json.loads((home.run_dir(record.run_id) / "manifest.json").read_text())["extras"]["script_command"]
     assert flags[flags.index("--cuda") + 1] == "False"
 
     record, _ = client.submit(
