@@ -1,7 +1,9 @@
 """The CleanRL worker's plugin: how gym_gui lists, checks, describes and launches CleanRL runs.
 
 This module runs in gym_gui's own environment (the daemon loads it through the ``gym_gui.workers``
-entry point); everything else in the package runs inside the cleanrl bundle, which has no gym_gui.
+entry point), with what it imports of this package: ``zygote`` (the owner of the fork servers) and,
+in the daemon when a run's flags are made, ``describe`` with ``scripts`` and ``envs`` (plain Python,
+no torch or gym). The rest runs inside the cleanrl bundle, which has no gym_gui.
 """
 
 from __future__ import annotations
