@@ -7,7 +7,9 @@ STAMP := $(VENV)/.installed
 # Every package .venv gets, at the version `make test` (and so CI) ran: gym_gui's dependencies and its
 # dev and ray extras. `make lock` writes it; the local packages go on top of it, editable.
 LOCK := requirements.lock
-KINDS := workers/random_worker workers/cleanrl_worker workers/spade_bdi_worker workers/llm_worker
+# A worker kind is a folder of workers/ with a pyproject.toml: its package, its bundle's
+# requirements.txt and its tests/ live there, so adding a kind touches nothing outside it.
+KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.toml)))
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
@@ -26,11 +28,11 @@ test: install bundles lint typecheck imports pytest
 
 install: sysdeps $(STAMP)
 
-# Worker venvs (bundles/*.txt); a no-op once installed, rebuilt when a requirements file changes.
+# Worker venvs: every bundle an installed kind declares (its workers/<kind>/requirements.txt); a
+# no-op once installed, rebuilt when a requirements file changes.
 bundles: install
-	$(BIN)/gym-gui bundles install cleanrl
-	$(BIN)/gym-gui bundles install spade_bdi
-	$(BIN)/gym-gui bundles install llm
+	@names=$$($(BIN)/python -c 'from gym_gui.workers import worker_catalog; print(*sorted(worker_catalog().bundles()))') && \
+	for name in $$names; do $(BIN)/gym-gui bundles install $$name || exit 1; done
 
 sysdeps:
 	@scripts/sysdeps.sh
@@ -48,11 +50,14 @@ $(STAMP): $(LOCK) $(PROJECTS)
 # while it still fits; LOCK_ARGS=--upgrade (or --upgrade-package NAME) takes the newest that fits.
 LOCK_ARGS ?=
 lock: install
+	@cp $(LOCK) $(LOCK).new
 	printf -- '-e %s\n' sdk $(KINDS) '.[dev,ray]' | $(BIN)/uv pip compile - --quiet --python $(BIN)/python \
-		--custom-compile-command "make lock" $(LOCK_ARGS) -o $(LOCK)
-	@# The local packages are not locked (make install adds them): drop their lines and notes.
-	awk '/^-e /{local = 1; next} local && /^ /{next} {local = 0; print}' $(LOCK) > $(LOCK).new
-	mv $(LOCK).new $(LOCK)
+		--custom-compile-command "make lock" $(LOCK_ARGS) -o $(LOCK).new
+	@# The local packages are not locked (make install adds them): drop their lines and notes. The
+	@# lock is replaced only when it changed, so that make install stays a no-op otherwise.
+	@awk '/^-e /{local = 1; next} local && /^ /{next} {local = 0; print}' $(LOCK).new > $(LOCK).next
+	@rm $(LOCK).new
+	@if cmp -s $(LOCK).next $(LOCK); then rm $(LOCK).next; else mv $(LOCK).next $(LOCK); fi
 
 lint:
 	$(BIN)/ruff check .

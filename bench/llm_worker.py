@@ -41,7 +41,7 @@ from gym_gui.protocol.client import DaemonClient  # noqa: E402
 from gym_gui.storage.home import Home  # noqa: E402
 from gym_gui.storage.run_dir import RunDir  # noqa: E402
 from gym_gui.storage.telemetry import TelemetryReader  # noqa: E402
-from tests.llm.chat_server import MODEL, ChatServer, fixed  # noqa: E402
+from workers.llm_worker.tests.chat_server import MODEL, ChatServer, fixed  # noqa: E402
 
 
 def config(url: str, steps: int, parallel: int) -> RunConfig:
