@@ -1,10 +1,10 @@
 """LLM worker: concurrent episodes against a model with a fixed latency, and the worker's own time per step.
 
-A chat-completions server on loopback (the suite's, tests/llm/chat_server.py) answers every request
-after a fixed latency (default 200 ms) with "left" — on FrozenLake's top-left corner a move that
-changes nothing, so the worker asks again every step and an episode lasts as long as the budget
-lets it. Two runs of the LLM Multi-Step Worker through a daemon of a fresh temporary GYM_GUI_HOME,
-each with a budget of 64 steps (one call per step):
+A chat-completions server on loopback (the suite's, workers/llm_worker/tests/chat_server.py)
+answers every request after a fixed latency (default 200 ms) with "left" — on FrozenLake's top-left
+corner a move that changes nothing, so the worker asks again every step and an episode lasts as
+long as the budget lets it. Two runs of the LLM Multi-Step Worker through a daemon of a fresh
+temporary GYM_GUI_HOME, each with a budget of 64 steps (one call per step):
 
 - reference: one episode at a time (``parallel=1``): 64 calls one after the other;
 - concurrent: 8 episodes at once (``parallel=8``).
