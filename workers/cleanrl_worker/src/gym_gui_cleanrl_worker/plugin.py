@@ -69,10 +69,10 @@ WARM_START_NETWORKS: dict[str, str] = {"ppo": "agent", "dqn": "q_network"}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
-    requirements="bundles/cleanrl.txt",
+    requirements="workers/cleanrl_worker/requirements.txt",
     extra_steps=(
         PipStep(
-            # Its metadata asks for Python < 3.11 and pins 2022 releases; bundles/cleanrl.txt
+            # Its metadata asks for Python < 3.11 and pins 2022 releases; the requirements file
             # holds the set its scripts run with here.
             "installing cleanrl 1.2.0 (no deps, ignoring its Python < 3.11 cap)",
             ("--no-deps", "--ignore-requires-python", "cleanrl==1.2.0"),
@@ -89,7 +89,7 @@ BUNDLE = BundleSpec(
         "gym_gui_cleanrl_worker",
         "mujoco",
     ),
-    # bundles/cleanrl.txt pins torch==X; the install chooses its build: CPU unless asked for CUDA.
+    # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
 )
 

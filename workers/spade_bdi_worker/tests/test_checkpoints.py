@@ -13,7 +13,8 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from tests.spade_bdi.conftest import (
+from tests.support import wait_until, wait_until_stable
+from workers.spade_bdi_worker.tests.conftest import (
     all_steps,
     artifacts,
     bdi_config,
@@ -23,7 +24,6 @@ from tests.spade_bdi.conftest import (
     run_to_end,
     success_rate,
 )
-from tests.support import wait_until, wait_until_stable
 
 
 @pytest.fixture(scope="module")

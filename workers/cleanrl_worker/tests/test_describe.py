@@ -536,8 +536,8 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     from gym_gui.core.errors import ConfigError
     from gym_gui.storage.home import Home
     from gym_gui.workers import ONLY, PARAMETERS, BundleDirectory, LaunchContext
-    from tests.cleanrl.test_runs import cleanrl_config
-    from tests.conftest import SHARED_BUNDLES
+    from tests.fixtures import SHARED_BUNDLES
+    from workers.cleanrl_worker.tests.test_runs import cleanrl_config
 
     bundles = BundleDirectory(Path(SHARED_BUNDLES))
     launcher = CleanRLLauncher(LaunchContext(Home(tmp_path / "h").ensure(), bundles))

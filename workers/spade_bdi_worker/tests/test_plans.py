@@ -13,12 +13,16 @@ from pathlib import Path
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from tests.spade_bdi.conftest import all_steps, bdi_config, episodes, final_table, run_to_end, success_rate
-
-SHIPPED = (
-    Path(__file__).resolve().parents[2]
-    / "workers/spade_bdi_worker/src/gym_gui_spade_bdi_worker/asl/q_learning.asl"
+from workers.spade_bdi_worker.tests.conftest import (
+    all_steps,
+    bdi_config,
+    episodes,
+    final_table,
+    run_to_end,
+    success_rate,
 )
+
+SHIPPED = Path(__file__).resolve().parents[1] / "src/gym_gui_spade_bdi_worker/asl/q_learning.asl"
 # Stop exploring for good once the success rate passes a threshold: placed before the shipped
 # schedule, this plan is the one chosen whenever its context holds. (The belief is replaced by
 # removing the one held: AgentSpeak's `-+epsilon(0)` removes only a belief `epsilon(0)`.)

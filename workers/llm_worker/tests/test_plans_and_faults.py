@@ -6,9 +6,9 @@ from gym_gui.core.controls import Control
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from tests.llm.chat_server import Answer, ChatServer, Sequence, fixed, solver
-from tests.llm.support import completed, llm_config, run_to_end, stored
 from tests.support import wait_until, wait_until_stable
+from workers.llm_worker.tests.chat_server import Answer, ChatServer, Sequence, fixed, solver
+from workers.llm_worker.tests.support import completed, llm_config, run_to_end, stored
 
 
 def test_a_plan_is_played_to_its_end_then_the_model_is_asked_again(client: DaemonClient, home: Home) -> None:

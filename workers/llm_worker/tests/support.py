@@ -14,7 +14,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.llm.chat_server import MODEL
+from workers.llm_worker.tests.chat_server import MODEL
 
 
 def llm_config(

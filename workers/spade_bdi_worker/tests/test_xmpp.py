@@ -16,8 +16,8 @@ import pytest
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from tests.spade_bdi.conftest import bdi_config, episodes, run_to_end
 from tests.support import files_containing, wait_until
+from workers.spade_bdi_worker.tests.conftest import bdi_config, episodes, run_to_end
 
 JID = "bdi@localhost"
 PASSWORD = "throwaway-Prosody-secret-7f3a"

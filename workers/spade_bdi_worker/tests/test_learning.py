@@ -26,7 +26,8 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
-from tests.spade_bdi.conftest import (
+from tests.support import wait_until
+from workers.spade_bdi_worker.tests.conftest import (
     all_steps,
     bdi_config,
     episodes,
@@ -35,7 +36,6 @@ from tests.spade_bdi.conftest import (
     run_to_end,
     success_rate,
 )
-from tests.support import wait_until
 
 
 def test_fast_mode_learns_the_lake_and_stores_every_step_with_its_q_values(

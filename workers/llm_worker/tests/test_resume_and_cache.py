@@ -10,8 +10,8 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from tests.llm.chat_server import Answer, ChatServer, solver
-from tests.llm.support import Stored, completed, llm_config, run_to_end, stored
+from workers.llm_worker.tests.chat_server import Answer, ChatServer, solver
+from workers.llm_worker.tests.support import Stored, completed, llm_config, run_to_end, stored
 
 PRICES = {"price_in": 3.0, "price_out": 15.0}  # USD per million tokens
 

@@ -12,9 +12,9 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from tests.llm.chat_server import MODEL, ChatServer, prose, solver
-from tests.llm.support import completed, llm_config, run_to_end, stored, unused_url
 from tests.support import files_containing, gym_gui
+from workers.llm_worker.tests.chat_server import MODEL, ChatServer, prose, solver
+from workers.llm_worker.tests.support import completed, llm_config, run_to_end, stored, unused_url
 
 KEY = "sk-test-4f1c2e9b7a"
 

@@ -17,7 +17,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.workers import BundleDirectory
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon
 
 # A few hundred episodes of the 4x4 lake take seconds; a run that needs minutes is a hung one.

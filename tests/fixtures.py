@@ -1,4 +1,7 @@
-"""Suite-wide fixtures: every test runs against its own temporary GYM_GUI_HOME; a real daemon on demand."""
+"""Suite-wide fixtures: every test runs against its own temporary GYM_GUI_HOME; a real daemon on demand.
+
+The root conftest.py loads this module, so it serves tests/ and every kind's workers/<kind>/tests/ alike.
+"""
 
 from __future__ import annotations
 
@@ -28,13 +31,14 @@ SHARED_BUNDLES = str(Home().bundles_dir)
 # `make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`). A file's tests
 # stay together in one of them, so its module fixtures (a daemon, a bundle's zygote) start once; so
 # do a folder's whose session fixture starts a service (the Ray head, PostgreSQL).
-_ONE_PROCESS_FOLDERS = frozenset({"cluster", "sweeps"})
+_ONE_PROCESS_FOLDERS = frozenset({"tests/cluster", "tests/sweeps"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        where = item.path.relative_to(REPO / "tests")
-        group = where.parts[0] if where.parts[0] in _ONE_PROCESS_FOLDERS else where.as_posix()
+        where = item.path.relative_to(REPO)
+        folder = "/".join(where.parts[:2])
+        group = folder if folder in _ONE_PROCESS_FOLDERS else where.as_posix()
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -27,7 +27,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import (
     assert_one_line_error,
     files_containing,
