@@ -1,4 +1,5 @@
-"""How the runs table draws its cells: the state as a coloured badge (with a warning mark), progress as a bar."""
+"""How the runs table draws its cells: the state as a coloured badge (with a warning mark), progress
+as a bar."""
 
 from __future__ import annotations
 

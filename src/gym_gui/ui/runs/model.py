@@ -262,7 +262,8 @@ class RunsModel(QAbstractTableModel):
 
 
 class ArchivedFilter(QSortFilterProxyModel):
-    """The rows the table shows: archived runs only while "Archived" is checked; sorted by :data:`SORT_ROLE`."""
+    """The rows the table shows (archived runs only while "Archived" is checked), sorted by
+    :data:`SORT_ROLE`."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.errors import StorageError
-from gym_gui.core.records import EpisodeRecord, RunRecord, StepRecord
+from gym_gui.core.records import RunRecord, StepRecord
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
@@ -27,6 +27,7 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_view import EnvView
 from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.tabs.episode_choice import EpisodeChoice
 from gym_gui.ui.tabs.replay_model import ReplayModel
 from gym_gui.ui.tabs.replay_storage import ReplayStorage
 from gym_gui.ui.tabs.step_details import StepDetails
@@ -38,18 +39,14 @@ log = logging.getLogger(__name__)
 POLL_MS = 1000
 
 
-def _episode_label(episode: EpisodeRecord) -> str:
-    return f"episode {episode.episode} — return {episode.total_reward:.6g}, {episode.steps} steps"
-
-
 class ReplayTab(RunTab):
     """Replay of the attached run's stored episodes.
 
     Storage is read directly (read-only, WAL: safe while the daemon writes). Which steps are held,
     which is shown and the playback clock are the :class:`ReplayModel`'s (``model``): only a window
-    of :data:`~gym_gui.ui.tabs.replay_model.WINDOW` steps around the slider is in memory, and a step without a picture shows the
-    latest one at or before it. The tab lists the episodes, polled for new ones every second while
-    the run is active, and shows the model's step.
+    of steps around the slider is in memory, and a step without a picture shows the latest one at
+    or before it. The tab lists the episodes (:class:`EpisodeChoice`), polled for new ones every
+    second while the run is active, and shows the model's step.
     """
 
     title = "Replay"
@@ -57,13 +54,10 @@ class ReplayTab(RunTab):
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(link, parent)
         # A failed read says why on the notice line (built below, before any read).
-        self.storage = ReplayStorage(on_error=lambda message: self.notice.setText(message))
-        storage = self.storage
+        storage = self.storage = ReplayStorage(on_error=lambda message: self.notice.setText(message))
         self.model = ReplayModel(
             storage.steps, storage.last_step_of, storage.latest_render, fps=DEFAULT_RENDER_FPS
         )
-        self._episodes: list[EpisodeRecord] = []
-        self._live: tuple[int, int] | None = None  # the episode being played now and its last stored step
         self._shown_render: tuple[int, int] | None = None  # (episode, step) of the picture drawn
         self._play_timer = QTimer(self)
         self._play_timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -77,13 +71,8 @@ class ReplayTab(RunTab):
         self._set_enabled(False)
 
     def _build(self) -> None:
-        self.episode_combo = QComboBox()
-        self.episode_combo.setMinimumContentsLength(32)
-        # Sizing to the contents would measure every label: runs have tens of thousands of episodes.
-        self.episode_combo.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-        )
-        self.episode_combo.currentIndexChanged.connect(self._combo_changed)
+        self.episode_combo = EpisodeChoice()
+        self.episode_combo.picked.connect(self.select_episode)
         self.notice = QLabel()
 
         self.env_view = EnvView(self)
@@ -157,12 +146,8 @@ class ReplayTab(RunTab):
     def attach(self, run: RunRecord) -> None:
         super().attach(run)
         self._close_storage()
-        self._episodes = []
-        self._live = None
         self.model.rows_loaded = self.model.render_queries = 0
-        self.episode_combo.blockSignals(True)
-        self.episode_combo.clear()
-        self.episode_combo.blockSignals(False)
+        self.episode_combo.forget()
         self._clear_step("Loading…")
         self._set_videos(None)
         self.panes.attach(run)
@@ -180,11 +165,7 @@ class ReplayTab(RunTab):
         self.pause()
         self._poll_timer.stop()
         self._close_storage()
-        self._episodes = []
-        self._live = None
-        self.episode_combo.blockSignals(True)
-        self.episode_combo.clear()
-        self.episode_combo.blockSignals(False)
+        self.episode_combo.forget()
         self._clear_step("No run selected.")
         self.panes.detach()
         self._videos_generation += 1
@@ -232,7 +213,7 @@ class ReplayTab(RunTab):
         self.source_combo.setItemText(1, f"Captured videos ({len(videos)})")
         if not videos:
             self.source_combo.setCurrentIndex(0)
-        elif not self._episode_numbers():
+        elif not self.episode_combo.numbers():
             # No stored steps (analytics lane): the videos are the replay.
             self.source_combo.setCurrentIndex(1)
 
@@ -250,12 +231,6 @@ class ReplayTab(RunTab):
 
     # ------------------------------------------------------------ episodes
 
-    def _episode_numbers(self) -> list[int]:
-        numbers = [episode.episode for episode in self._episodes]
-        if self._live is not None:
-            numbers.append(self._live[0])
-        return numbers
-
     def refresh_episodes(self) -> None:
         """Read episodes stored since the last refresh (and the one in progress) into the list."""
         if not self.storage.open(self.telemetry_path):
@@ -264,7 +239,7 @@ class ReplayTab(RunTab):
         reader = self.storage.reader
         assert reader is not None
         try:
-            new = reader.episodes(offset=len(self._episodes))
+            new = reader.episodes(offset=len(self.episode_combo.ended))
         except StorageError as exc:
             self.notice.setText(str(exc))
             return
@@ -275,33 +250,20 @@ class ReplayTab(RunTab):
             self.notice.setText(str(exc))
             return
         newest = last_key[0] if last_key is not None else None
-        finished = new or self._episodes
+        choice = self.episode_combo
+        finished = new or choice.ended
         last_finished = finished[-1] if finished else None
         live: tuple[int, int] | None = None
         if isinstance(newest, int) and (last_finished is None or newest > last_finished.episode):
             live = (newest, self.storage.last_step_of(newest))
-        if not new and live == self._live:
-            if self.episode is None and not self._episodes and live is None:
+        if not new and live == choice.live:
+            if self.episode is None and not choice.ended and live is None:
                 self._clear_step(self._no_steps_message("No steps stored yet."))
             return
-        combo = self.episode_combo
-        combo.blockSignals(True)
-        try:
-            if self._live is not None:
-                combo.removeItem(combo.count() - 1)
-            self._episodes.extend(new)
-            combo.addItems([_episode_label(episode) for episode in new])
-            self._live = live
-            self.model.live_episode = live[0] if live is not None else None
-            if live is not None:
-                combo.addItem(f"episode {live[0]} — in progress, {live[1] + 1} steps so far")
-            numbers = self._episode_numbers()
-            if self.episode is not None:
-                combo.setCurrentIndex(numbers.index(self.episode) if self.episode in numbers else -1)
-        finally:
-            combo.blockSignals(False)
+        choice.add(new, live, self.episode)
+        self.model.live_episode = live[0] if live is not None else None
         if self.episode is None:
-            numbers = self._episode_numbers()
+            numbers = choice.numbers()
             if numbers:
                 self.select_episode(numbers[0])
             else:
@@ -323,7 +285,7 @@ class ReplayTab(RunTab):
         Raises:
             ValueError: when the run has no episode ``n`` (stored or in progress).
         """
-        numbers = self._episode_numbers()
+        numbers = self.episode_combo.numbers()
         if n not in numbers:
             raise ValueError(
                 f"run {self.run.run_id if self.run else ''} has no episode {n}; it has {len(numbers)}"
@@ -331,20 +293,13 @@ class ReplayTab(RunTab):
         self.pause()
         self.model.select(n)
         self._shown_render = None
-        self.episode_combo.blockSignals(True)
-        self.episode_combo.setCurrentIndex(numbers.index(n))
-        self.episode_combo.blockSignals(False)
+        self.episode_combo.show_episode(n)
         self._configure_slider()
         if self.model.last_step < 0:
             self._clear_step(f"Episode {n} has no stored steps (the run did not store steps).")
             return
         self._set_enabled(True)
         self.seek(0)
-
-    def _combo_changed(self, index: int) -> None:
-        numbers = self._episode_numbers()
-        if 0 <= index < len(numbers):
-            self.select_episode(numbers[index])
 
     def _configure_slider(self) -> None:
         self.transport.set_range(self.model.last_step)

@@ -200,7 +200,7 @@ class ReplayModel:
         return self.fps * self.speed
 
     def tick_ms(self) -> int:
-        """How often to :meth:`tick` while playing: every step, but at most :data:`MAX_TICK_HZ` times a second."""
+        """How often to :meth:`tick` while playing: every step, at most :data:`MAX_TICK_HZ` times a second."""
         return max(int(1000 / MAX_TICK_HZ), int(1000 / self.steps_per_second()))
 
     def play(self) -> bool:
