@@ -66,6 +66,12 @@ def make_model(storage: ReplayStorage, clock: Clock | None = None, fps: float = 
     )
 
 
+def shown_step(model: ReplayModel) -> int | None:
+    """The step number of the record the model shows, None when it shows none."""
+    record = model.current()
+    return None if record is None else record.step
+
+
 def test_only_a_window_of_steps_around_the_shown_one_is_read(storage: ReplayStorage) -> None:
     model = make_model(storage)
     assert model.current() is None  # no episode selected
@@ -76,7 +82,7 @@ def test_only_a_window_of_steps_around_the_shown_one_is_read(storage: ReplayStor
     assert model.rows_loaded == WINDOW
 
     model.seek(500)  # ahead: most of the new window lies ahead of the step
-    assert model.current() is not None and model.current().step == 500  # type: ignore[union-attr]
+    assert shown_step(model) == 500
     assert model.rows_loaded == 2 * WINDOW
     for _ in range(WINDOW * 3 // 4 - 1):
         model.next()
@@ -94,7 +100,7 @@ def test_only_a_window_of_steps_around_the_shown_one_is_read(storage: ReplayStor
     model.seek(-5)
     assert model.step == 0
     model.seek(5000)
-    assert model.step == 999 and model.current() is not None and model.current().step == 999  # type: ignore[union-attr]
+    assert model.step == 999 and shown_step(model) == 999
 
 
 def test_a_step_without_a_picture_shows_the_latest_one_before_it(storage: ReplayStorage) -> None:
@@ -148,7 +154,7 @@ def test_a_live_episode_grows_when_shown_past_its_end(
     assert held is not None and held.step == 49
     model.seek(80)  # past the end known: the episode is read again
     assert (model.last_step, model.step) == (99, 80)
-    assert model.current() is not None and model.current().step == 80  # type: ignore[union-attr]
+    assert shown_step(model) == 80
     assert model.grow() is False  # nothing new since
 
     writer.put_steps([row(2, step) for step in range(100, 120)])
