@@ -32,6 +32,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.channel import WorkerError, open_channel, rpc_status
 from gym_gui_sdk.courier import CourierStream, LocalStream
+from gym_gui_sdk.json_object import json_object
 
 log = logging.getLogger(__name__)
 
@@ -209,10 +210,10 @@ class WorkerSession:
         if self._home:
             try:
                 with open(os.path.join(self._home, "daemon.json"), encoding="utf-8") as f:
-                    address = json.load(f).get("address")
+                    address = json_object(f.read()).get("address")
                 if isinstance(address, str) and address:
                     return address
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError):
                 pass
         return self.address
 
@@ -700,13 +701,16 @@ def run_worker(
     name: str,
     body: Callable[[WorkerSession, Registration], str],
     known_errors: tuple[type[BaseException], ...] = (),
+    known_exit_code: int = 1,
 ) -> int:
     """The life of a worker process: register with the daemon, take the run's telemetry batching,
     run ``body`` and report how it ended; returns the process's exit status.
 
     ``body`` returns ``"stopped"`` (the run ends CANCELLED) or anything else (COMPLETED). An
-    exception of a ``known_errors`` type fails the run with its message, one line the user reads;
-    any other fails it with its type and is raised again (its traceback goes to the worker's log).
+    exception of a ``known_errors`` type fails the run with its message, one line the user reads,
+    and the process exits with ``known_exit_code``: the run's reason reads ``exit code 1: MESSAGE``
+    by default, the message alone with 0. Any other exception fails the run with its type and is
+    raised again (its traceback goes to the worker's log).
     """
     session = WorkerSession.from_env()
     session.install_signal_handlers()
@@ -722,7 +726,7 @@ def run_worker(
     except known_errors as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         session.finish(Phase.FAILED, str(exc))
-        return 1
+        return known_exit_code
     except Exception as exc:
         session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
         raise

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from gym_gui_sdk.json_object import json_object
+
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import BundleProgress
 from gym_gui.storage.run_dir import RunEnvironment
@@ -312,10 +314,9 @@ class BundleDirectory:
 
     def _read_marker(self, name: str) -> dict[str, Any] | None:
         try:
-            data = json.loads(self.marker_path(name).read_text())
+            return json_object(self.marker_path(name).read_text())
         except (OSError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
 
     def status(self, name: str) -> BundleStatus:
         """Whether bundle ``name`` is completely installed from its current spec, with the reason in words."""
