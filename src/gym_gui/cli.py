@@ -206,7 +206,7 @@ def daemon_status() -> None:
 
 
 def _bundles() -> BundleDirectory:
-    return BundleDirectory(_home().bundles_dir)
+    return worker_catalog().bundle_directory(_home().bundles_dir)
 
 
 @bundles_app.command("install")

@@ -206,17 +206,10 @@ class BundleDirectory:
     """
 
     def __init__(
-        self,
-        bundles_dir: Path,
-        specs: Mapping[str, BundleSpec] | None = None,
-        source: Path | None = None,
+        self, bundles_dir: Path, specs: Mapping[str, BundleSpec], source: Path | None = None
     ) -> None:
-        """Manage ``bundles_dir`` with ``specs`` (default: the bundles the installed worker plugins declare);
-        ``source`` overrides :func:`source_root`."""
-        if specs is None:
-            from gym_gui.workers.registry import worker_catalog  # the catalog imports this module
-
-            specs = worker_catalog().bundles()
+        """Manage ``bundles_dir`` with ``specs`` (the installed plugins' bundles:
+        ``WorkerCatalog.bundle_directory``); ``source`` overrides :func:`source_root`."""
         self.bundles_dir = Path(bundles_dir).expanduser().resolve()
         self._specs = dict(specs)
         self._source = source
