@@ -18,16 +18,11 @@ import pytest
 
 from gym_gui.core.records import BundleProgress
 from gym_gui.storage.home import Home
+from gym_gui.workers import bundle_directory, worker_catalog
 from gym_gui.workers import bundles as bundles_module
-from gym_gui.workers import worker_catalog
-from gym_gui.workers.bundles import (
-    TORCH_CPU_INDEX,
-    BundleDirectory,
-    BundleError,
-    BundleSpec,
-    TorchBuild,
-    TorchVariant,
-)
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundle_install import TORCH_CPU_INDEX
+from gym_gui.workers.bundles import BundleError, BundleSpec, TorchBuild, TorchVariant
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = "gym-gui bundles install cleanrl"
@@ -566,7 +561,7 @@ def test_freeze_of_the_cleanrl_bundle_is_exact_and_cached(
     def no_subprocess(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("freeze ran pip again for the same install")
 
-    monkeypatch.setattr(bundles_module.subprocess, "run", no_subprocess)
+    monkeypatch.setattr(bundle_directory.subprocess, "run", no_subprocess)
     assert cleanrl_manager.freeze("cleanrl") == freeze
 
 

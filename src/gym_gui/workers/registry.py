@@ -20,7 +20,8 @@ from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import WorkerSpec
 from gym_gui.workers.api import WorkerPlugin
-from gym_gui.workers.bundles import BundleDirectory, BundleSpec, BundleStatus
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundles import BundleSpec, BundleStatus
 
 log = logging.getLogger(__name__)
 
