@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from gym_gui_sdk.json_object import json_object
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -205,7 +206,7 @@ def daemon_status() -> None:
 
 
 def _bundles() -> BundleDirectory:
-    return BundleDirectory(_home().bundles_dir)
+    return worker_catalog().bundle_directory(_home().bundles_dir)
 
 
 @bundles_app.command("install")
@@ -358,12 +359,11 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
             text = config_file.read_text()
         except OSError as exc:
             raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"config file {config_file} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"config file {config_file} must hold a JSON object")
+        data = json_object(
+            text,
+            lambda why: ConfigError(f"config file {config_file} is not valid JSON: {why}"),
+            lambda _: ConfigError(f"config file {config_file} must hold a JSON object"),
+        )
         # Paths in a config file are relative to the file, as a user who keeps both together expects
         # (a config written before they were params keeps them under ``source``).
         base = config_file.resolve().parent

@@ -11,12 +11,14 @@ from gym_gui.cli import build_config
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import ConfigError
 from gym_gui.storage.home import Home
-from gym_gui.workers import BundleDirectory, LaunchContext, worker_catalog
+from gym_gui.workers import LaunchContext, worker_catalog
 
 
 def test_a_relative_scripts_dir_is_refused_naming_the_field(home: Home) -> None:
     launcher = (
-        worker_catalog().plugin("cleanrl").launcher(LaunchContext(home, BundleDirectory(home.bundles_dir)))
+        worker_catalog()
+        .plugin("cleanrl")
+        .launcher(LaunchContext(home, worker_catalog().bundle_directory(home.bundles_dir)))
     )
     assert launcher is not None
     config = parse_run_config(

@@ -1,6 +1,6 @@
 """Runs stored by gym_gui before worker kinds had their own parameters still show and re-run.
 
-``tests/fixtures/legacy_home`` is a home written by that version (its registry, a random run, and a
+``tests/cli/legacy_home`` is a home written by that version (its registry, a random run, and a
 CleanRL dry run whose config has ``source``, ``resources.torch_deterministic: false`` and
 ``tracking.capture_video: true``, and whose manifest keeps ``script`` and ``script_command`` at its
 top level). Nothing in it is rewritten: the version today reads it as it is.
@@ -20,7 +20,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from tests.support import gym_gui
 
-LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_home"
+LEGACY = Path(__file__).resolve().parent / "legacy_home"
 RANDOM_RUN = "FrozenLake-v1__random__0__1795806243"
 CLEANRL_RUN = "CartPole-v1__ppo__0__1795806246"
 

@@ -23,7 +23,8 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from gym_gui.ui import compare as compare_module
 from gym_gui.ui import local_web
 from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
@@ -36,7 +37,7 @@ from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon, run_record, wait_until_stable
 
 RETURN = DEFAULT_TAG

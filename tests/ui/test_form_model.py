@@ -13,7 +13,7 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.storage.home import Home
 from gym_gui.ui.forms.model import RunModel
 from gym_gui.ui.forms.params import Param, Params, parse_float, parse_int
-from gym_gui.workers import BundleDirectory, LaunchContext, worker_catalog
+from gym_gui.workers import LaunchContext, worker_catalog
 
 # A script's form in the shape the CleanRL worker's describe gives it.
 MAPPED = {"exp-name": "algorithm", "env-id": "env_id", "seed": "seed", "total-timesteps": "budget.timesteps"}
@@ -248,7 +248,9 @@ def test_a_kind_without_variants_keeps_parameters_until_they_are_described() -> 
 
 def test_the_real_ppo_arguments_leave_nothing_changed(home: Home) -> None:
     launcher = (
-        worker_catalog().plugin("cleanrl").launcher(LaunchContext(home, BundleDirectory(home.bundles_dir)))
+        worker_catalog()
+        .plugin("cleanrl")
+        .launcher(LaunchContext(home, worker_catalog().bundle_directory(home.bundles_dir)))
     )
     assert launcher is not None
     described = launcher.describe({"algorithm": "ppo"})
@@ -277,7 +279,9 @@ def test_the_llm_form_keeps_its_prompt_as_typed_its_key_secret_and_its_env_depen
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     launcher = (
-        worker_catalog().plugin("llm").launcher(LaunchContext(Home(), BundleDirectory(Home().bundles_dir)))
+        worker_catalog()
+        .plugin("llm")
+        .launcher(LaunchContext(Home(), worker_catalog().bundle_directory(Home().bundles_dir)))
     )
     assert launcher is not None
     model = RunModel("llm", env_id="FrozenLake-v1", secrets={"LLM_API_KEY": ""})

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Sequence
 
 from gym_gui_sdk import trainer_pb2 as pb
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import ContractError, FormSpec
 from gym_gui_sdk.encoding import unpack_observations
+from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
@@ -341,9 +341,14 @@ def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
     Raises:
         ProtocolViolation: when the plugin's answer is not JSON or breaks the worker contract.
     """
+    data = json_object(
+        message.description_json or "{}",
+        lambda why: ProtocolViolation(f"worker description of {message.worker!r} is not JSON: {why}"),
+        lambda _: ProtocolViolation(f"worker description of {message.worker!r} is not a JSON object"),
+    )
     try:
-        form = FormSpec.from_json(json.loads(message.description_json or "{}"))
-    except ValueError as exc:  # ContractError is one
+        form = FormSpec.from_json(data)
+    except ContractError as exc:
         raise ProtocolViolation(f"worker description of {message.worker!r}: {exc}") from None
     return WorkerDescription(
         kind=message.worker,

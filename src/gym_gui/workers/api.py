@@ -20,7 +20,8 @@ from gym_gui_sdk.contract import FormSpec
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
 from gym_gui.storage.home import Home
-from gym_gui.workers.bundles import BundleDirectory, BundleSpec
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundles import BundleSpec
 
 # Tab names a plugin may list; the window maps each to its widget (ui/presenters.py).
 TABS = ("live", "charts", "tensorboard", "wandb", "checkpoints", "replay")

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui_cleanrl_worker import MARKER, compat
+from gym_gui_cleanrl_worker.model_file import MODEL_FORMAT, MODEL_SUFFIX, ModelError, load_model_file
 
-MODEL_FORMAT = 1
-MODEL_SUFFIX = ".cleanrl_model"
 CHECKPOINT_DIR = "checkpoints"
 # Exit codes of a run stopped by SIGTERM / Ctrl-C, as a shell reports a process killed by that signal.
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -229,9 +228,9 @@ def _patch_summary_writer(runtime: _Runtime) -> None:
                 runtime.on_scalar_step(global_step)
         return result
 
-    SummaryWriter.__init__ = __init__  # type: ignore[method-assign]
-    SummaryWriter.add_scalar = add_scalar  # type: ignore[method-assign]
-    SummaryWriter.__gym_gui_patched__ = True  # type: ignore[attr-defined]
+    SummaryWriter.__init__ = __init__
+    SummaryWriter.add_scalar = add_scalar
+    SummaryWriter.__gym_gui_patched__ = True
 
 
 def warm_start(namespace: dict[str, Any], model_path: str, module: str) -> None:
@@ -242,8 +241,6 @@ def warm_start(namespace: dict[str, Any], model_path: str, module: str) -> None:
         SystemExit: with one line naming what does not match (the first tensor whose name or shape
             differs), which the worker reports as the run's failure.
     """
-    from gym_gui_cleanrl_worker.evaluate import ModelError, load_model_file
-
     try:
         saved = load_model_file(model_path)
     except ModelError as exc:
@@ -295,7 +292,7 @@ def _patch_warm_start(runtime: _Runtime, model_path: str, module: str) -> None:
             warm_start(runtime.namespace, model_path, module)
         original_init(self, *args, **kwargs)
 
-    torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign]
+    torch.optim.Optimizer.__init__ = __init__
 
 
 def _install_signal_handlers(runtime: _Runtime) -> None:
