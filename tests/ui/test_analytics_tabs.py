@@ -31,16 +31,20 @@ from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
-from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab, ema
+from gym_gui.ui.tabs.charts import ChartsTab, ema
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
+from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon, run_record, wait_until_stable
 
-RETURN = DEFAULT_TAG
+# The CleanRL kind's episodic returns, as the window finds them (its spec's return metric).
+RETURNS = worker_catalog().return_metric("cleanrl")
+
+RETURN = RETURNS
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
 
 

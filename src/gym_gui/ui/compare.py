@@ -17,7 +17,8 @@ from gym_gui.core.records import RunRecord
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
-from gym_gui.ui.tabs.charts import DEFAULT_TAG, ema, faint, new_curve, smoothing_slider
+from gym_gui.ui.tabs.charts import ema, faint, new_curve, smoothing_slider
+from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +201,8 @@ class CompareView(QWidget):
             return
         self.tag.blockSignals(True)
         self.tag.addItems(tags)
-        self.tag.setCurrentText(DEFAULT_TAG if DEFAULT_TAG in common else tags[0])
+        returns = worker_catalog().return_metric(loaded[0].info.worker)
+        self.tag.setCurrentText(returns if returns in common else tags[0])
         self.tag.blockSignals(False)
         self._tag_chosen(self.tag.currentText())
 

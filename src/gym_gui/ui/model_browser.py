@@ -158,7 +158,7 @@ class ModelBrowser(QWidget):
         digests = self.digests
 
         def gather() -> list[ModelEntry]:
-            entries = gather_models(runs)
+            entries = gather_models(runs, worker_catalog().return_metric)
             for entry in entries:
                 if entry.model.exists:
                     try:

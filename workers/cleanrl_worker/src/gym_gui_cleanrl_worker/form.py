@@ -54,6 +54,9 @@ def script_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in params.items() if name not in SOURCE_PARAMS}
 
 
+# The metric CleanRL's scripts log each finished episode's return under (the bridge reads it from
+# their output; the kind's WorkerSpec.return_metric).
+RETURN_METRIC = "charts/episodic_return"
 # What a CleanRL form offers besides the script's arguments.
 SECTIONS = frozenset({Section.TRACKING, Section.GPU, Section.WARM_START, Section.CHECKPOINTS})
 # A form no one has filled yet starts on ppo's own setting: a first run made before the bundle is

@@ -638,6 +638,7 @@ PLUGIN = WorkerPlugin(
         bundle=BUNDLE.name,
         rank=30,
         description="Real CleanRL scripts (ppo, dqn, sac, …) with their own arguments, metrics and models.",
+        return_metric=cleanrl_form.RETURN_METRIC,
     ),
     bundle=BUNDLE,
     launcher=CleanRLLauncher,
