@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.ui.capabilities import offers_trained_model
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
@@ -29,7 +30,7 @@ from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
-from gym_gui.ui.presenters import offers_trained_model, tabs_for_run
+from gym_gui.ui.presenters import tabs_for_run
 from gym_gui.ui.runs.cells import WARNING_COLOUR
 from gym_gui.ui.runs.log_drawer import LogDrawer
 from gym_gui.ui.runs.table import RunsTable

@@ -14,6 +14,7 @@ from gym_gui.core.records import LaunchPreview, RunRecord, WorkerDescription
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.capabilities import offers_trained_model
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import NO_VARIANT, RunModel
@@ -23,7 +24,6 @@ from gym_gui.ui.forms.rows import CommonRows
 from gym_gui.ui.forms.scripts import ScriptPicker
 from gym_gui.ui.forms.tracking import TrackingBox
 from gym_gui.ui.forms.widgets import ParamEditors, scrolled
-from gym_gui.ui.presenters import offers_trained_model
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
 
