@@ -9,7 +9,7 @@ from __future__ import annotations
 
 # isort: off
 from gym_gui.cli import daemon, bundles
-from gym_gui.cli import runs, models, algorithms, workers, views, manage, first_steps, sweeps
+from gym_gui.cli import runs, models, algorithms, workers, views, compare, manage, first_steps, sweeps
 
 # isort: on
 from gym_gui.cli.app import app, main
@@ -21,6 +21,7 @@ __all__ = [
     "apply_overrides",
     "build_config",
     "bundles",
+    "compare",
     "daemon",
     "executor_overrides",
     "first_steps",
