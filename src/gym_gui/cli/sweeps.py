@@ -25,7 +25,17 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.sweeps.optimise import TRIAL_REASON_ATTR
 from gym_gui.sweeps.spec import load_spec, parse_spec
-from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, read_study, storage_url
+from gym_gui.sweeps.study import (
+    StudyError,
+    StudyView,
+    TrialRow,
+    history_title,
+    importance_note,
+    objective_names,
+    param_importances,
+    read_study,
+    storage_url,
+)
 
 sweep_app = typer.Typer(help="Optuna sweeps whose trials are runs.", no_args_is_help=True)
 app.add_typer(sweep_app, name="sweep")
@@ -98,15 +108,34 @@ def sweep_show(
         typer.Option("--storage", help="A study made elsewhere: its storage (URL or SQLite file)."),
     ] = None,
     study: Annotated[str | None, typer.Option("--study", help="With --storage: the study's name.")] = None,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history",
+            help="The optimisation history instead of the trials: each value and the best so far.",
+        ),
+    ] = False,
+    importances: Annotated[
+        bool,
+        typer.Option(
+            "--importances",
+            help="The parameters' importances for the first objective instead of the trials (as the "
+            "window's Optuna tab computes them).",
+        ),
+    ] = False,
 ) -> None:
-    """The sweeps; a sweep's trials (best first); or any Optuna study (--storage, no daemon needed)."""
+    """The sweeps; a sweep's trials (best first), its optimisation history or its parameters' importances;
+    or any Optuna study (--storage, no daemon needed)."""
     if storage is not None:
         if sweep is not None:
             raise ConfigError("give a sweep id or --storage, not both")
-        _print_trials(read_study(storage_url(storage), study))
+        url = storage_url(storage)
+        _show_study(read_study(url, study), url, history, importances)
         return
     if study is not None:
         raise ConfigError("--study names a study of --storage; give --storage too")
+    if sweep is None and (history or importances):
+        raise ConfigError("--history and --importances show one study: give a sweep id (or --storage)")
     with connect() as client:
         if sweep is None:
             _print_sweeps(client.list_sweeps())
@@ -121,7 +150,41 @@ def sweep_show(
     table.add_row("study", f"{record.study} in {escape(record.storage)}")
     table.add_row("directory", record.directory)
     console.print(table)
-    _print_trials(_study_of(detail.study))
+    # The sweep's storage URL holds no password (a spec with one is refused), so it opens as it reads.
+    _show_study(_study_of(detail.study), record.storage, history, importances)
+
+
+def _show_study(view: StudyView, url: str, history: bool, importances: bool) -> None:
+    """Print the trials of ``view`` (read from the storage ``url``), or its history and/or importances."""
+    if not (history or importances):
+        _print_trials(view)
+    if history:
+        _print_history(view)
+    if importances:
+        _print_importances(view, param_importances(url, view.name))
+
+
+def _print_history(view: StudyView) -> None:
+    points = view.history()
+    if not points:
+        console.print(f"study {view.name}: no trial has completed yet", markup=False, highlight=False)
+        return
+    objective = objective_names(view)[0]
+    table = Table("trial", objective, "best so far", title=history_title(view))
+    for number, value, best in points:
+        table.add_row(str(number), f"{value:.6g}", f"{best:.6g}")
+    console.print(table)
+
+
+def _print_importances(view: StudyView, importances: dict[str, float]) -> None:
+    note = importance_note(view, importances)
+    if note:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
+        return
+    table = Table("parameter", "importance", "", title=f"parameter importances ({objective_names(view)[0]})")
+    for name, importance in importances.items():
+        table.add_row(escape(name), f"{importance:.3f}", "█" * round(importance * 40))
+    console.print(table)
 
 
 @sweep_app.command("best")
