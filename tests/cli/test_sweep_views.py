@@ -1,23 +1,26 @@
 """`gym-gui sweep show --history` and `--importances`: a real sweep of CleanRL trials through a real
-daemon, and studies made by plain Optuna (no daemon), read as the window's Optuna tab reads them."""
+daemon (the README's line as written), and studies made by plain Optuna (no daemon), read as the
+window's Optuna tab reads them."""
 
 from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
 import pytest
-import yaml
 
 from gym_gui.core.states import SweepState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.sweeps.study import StudyView, param_importances
+from tests.cli.test_readme import readme_commands
 from tests.conftest import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
+from tests.sweeps.test_sweeps import PPO, write_spec
 
 
 def _cells(output: str) -> list[list[str]]:
@@ -91,28 +94,12 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Home, str,
         client,
         home,
     ):
-        spec = root / "sweep.yaml"
-        spec.write_text(
-            yaml.safe_dump(
-                {
-                    "config": {
-                        "worker": "cleanrl",
-                        "algorithm": "ppo",
-                        "env_id": "CartPole-v1",
-                        "seed": 1,
-                        "budget": {"timesteps": 512},
-                        "params": {"num-steps": 64},
-                    },
-                    "space": {
-                        "learning-rate": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
-                        "num-envs": {"type": "categorical", "choices": [2, 4]},
-                    },
-                    "objective": {"metric": "charts/episodic_return", "aggregate": "last_mean", "window": 5},
-                    "sampler": {"name": "random", "seed": 0},
-                    "trials": 2,
-                    "parallel": 2,
-                }
-            )
+        spec = write_spec(
+            root / "sweep.yaml",
+            config={**PPO, "budget": {"timesteps": 512}, "params": {"num-steps": 64}},
+            objective={"metric": "charts/episodic_return", "aggregate": "last_mean", "window": 5},
+            sampler={"name": "random", "seed": 0},
+            trials=2,
         )
         started = gym_gui("sweep", "start", str(spec), "--wait", home=home.root, timeout=600)
         assert started.returncode == 0, started.stderr
@@ -125,7 +112,11 @@ def test_a_sweeps_history_and_importances(swept: tuple[Home, str, DaemonClient])
     home, sweep_id, client = swept
     detail = client.get_sweep(sweep_id)
     view = StudyView.from_data(detail.study)
-    shown = gym_gui("sweep", "show", sweep_id, "--history", "--importances", home=home.root)
+    # The README's line, as written.
+    (line,) = [command for command in readme_commands("Sweeps") if "--history" in command]
+    args = [sweep_id if arg == "SWEEP" else arg for arg in shlex.split(line)[1:]]
+    assert args == ["sweep", "show", sweep_id, "--history", "--importances"]
+    shown = gym_gui(*args, home=home.root)
     assert shown.returncode == 0, shown.stderr
     assert re.search(rf"sweep\s+{sweep_id}", shown.stdout)  # the sweep's own lines first
     assert "value per trial (maximize)" in shown.stdout

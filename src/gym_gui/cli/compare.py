@@ -37,7 +37,9 @@ class Experiment:
 
 @app.command()
 def compare(
-    runs: Annotated[list[str], typer.Argument(help="Two or more run ids.", show_default=False)],
+    runs: Annotated[
+        list[str], typer.Argument(metavar="RUN", help="Two or more run ids.", show_default=False)
+    ],
     metric: Annotated[
         str,
         typer.Option(
