@@ -4,9 +4,16 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PROJECTS := pyproject.toml sdk/pyproject.toml workers/random_worker/pyproject.toml workers/cleanrl_worker/pyproject.toml workers/spade_bdi_worker/pyproject.toml workers/llm_worker/pyproject.toml
+# Every package .venv gets, at the version `make test` (and so CI) ran: gym_gui's dependencies and its
+# dev and ray extras. `make lock` writes it; the local packages go on top of it, editable.
+LOCK := requirements.lock
+# A worker kind is a folder of workers/ with a pyproject.toml: its package, its bundle's
+# requirements.txt and its tests/ live there, so adding a kind touches nothing outside it.
+KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.toml)))
+LOCAL := sdk $(KINDS) .
+PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-scale screenshots proto clean
+.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-scale screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -21,20 +28,36 @@ test: install bundles lint typecheck imports pytest
 
 install: sysdeps $(STAMP)
 
-# Worker venvs (bundles/*.txt); a no-op once installed, rebuilt when a requirements file changes.
+# Worker venvs: every bundle an installed kind declares (its workers/<kind>/requirements.txt); a
+# no-op once installed, rebuilt when a requirements file changes.
 bundles: install
-	$(BIN)/gym-gui bundles install cleanrl
-	$(BIN)/gym-gui bundles install spade_bdi
-	$(BIN)/gym-gui bundles install llm
+	@names=$$($(BIN)/python -c 'from gym_gui.workers import worker_catalog; print(*sorted(worker_catalog().bundles()))') && \
+	for name in $$names; do $(BIN)/gym-gui bundles install $$name || exit 1; done
 
 sysdeps:
 	@scripts/sysdeps.sh
 
-$(STAMP): $(PROJECTS)
+# uv (pinned in the lock) installs the lock exactly, removing what is not in it; the local packages
+# need nothing more (--no-deps: their dependencies are in the lock).
+$(STAMP): $(LOCK) $(PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e sdk -e workers/random_worker -e workers/cleanrl_worker -e workers/spade_bdi_worker -e workers/llm_worker -e ".[dev,ray]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep '^uv==' $(LOCK))"
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(LOCK)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix -e ,$(LOCAL))
 	@touch $(STAMP)
+
+# Rewrites the lock after a dependency changed in a pyproject.toml: a version already locked stays
+# while it still fits; LOCK_ARGS=--upgrade (or --upgrade-package NAME) takes the newest that fits.
+LOCK_ARGS ?=
+lock: install
+	@cp $(LOCK) $(LOCK).new
+	printf -- '-e %s\n' sdk $(KINDS) '.[dev,ray]' | $(BIN)/uv pip compile - --quiet --python $(BIN)/python \
+		--custom-compile-command "make lock" $(LOCK_ARGS) -o $(LOCK).new
+	@# The local packages are not locked (make install adds them): drop their lines and notes. The
+	@# lock is replaced only when it changed, so that make install stays a no-op otherwise.
+	@awk '/^-e /{local = 1; next} local && /^ /{next} {local = 0; print}' $(LOCK).new > $(LOCK).next
+	@rm $(LOCK).new
+	@if cmp -s $(LOCK).next $(LOCK); then rm $(LOCK).next; else mv $(LOCK).next $(LOCK); fi
 
 lint:
 	$(BIN)/ruff check .

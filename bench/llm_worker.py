@@ -1,10 +1,10 @@
 """LLM worker: concurrent episodes against a model with a fixed latency, and the worker's own time per step.
 
-A chat-completions server on loopback (the suite's, tests/llm/chat_server.py) answers every request
-after a fixed latency (default 200 ms) with "left" — on FrozenLake's top-left corner a move that
-changes nothing, so the worker asks again every step and an episode lasts as long as the budget
-lets it. Two runs of the LLM Multi-Step Worker through a daemon of a fresh temporary GYM_GUI_HOME,
-each with a budget of 64 steps (one call per step):
+A chat-completions server on loopback (the suite's, workers/llm_worker/tests/chat_server.py)
+answers every request after a fixed latency (default 200 ms) with "left" — on FrozenLake's top-left
+corner a move that changes nothing, so the worker asks again every step and an episode lasts as
+long as the budget lets it. Two runs of the LLM Multi-Step Worker through a daemon of a fresh
+temporary GYM_GUI_HOME, each with a budget of 64 steps (one call per step):
 
 - reference: one episode at a time (``parallel=1``): 64 calls one after the other;
 - concurrent: 8 episodes at once (``parallel=8``).
@@ -41,7 +41,7 @@ from gym_gui.protocol.client import DaemonClient  # noqa: E402
 from gym_gui.storage.home import Home  # noqa: E402
 from gym_gui.storage.run_dir import RunDir  # noqa: E402
 from gym_gui.storage.telemetry import TelemetryReader  # noqa: E402
-from tests.llm.chat_server import MODEL, ChatServer, fixed  # noqa: E402
+from workers.llm_worker.tests.chat_server import MODEL, ChatServer, fixed  # noqa: E402
 
 
 def config(url: str, steps: int, parallel: int) -> RunConfig:

@@ -9,7 +9,7 @@ Four parts, each with a reference measured in the same run; the figures are prin
    ``SubmitRun``: a submit validates the config, makes a run directory and writes its files, so
    10,000 of them would time the submit path on this shared machine, not the reads the figures are
    about. The reads are the daemon's real RPCs: ``ListRuns`` with archived runs (the
-   window's runs table, ``ui/runs_table.py``), ``ListRuns`` without (``gym-gui runs``), ``GetRun``
+   window's runs table, ``ui/runs/table.py``), ``ListRuns`` without (``gym-gui runs``), ``GetRun``
    of one run, and ``WatchRuns`` of one run until its snapshot (what ``wait_for_end`` waits on).
    Each is timed at ``--small-runs`` (100) and again at ``--runs`` (10,000) runs; the figure is
    the ratio.

@@ -3,7 +3,7 @@
 End to end: a fresh daemon (temporary GYM_GUI_HOME) runs the random worker on CartPole-v1 (a
 trivial env: microseconds per step, no render payload with ``render_fps`` 0) for a budget of
 timesteps. Every step travels worker → WorkerSession batches → gRPC Publish stream → the
-daemon's _Ingest → TelemetryWriter → ``runs/<run_id>/telemetry.sqlite``. The run must end
+daemon's StreamIngest → TelemetryWriter → ``runs/<run_id>/telemetry.sqlite``. The run must end
 COMPLETED with exactly the budget of rows in its ``steps`` table (lossless), and steps/s is
 those rows over the run's RUNNING time from the registry history.
 

@@ -38,7 +38,7 @@ from gym_gui.ui.settings import Settings  # noqa: E402
 from gym_gui.ui.tabs.live import LiveTab  # noqa: E402
 from gym_gui.ui.tabs.replay import ReplayTab  # noqa: E402
 from gym_gui.workers import BundleDirectory  # noqa: E402
-from tests.llm.chat_server import MODEL, ChatServer, solver  # noqa: E402
+from workers.llm_worker.tests.chat_server import MODEL, ChatServer, solver  # noqa: E402
 
 
 def pump(until: Callable[[], bool], timeout: float, what: str) -> None:

@@ -18,7 +18,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.sweeps.study import StudyView, param_importances
 from tests.cli.test_readme import readme_commands
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
 from tests.sweeps.test_sweeps import PPO, write_spec
 

@@ -28,7 +28,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.cluster.conftest import RayHead
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import (
     assert_one_line_error,
     files_containing,

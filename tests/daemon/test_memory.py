@@ -1,5 +1,5 @@
 """A worker flooding the daemon with large batches cannot take its memory: what one run may hold is
-bounded (docs/architecture.md, "Memory a run may hold"), and the other runs go on."""
+bounded (docs/decisions/0016-memory-a-run-may-hold.md), and the other runs go on."""
 
 from __future__ import annotations
 

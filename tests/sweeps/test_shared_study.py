@@ -20,7 +20,7 @@ from gym_gui.core.states import RunState, SweepState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.sweeps.study import TRIAL_HOME_ATTR, TRIAL_RUNS_ATTR, StudyView
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.postgres import Postgres
 from tests.support import (
     assert_one_line_error,

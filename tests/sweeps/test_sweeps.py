@@ -20,7 +20,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.sweeps.study import TRIAL_RUNS_ATTR, StudyView
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import (
     assert_one_line_error,
     gym_gui,

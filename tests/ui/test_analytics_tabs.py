@@ -37,7 +37,7 @@ from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon, run_record, wait_until_stable
 
 RETURN = DEFAULT_TAG

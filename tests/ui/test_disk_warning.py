@@ -12,7 +12,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.main_window import MainWindow
-from gym_gui.ui.runs_table import STATE, WARNING_ROLE
+from gym_gui.ui.runs.model import STATE, WARNING_ROLE
 
 
 @pytest.fixture

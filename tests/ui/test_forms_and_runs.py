@@ -21,7 +21,8 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.forms.kinds import form_for
 from gym_gui.ui.forms.worker import WorkerForm
-from gym_gui.ui.runs_table import LogDrawer, RunsTable, tail_lines
+from gym_gui.ui.runs.log_drawer import LogDrawer, tail_lines
+from gym_gui.ui.runs.table import RunsTable
 from gym_gui.ui.settings import SecretNotStored, Settings
 from tests.support import files_containing, run_record
 

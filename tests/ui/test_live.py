@@ -12,7 +12,9 @@ from gym_gui.core.config import parse_run_config
 from gym_gui.core.records import RunRecord, StepBatch, StepRow
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.tabs.live import MAX_PLAYBACK_DELAY, FramePacer, LiveTab, StepTableModel
+from gym_gui.ui.tabs.frame_pacer import MAX_PLAYBACK_DELAY, FramePacer
+from gym_gui.ui.tabs.live import LiveTab
+from gym_gui.ui.tabs.live_steps import StepTableModel
 
 BANNER = "This worker streams metrics, not steps: see the Charts tab."
 

@@ -20,10 +20,10 @@ from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
-from tests.llm.chat_server import MODEL, ChatServer, solver
-from tests.llm.support import completed, llm_config, stored
 from tests.ui.test_replay import make_tab
 from tests.ui.test_scenario import click, click_run, open_tab, type_into
+from workers.llm_worker.tests.chat_server import MODEL, ChatServer, solver
+from workers.llm_worker.tests.support import completed, llm_config, stored
 
 KEY = "sk-window-7d3a91"
 

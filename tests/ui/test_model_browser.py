@@ -25,7 +25,7 @@ from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.model_browser import COLUMNS, ImportModelDialog, ModelBrowser
 from gym_gui.ui.settings import Settings
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
 
 FINAL = "checkpoints/final.cleanrl_model"

@@ -18,7 +18,8 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.tabs.replay import WINDOW, ReplayTab
+from gym_gui.ui.tabs.replay import ReplayTab
+from gym_gui.ui.tabs.replay_model import WINDOW
 from tests.ui.test_human_play import play_frozenlake_episode, wait_for_state
 
 

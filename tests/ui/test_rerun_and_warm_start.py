@@ -14,7 +14,8 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.runs_table import LogDrawer, RunsTable
+from gym_gui.ui.runs.log_drawer import LogDrawer
+from gym_gui.ui.runs.table import RunsTable
 from tests.ui.test_forms_and_runs import _cleanrl_form, _line
 
 

@@ -14,7 +14,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
-from gym_gui.ui.runs_table import RunsTable
+from gym_gui.ui.runs.table import RunsTable
 from gym_gui.ui.tabs.live import LiveTab
 from tests.support import wait_until, wait_until_stable
 

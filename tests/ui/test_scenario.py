@@ -38,7 +38,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
 from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.main_window import MainWindow
-from gym_gui.ui.runs_table import ID, RUN_ID_ROLE
+from gym_gui.ui.runs.model import ID, RUN_ID_ROLE
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab

@@ -19,8 +19,8 @@ from gym_gui.ui.panes.payloads import action_moves
 from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
-from tests.spade_bdi.conftest import RUN_TIMEOUT, bdi_config, final_table
 from tests.ui.test_scenario import click, click_run, open_tab
+from workers.spade_bdi_worker.tests.conftest import RUN_TIMEOUT, bdi_config, final_table
 
 
 def test_the_spade_bdi_worker_trains_from_its_generated_form_and_shows_live(

@@ -21,7 +21,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.cleanrl import CleanRLForm
 from gym_gui.ui.tabs.wandb import WandbTab
-from tests.conftest import SHARED_BUNDLES
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import files_containing, gym_gui, module_daemon
 from tests.wandb_server import ENTITY, FakeWandb
 

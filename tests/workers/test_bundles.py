@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from gym_gui.core.records import BundleProgress
 from gym_gui.storage.home import Home
 from gym_gui.workers import bundles as bundles_module
+from gym_gui.workers import worker_catalog
 from gym_gui.workers.bundles import (
     TORCH_CPU_INDEX,
     BundleDirectory,
@@ -133,9 +135,14 @@ def test_gym_gui_bundles_overrides_the_homes_bundles_dir(
     assert Home(tmp_path / "a").bundles_dir == tmp_path / "a" / "bundles"
 
 
-def test_source_root_is_this_checkout() -> None:
+def test_source_root_is_this_checkout_and_each_kind_keeps_its_requirements_in_its_folder() -> None:
     assert bundles_module.source_root() == REPO
-    assert (REPO / "bundles" / "cleanrl.txt").is_file()
+    bundles = worker_catalog().bundles()
+    assert {"cleanrl", "llm", "spade_bdi"} <= set(bundles)
+    for name, spec in bundles.items():
+        assert spec.requirements is not None
+        requirements = REPO / spec.requirements
+        assert requirements.is_file() and requirements.parent.parent == REPO / "workers", name
 
 
 # ------------------------------------------------------------------ status and marker
@@ -184,6 +191,20 @@ def test_the_marker_decides_installed(tmp_path: Path) -> None:
 
     manager.marker_path("tiny").write_text("{not json")
     assert "incomplete" in manager.status("tiny").reason
+
+
+def test_a_moved_requirements_file_keeps_the_bundle_installed(tmp_path: Path) -> None:
+    # The install is stale when the file's text changes, not its place: moving a kind's
+    # requirements file rebuilds nothing.
+    spec = tiny_spec(tmp_path)
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": spec})
+    make_venv(manager.path("tiny"))
+    write_marker(manager, "tiny", manager.spec_hash("tiny"))
+    moved = tmp_path / "kind" / "requirements.txt"
+    moved.parent.mkdir()
+    Path(spec.requirements or "").rename(moved)
+    manager = BundleDirectory(manager.bundles_dir, specs={"tiny": replace(spec, requirements=str(moved))})
+    assert manager.installed("tiny")
 
 
 def test_an_interrupted_install_leaves_the_bundle_not_installed(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.charts import ChartsTab
 from gym_gui.workers import worker_catalog
-from tests.conftest import REPO
+from tests.fixtures import REPO
 from tests.support import assert_one_line_error, gym_gui, kill_run_workers, stop_daemon, wait_until
 from tests.ui.test_scenario import click, click_run, open_tab, type_into
 

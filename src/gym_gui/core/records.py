@@ -266,7 +266,7 @@ class LaunchPreview:
 
     ``argv`` is exact; ``env`` is the worker's whole environment with secrets and tokens shown as
     ``***``; ``display`` is the command as a user would type it (bundle interpreters named by their
-    bundle, see docs/architecture.md); ``script_argv`` is the program the worker runs in turn
+    bundle, see gym_gui.daemon.preview); ``script_argv`` is the program the worker runs in turn
     (CleanRL: the script with its flags), empty when it runs none.
     """
 

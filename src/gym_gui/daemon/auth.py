@@ -51,10 +51,10 @@ class TokenInterceptor(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         if handler is None:
             return None
-        token = _token(handler_call_details.invocation_metadata)  # type: ignore[arg-type]
+        token = _token(handler_call_details.invocation_metadata)
         if token and secrets.compare_digest(token, self._daemon_token):
             return handler
-        method = handler_call_details.method  # type: ignore[attr-defined]
+        method = handler_call_details.method
         if token and method.startswith(_WORKER_SERVICE) and self._is_worker_token(token):
             return handler
         return _deny(handler, "missing or invalid token" if token else "missing token")

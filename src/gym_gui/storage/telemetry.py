@@ -190,7 +190,7 @@ def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connecti
 # thread does no per-row work.
 _STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(7)
 # Bytes of step rows one writer may hold queued (see TelemetryWriter.put_steps): with the message
-# size limit (gym_gui_sdk.worker.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
+# size limit (gym_gui_sdk.channel.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
 
 

@@ -30,7 +30,9 @@ from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
 from gym_gui.ui.presenters import offers_trained_model, tabs_for_run
-from gym_gui.ui.runs_table import WARNING_COLOUR, LogDrawer, RunsTable
+from gym_gui.ui.runs.cells import WARNING_COLOUR
+from gym_gui.ui.runs.log_drawer import LogDrawer
+from gym_gui.ui.runs.table import RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
 from gym_gui.ui.study.view import StudyWidget

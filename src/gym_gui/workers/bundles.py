@@ -120,7 +120,8 @@ def install_hint(name: str) -> str:
 
 
 def source_root() -> Path:
-    """The source checkout gym_gui runs from: the directory holding pyproject.toml, sdk/, workers/ and bundles/.
+    """The source checkout gym_gui runs from: the directory holding pyproject.toml, sdk/ and workers/
+    (each kind's folder there holds its bundle's requirements file).
 
     Raises:
         BundleError: when gym_gui is not installed from a source checkout (e.g. from a
@@ -128,11 +129,11 @@ def source_root() -> Path:
     """
     package = Path(__file__).resolve().parent.parent  # src/gym_gui
     for candidate in package.parents:
-        if all((candidate / part).exists() for part in ("pyproject.toml", "sdk", "workers", "bundles")):
+        if all((candidate / part).exists() for part in ("pyproject.toml", "sdk", "workers")):
             return candidate
     raise BundleError(
         f"gym_gui at {package} is not installed from a source checkout (no directory above it holds "
-        "pyproject.toml, sdk/, workers/ and bundles/); bundles are built from that tree: clone gym_gui "
+        "pyproject.toml, sdk/ and workers/); bundles are built from that tree: clone gym_gui "
         "and install it with `pip install -e .` (or `make install`)"
     )
 

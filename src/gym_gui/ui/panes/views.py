@@ -1,8 +1,9 @@
 """AgentPanes: beside the environment view, what a step says of the agent that took it.
 
 Four panes, each shown once a run's steps carry its payload keys (``payloads.py``): a value map
-(the largest action value of each state over the grid, with the greedy action's arrow), the
-step's action values, a BDI agent's intention and beliefs, and a language model's conversation.
+(the largest action value of each state over the grid, with the greedy action's arrow:
+``value_map.py``), the step's action values, a BDI agent's intention and beliefs, and a language
+model's conversation (``conversation.py``).
 The Live and Replay tabs offer steps and call :meth:`AgentPanes.refresh` at their own pace; the
 panes read the rest (the run's spaces and events, the steps the table is built from, the step
 that holds a call's record) from the run's telemetry database off the GUI thread.
@@ -16,18 +17,14 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPaintEvent, QPen, QPolygonF
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
-    QSizePolicy,
     QSplitter,
     QTableWidget,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -35,7 +32,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.records import RunRecord
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.background import Background
-from gym_gui.ui.env_view import BACKGROUND, TEXT
+from gym_gui.ui.panes.conversation import ConversationPane
 from gym_gui.ui.panes.payloads import (
     ActionValues,
     CallRecord,
@@ -52,6 +49,7 @@ from gym_gui.ui.panes.payloads import (
     read_step,
     read_table_writes,
 )
+from gym_gui.ui.panes.value_map import ValueMapView
 from gym_gui.ui.tables import read_only_item, row_table
 
 log = logging.getLogger(__name__)
@@ -64,7 +62,6 @@ CONTEXT_EVERY = 10
 CALL_RECORDS = 512
 # The panes' share of their column's height, when shown together.
 PANE_WEIGHTS = (3, 2, 2, 5)  # value map, action values, intention and beliefs, conversation
-_COLORS = pg.colormap.get("viridis")
 
 
 def _titled(title: str, widget: QWidget) -> QWidget:
@@ -75,130 +72,6 @@ def _titled(title: str, widget: QWidget) -> QWidget:
     layout.addWidget(label)
     layout.addWidget(widget, 1)
     return box
-
-
-class ValueMapView(QWidget):
-    """The largest action value of each state as a heat map over the grid, with the greedy action's arrow.
-
-    State ``s`` is the cell ``divmod(s, cols)``. An arrow points the way the greedy action moves
-    (the catalog's arrow keys); a greedy action that moves nowhere is written as its number; a
-    state whose values are all equal has none. Tile letters and the agent come from the grid.
-    """
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.best: np.ndarray | None = None
-        self.greedy: np.ndarray | None = None
-        self.moves: dict[int, tuple[int, int]] = {}
-        self.grid: dict[str, Any] | None = None
-        self.frames_drawn = 0
-        self.setMinimumSize(160, 160)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def set_table(self, table: ValueTable, moves: dict[int, tuple[int, int]]) -> None:
-        self.best, self.greedy, self.moves = table.best(), table.greedy(), moves
-        self.update()
-
-    def set_grid(self, grid: dict[str, Any]) -> None:
-        self.grid = grid
-        self.update()
-
-    @property
-    def arrows(self) -> dict[int, int]:
-        """The greedy action of each state that has one."""
-        if self.greedy is None:
-            return {}
-        return {int(s): int(a) for s, a in enumerate(self.greedy) if a >= 0}
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        try:
-            painter.fillRect(self.rect(), BACKGROUND)
-            if self.best is not None and self.grid is not None:
-                self._paint(painter, self.best, self.grid)
-        finally:
-            painter.end()
-        self.frames_drawn += 1
-
-    def _paint(self, painter: QPainter, best: np.ndarray, grid: dict[str, Any]) -> None:
-        rows, cols = int(grid["rows"]), int(grid["cols"])
-        legend = painter.fontMetrics().height() + 6
-        cell = max(1, min(self.width() // cols, (self.height() - legend) // rows))
-        x0 = (self.width() - cell * cols) // 2
-        y0 = (self.height() - legend - cell * rows) // 2
-        low, high = float(np.nanmin(best)), float(np.nanmax(best))
-        scaled = (best - low) / (high - low) if high > low else np.zeros_like(best)
-        colors = _COLORS.map(np.nan_to_num(scaled), mode="qcolor")
-        tiles: list[str] = list(grid.get("tiles") or [])
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        font = QFont(painter.font())
-        font.setPixelSize(max(7, cell // 5))
-        painter.setFont(font)
-        for state in range(rows * cols):
-            r, c = divmod(state, cols)
-            box = QRectF(x0 + c * cell, y0 + r * cell, cell, cell)
-            painter.fillRect(box, colors[state])
-            ink = QColor("black") if scaled[state] > 0.6 else QColor("white")
-            painter.setPen(ink)
-            letter = tiles[r][c] if r < len(tiles) and c < len(tiles[r]) else ""
-            if letter not in ("", ".", "F"):
-                painter.drawText(
-                    box.adjusted(3, 1, 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop, letter
-                )
-            if cell >= 40:
-                painter.drawText(
-                    box.adjusted(0, 0, -3, -1),
-                    Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignBottom,
-                    f"{best[state]:.2f}",
-                )
-            if self.greedy is not None:
-                self._paint_greedy(painter, int(self.greedy[state]), box, ink)
-        painter.setPen(QPen(QColor("#8a9ba8"), 1))
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        for r in range(rows + 1):
-            painter.drawLine(x0, y0 + r * cell, x0 + cols * cell, y0 + r * cell)
-        for c in range(cols + 1):
-            painter.drawLine(x0 + c * cell, y0, x0 + c * cell, y0 + rows * cell)
-        agent = grid.get("agent")
-        if isinstance(agent, list) and len(agent) == 2:
-            painter.setPen(QPen(QColor("#e63946"), max(2, cell // 14)))
-            inset = cell * 0.06
-            painter.drawRect(
-                QRectF(
-                    x0 + agent[1] * cell + inset,
-                    y0 + agent[0] * cell + inset,
-                    cell - 2 * inset,
-                    cell - 2 * inset,
-                )
-            )
-        painter.setPen(TEXT)
-        painter.drawText(
-            QRectF(0, self.height() - legend, self.width(), legend),
-            Qt.AlignmentFlag.AlignCenter,
-            f"max Q {low:.3g} (dark) to {high:.3g} (bright)",
-        )
-
-    def _paint_greedy(self, painter: QPainter, action: int, box: QRectF, ink: QColor) -> None:
-        if action < 0:
-            return
-        move = self.moves.get(action)
-        center = box.center()
-        if move is None:
-            painter.setPen(ink)
-            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, str(action))
-            return
-        dy, dx = move
-        length = box.width() * 0.32
-        tip = QPointF(center.x() + dx * length, center.y() + dy * length)
-        tail = QPointF(center.x() - dx * length * 0.6, center.y() - dy * length * 0.6)
-        painter.setPen(QPen(ink, max(1.5, box.width() / 18)))
-        painter.drawLine(tail, tip)
-        head = box.width() * 0.14
-        # The head's two back corners: back along the arrow, then out to either side.
-        back = QPointF(tip.x() - dx * head, tip.y() - dy * head)
-        side = QPointF(-dy * head * 0.7, dx * head * 0.7)
-        painter.setBrush(ink)
-        painter.drawPolygon(QPolygonF([tip, back + side, back - side]))
 
 
 class ActionValuesPane(QWidget):
@@ -279,81 +152,6 @@ class DeliberationPane(QWidget):
         goals = " → ".join(f"!{goal}" for goal in deliberation.intention) or "none"
         self.intention.setText(f"Intention: {goals}")
         self.beliefs.setPlainText("\n".join(deliberation.beliefs))
-
-
-def _pre(text: str) -> str:
-    return f"<pre style='white-space: pre-wrap; margin: 2px 0 8px 0'>{html.escape(text)}</pre>"
-
-
-class ConversationPane(QTextBrowser):
-    """The language-model call that chose the step's action: what the model read, its reply, what was made of it."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("conversation")
-        self.setOpenLinks(False)
-        self.shown: tuple[StepKey, bool, bool] | None = None
-
-    def text(self) -> str:
-        return self.toPlainText()
-
-    def show_call(self, step: StepPayload, record: CallRecord | None, context: RunContext) -> None:
-        call = step.call
-        if call is None:
-            self.setPlainText(f"Step {step.step} of episode {step.episode} made no model call.")
-            self.shown = None
-            return
-        prompt = context.prompt(record) if record is not None else None
-        shown = (step.key, record is not None, prompt is not None)
-        if shown == self.shown:
-            return
-        self.shown = shown
-        where = f"episode {step.episode}, step {step.step}"
-        plan = "its first action" if call.index == 0 else f"action {call.index + 1} of its plan"
-        parts = [f"<p><b>Call {call.call}</b> · {plan} · {where}</p>"]
-        if record is None:
-            parts.append("<p>Reading the step that made this call…</p>")
-            self.setHtml("".join(parts))
-            return
-        for message in record.messages:
-            parts.append(f"<b>{html.escape(message.role)}</b>{_pre(message.content)}")
-        if record.tool_calls:
-            calls = "\n".join(f"{name}({arguments})" for name, arguments in record.tool_calls)
-            parts.append(f"<b>reply (tool call)</b>{_pre(calls)}")
-        else:
-            parts.append(f"<b>reply</b>{_pre(record.reply if record.reply is not None else '(none)')}")
-        actions = ", ".join(str(a) for a in record.actions)
-        verdict = "valid" if record.valid else f"invalid: {html.escape(record.error)}"
-        if record.fallback:
-            verdict += f"; fallback {html.escape(record.fallback)}"
-        parts.append(f"<p>actions [{html.escape(actions)}] · {verdict}</p>")
-        stats = []
-        if record.latency_ms is not None:
-            stats.append(f"{record.latency_ms:.0f} ms")
-        if record.tokens_in is not None:
-            stats.append(f"{record.tokens_in} tokens in")
-        if record.tokens_out is not None:
-            stats.append(f"{record.tokens_out} out")
-        if record.attempts is not None:
-            stats.append(f"{record.attempts} attempt{'s' if record.attempts != 1 else ''}")
-        if record.source:
-            stats.append(f"from the {html.escape(record.source)}")
-        if stats:
-            parts.append(f"<p>{' · '.join(stats)}</p>")
-        if call.unchanged:
-            parts.append(
-                "<p><i>This action changed nothing the model sees: the rest of its plan was dropped.</i></p>"
-            )
-        if record.prefix:
-            parts.append(
-                f"<p><b>sent before them</b> (prefix {html.escape(record.prefix)}, the same for every call)</p>"
-            )
-            if prompt is None:
-                parts.append("<p>Reading the prompt prefix…</p>")
-            else:
-                for message in prompt[: len(prompt) - len(record.messages)]:
-                    parts.append(f"<b>{html.escape(message.role)}</b>{_pre(message.content)}")
-        self.setHtml("".join(parts))
 
 
 class AgentPanes(QWidget):

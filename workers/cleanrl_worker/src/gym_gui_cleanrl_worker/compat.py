@@ -211,7 +211,7 @@ def _old_api_env(gymnasium_id: str, **kwargs: Any) -> Any:
     import gym
     import gymnasium
 
-    class GymnasiumEnv(gym.Env):  # type: ignore[misc]
+    class GymnasiumEnv(gym.Env):
         def __init__(self) -> None:
             self.env = gymnasium.make(gymnasium_id, render_mode="rgb_array", **kwargs)
             self.observation_space = to_gym_space(self.env.observation_space)

@@ -229,9 +229,9 @@ def _patch_summary_writer(runtime: _Runtime) -> None:
                 runtime.on_scalar_step(global_step)
         return result
 
-    SummaryWriter.__init__ = __init__  # type: ignore[method-assign]
-    SummaryWriter.add_scalar = add_scalar  # type: ignore[method-assign]
-    SummaryWriter.__gym_gui_patched__ = True  # type: ignore[attr-defined]
+    SummaryWriter.__init__ = __init__
+    SummaryWriter.add_scalar = add_scalar
+    SummaryWriter.__gym_gui_patched__ = True
 
 
 def warm_start(namespace: dict[str, Any], model_path: str, module: str) -> None:
@@ -295,7 +295,7 @@ def _patch_warm_start(runtime: _Runtime, model_path: str, module: str) -> None:
             warm_start(runtime.namespace, model_path, module)
         original_init(self, *args, **kwargs)
 
-    torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign]
+    torch.optim.Optimizer.__init__ = __init__
 
 
 def _install_signal_handlers(runtime: _Runtime) -> None:

@@ -1,7 +1,9 @@
 """The CleanRL worker's plugin: how gym_gui lists, checks, describes and launches CleanRL runs.
 
 This module runs in gym_gui's own environment (the daemon loads it through the ``gym_gui.workers``
-entry point); everything else in the package runs inside the cleanrl bundle, which has no gym_gui.
+entry point), with what it imports of this package: ``zygote`` (the owner of the fork servers) and,
+in the daemon when a run's flags are made, ``describe`` with ``scripts`` and ``envs`` (plain Python,
+no torch or gym). The rest runs inside the cleanrl bundle, which has no gym_gui.
 """
 
 from __future__ import annotations
@@ -67,10 +69,10 @@ WARM_START_NETWORKS: dict[str, str] = {"ppo": "agent", "dqn": "q_network"}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
-    requirements="bundles/cleanrl.txt",
+    requirements="workers/cleanrl_worker/requirements.txt",
     extra_steps=(
         PipStep(
-            # Its metadata asks for Python < 3.11 and pins 2022 releases; bundles/cleanrl.txt
+            # Its metadata asks for Python < 3.11 and pins 2022 releases; the requirements file
             # holds the set its scripts run with here.
             "installing cleanrl 1.2.0 (no deps, ignoring its Python < 3.11 cap)",
             ("--no-deps", "--ignore-requires-python", "cleanrl==1.2.0"),
@@ -87,7 +89,7 @@ BUNDLE = BundleSpec(
         "gym_gui_cleanrl_worker",
         "mujoco",
     ),
-    # bundles/cleanrl.txt pins torch==X; the install chooses its build: CPU unless asked for CUDA.
+    # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
 )
 

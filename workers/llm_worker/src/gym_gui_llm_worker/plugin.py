@@ -24,7 +24,7 @@ from gym_gui_llm_worker.responses import RUN_LOG, SHARED_CACHE
 
 BUNDLE = BundleSpec(
     name="llm",
-    requirements="bundles/llm.txt",
+    requirements="workers/llm_worker/requirements.txt",
     local_packages=("sdk", "workers/llm_worker"),
     check_imports=("openai", "gymnasium", "minigrid", "gym_gui_sdk", "gym_gui_llm_worker"),
 )

@@ -92,7 +92,7 @@ class QLearningAgent(BDIAgent):
         def connect_to_server(*args: Any, **kwargs: Any) -> Any:
             return connect(*args, **{**kwargs, "host": server})
 
-        self.client.connect = connect_to_server  # type: ignore[method-assign]
+        self.client.connect = connect_to_server
         await super()._async_connect()
 
     # ------------------------------------------------------------ beliefs

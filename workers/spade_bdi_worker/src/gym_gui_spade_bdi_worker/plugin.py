@@ -25,7 +25,7 @@ PACKAGE = "gym_gui_spade_bdi_worker"
 
 BUNDLE = BundleSpec(
     name="spade_bdi",
-    requirements="bundles/spade_bdi.txt",
+    requirements="workers/spade_bdi_worker/requirements.txt",
     local_packages=("sdk", "workers/spade_bdi_worker"),
     check_imports=("spade", "spade_bdi", "pyjabber", "gymnasium", "gym_gui_sdk", PACKAGE),
 )

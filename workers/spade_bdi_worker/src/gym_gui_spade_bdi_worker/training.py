@@ -69,9 +69,9 @@ class TableStep:
     ``np_random.random()`` (the first index when none does). Here the sums are made once, by
     ``np.cumsum`` (the same floats), and each step draws the same number from the env's own
     generator and sets the env's ``s`` and ``lastaction`` as its step does: the same transitions,
-    the same random stream and the same env afterwards (``tests/spade_bdi/test_learning.py`` steps
-    both side by side), at a fraction of the cost (two numpy calls on three values were a fifth of
-    the worker's time).
+    the same random stream and the same env afterwards (the kind's ``tests/test_learning.py``
+    steps both side by side), at a fraction of the cost (two numpy calls on three values were a
+    fifth of the worker's time).
     """
 
     __slots__ = ("_env", "_rows")

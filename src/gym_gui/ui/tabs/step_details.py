@@ -1,0 +1,61 @@
+"""StepDetails: the fields of one stored step as the Replay tab shows them (step, action, reward, its ends,
+observation and info)."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFormLayout, QLabel, QPlainTextEdit, QWidget
+
+from gym_gui.core.records import StepRecord
+
+# Characters of an observation or an info shown at most (a pixel observation's text runs to megabytes).
+MAX_TEXT = 20_000
+
+
+def _pretty(text: str) -> str:
+    try:
+        shown = json.dumps(json.loads(text), indent=2, sort_keys=True)
+    except (ValueError, TypeError):
+        shown = text
+    return shown if len(shown) <= MAX_TEXT else shown[:MAX_TEXT] + "\n…"
+
+
+class StepDetails(QWidget):
+    """A form of one step's fields; the info shows as indented JSON."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.step_fields = {
+            name: QLabel() for name in ("step", "action", "reward", "terminated", "truncated")
+        }
+        for label in self.step_fields.values():
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.observation_text = QPlainTextEdit(readOnly=True)
+        self.observation_text.setMaximumBlockCount(2000)
+        self.info_text = QPlainTextEdit(readOnly=True)
+        form = QFormLayout(self)
+        for name, label in self.step_fields.items():
+            form.addRow(name.capitalize(), label)
+        form.addRow("Observation", self.observation_text)
+        form.addRow("Info", self.info_text)
+
+    def show_step(self, record: StepRecord) -> None:
+        self.step_fields["step"].setText(str(record.step))
+        self.step_fields["action"].setText(record.action)
+        self.step_fields["reward"].setText(f"{record.reward:g}")
+        self.step_fields["terminated"].setText("yes" if record.terminated else "no")
+        self.step_fields["truncated"].setText("yes" if record.truncated else "no")
+        observation = record.observation
+        self.observation_text.setPlainText(
+            observation if len(observation) <= MAX_TEXT else observation[:MAX_TEXT] + "…"
+        )
+        self.info_text.setPlainText(_pretty(record.info))
+
+    def clear(self, message: str = "") -> None:
+        """Show no step; ``message`` says why, in the info's place."""
+        for label in self.step_fields.values():
+            label.setText("")
+        self.observation_text.setPlainText("")
+        self.info_text.setPlainText(message)
