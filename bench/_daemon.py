@@ -15,7 +15,8 @@ from gym_gui.core.processes import process_alive
 from gym_gui.core.records import STEP_COLUMNS
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.telemetry import TelemetryReader, insert_sql, open_telemetry_db
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_schema import insert_sql, open_telemetry_db
 
 INSERT_STEP = insert_sql("steps", STEP_COLUMNS, 1)  # a row a statement: the plain executemany
 

@@ -74,7 +74,7 @@ from gym_gui.daemon.live import SupervisorSettings
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.workers import BundleDirectory
+from gym_gui.workers import worker_catalog
 
 GOAL = 0.98
 BUNDLE = "cleanrl"
@@ -207,7 +207,7 @@ def find_bundles(explicit: Path | None) -> Path:
             Home().bundles_dir
         )  # $GYM_GUI_BUNDLES, else the home's: where `make bundles` puts it
     for directory in candidates:
-        if BundleDirectory(directory).installed(BUNDLE):
+        if worker_catalog().bundle_directory(directory).installed(BUNDLE):
             return directory.expanduser().resolve()
     looked = ", ".join(str(c) for c in candidates)
     raise BenchError(
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The daemon inherits this process's environment: point it at the same bundle.
     os.environ[BUNDLES_ENV_VAR] = str(bundles)
-    python = BundleDirectory(bundles).python(BUNDLE)
+    python = worker_catalog().bundle_directory(bundles).python(BUNDLE)
 
     home = Home(fresh_home())
     measures: list[Measure] = []

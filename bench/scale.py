@@ -65,7 +65,7 @@ from gym_gui.protocol.client import DaemonClient, TelemetryStream
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import open_telemetry_db
+from gym_gui.storage.telemetry_schema import open_telemetry_db
 
 TICK = os.sysconf("SC_CLK_TCK")
 LATENCY_RUNS = 4  # runs a latency viewer follows in the workers part

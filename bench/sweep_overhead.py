@@ -46,7 +46,7 @@ from gym_gui.core.states import SweepState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
 from gym_gui.sweeps.study import StudyView
-from gym_gui.workers import BundleDirectory
+from gym_gui.workers import worker_catalog
 
 GOAL = 0.95
 SPACE: dict[str, Any] = {
@@ -155,7 +155,7 @@ def main() -> None:
     args = parser.parse_args()
     try:
         bundles = find_bundles(args.bundles)
-        python = BundleDirectory(bundles).python("cleanrl")
+        python = worker_catalog().bundle_directory(bundles).python("cleanrl")
         data = spec(args.trials, args.steps, args.parallel)
         root = fresh_home("gym-gui-bench-sweep-")
         os.environ[BUNDLES_ENV_VAR] = str(bundles)

@@ -54,7 +54,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import open_telemetry_db
+from gym_gui.storage.telemetry_schema import open_telemetry_db
 
 RAW_BATCH = 1000
 GOAL = 0.5

@@ -37,7 +37,7 @@ from gym_gui.ui.main_window import MainWindow  # noqa: E402
 from gym_gui.ui.settings import Settings  # noqa: E402
 from gym_gui.ui.tabs.live import LiveTab  # noqa: E402
 from gym_gui.ui.tabs.replay import ReplayTab  # noqa: E402
-from gym_gui.workers import BundleDirectory  # noqa: E402
+from gym_gui.workers import worker_catalog  # noqa: E402
 from workers.llm_worker.tests.chat_server import MODEL, ChatServer, solver  # noqa: E402
 
 
@@ -216,7 +216,7 @@ def llm_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
 
 def optuna_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
     """A PPO CartPole study made by cleanrl_utils.tuner (6 trials), attached read-only beside the runs."""
-    bundles = BundleDirectory(Home(window.link.home).bundles_dir)
+    bundles = worker_catalog().bundle_directory(Home(window.link.home).bundles_dir)
     path = Path(window.link.home) / "cleanrl_hpopt.db"
     subprocess.run(
         [

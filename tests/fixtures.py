@@ -15,7 +15,7 @@ import pytest
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
-from gym_gui.workers import BundleDirectory
+from gym_gui.workers import worker_catalog
 from tests.support import kill_run_workers, small_filesystem, stop_daemon, wait_until
 
 # Qt widgets are real but drawn offscreen (set before any QApplication exists).
@@ -76,7 +76,7 @@ def _no_session_outlives_its_test() -> Iterator[None]:
 @pytest.fixture
 def cleanrl_python() -> Path:
     """The cleanrl bundle's Python; the suite fails (never skips) when the bundle is missing."""
-    manager = BundleDirectory(Home().bundles_dir)
+    manager = worker_catalog().bundle_directory(Home().bundles_dir)
     status = manager.status("cleanrl")
     if not status.installed:
         pytest.fail(f"the cleanrl bundle is needed by these tests: {status.reason}")

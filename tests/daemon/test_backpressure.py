@@ -14,7 +14,8 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from tests.support import in_process_daemon as daemon_in_this_process
 
 

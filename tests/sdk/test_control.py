@@ -50,4 +50,4 @@ def test_episode_and_metric_values_of_the_wrong_type_fail_the_call_not_a_later_b
         session.episode(0, steps=3, total_reward="high", terminated=True, truncated=False, started_at=0.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="could not convert string to float"):
         session.metrics([("episode/return", 3, "high")])  # type: ignore[list-item]
-    assert session._b_episodes == [] and session._b_metrics == []
+    assert session._batch.episodes == [] and session._batch.metrics == []

@@ -12,7 +12,8 @@ from gym_gui.core.states import RunState
 from gym_gui.storage.home import Home
 from gym_gui.storage.model_index import DigestCache, gather_models, group_models, load_refusal
 from gym_gui.storage.run_dir import RunDir, RunEnvironment
-from gym_gui.storage.telemetry import EPISODIC_RETURN, FINAL_RETURN_EPISODES, TelemetryWriter
+from gym_gui.storage.telemetry import EPISODIC_RETURN, FINAL_RETURN_EPISODES
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from tests.storage.test_telemetry import episode_record
 
 WAIT = 10.0

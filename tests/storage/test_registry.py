@@ -14,7 +14,9 @@ from gym_gui.core.errors import IllegalTransition, InvalidRunId, RunNotFound, St
 from gym_gui.core.records import RunRecord, SweepRecord
 from gym_gui.core.states import TRANSITIONS, RunState, SweepState
 from gym_gui.storage import registry as registry_module
-from gym_gui.storage.registry import SCHEMA_VERSION, RunRegistry, sql_migration
+from gym_gui.storage.database import sql_migration
+from gym_gui.storage.registry import RunRegistry
+from gym_gui.storage.registry_schema import SCHEMA_VERSION
 from tests.support import run_record
 
 MakeRecord = Callable[..., RunRecord]

@@ -17,7 +17,8 @@ from gym_gui.core.records import EpisodeRecord, StepRow
 from gym_gui.core.states import RunState
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import ArtifactEntry, Manifest, RunDir, RunEnvironment, WandbEntry
-from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 
 WAIT = 30.0
 RUN_ID = "CartPole-v1__ppo__1__1700000000"

@@ -15,7 +15,8 @@ from gym_gui.core.states import RunState
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.space import RESERVE_BYTES, SpaceReserve, format_bytes, free_space
-from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from tests.support import fill, small_filesystem
 
 MakeRecord = Callable[..., RunRecord]

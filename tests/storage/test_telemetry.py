@@ -21,14 +21,11 @@ from gym_gui.core.records import (
     StepRecord,
     StepRow,
 )
-from gym_gui.storage import telemetry as telemetry_module
-from gym_gui.storage.registry import sql_migration
-from gym_gui.storage.telemetry import (
-    SCHEMA_VERSION,
-    TelemetryReader,
-    TelemetryWriter,
-    open_telemetry_db,
-)
+from gym_gui.storage import telemetry_schema
+from gym_gui.storage.database import sql_migration
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_schema import SCHEMA_VERSION, open_telemetry_db
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 
 WAIT = 30.0  # generous upper bound for conditions that normally hold within milliseconds
 
@@ -202,11 +199,11 @@ def test_a_malformed_row_fails_the_writer_instead_of_killing_it_silently(
 
 def test_rows_many_to_a_statement_land_in_their_own_columns(tmp_path: Path) -> None:
     conn = open_telemetry_db(tmp_path / "t.sqlite")
-    per = telemetry_module.ROWS_PER_STATEMENT
+    per = telemetry_schema.ROWS_PER_STATEMENT
     for count in (1, per - 1, per, per + 1, 3 * per + 5):  # a remainder alone, whole statements, both
         conn.execute("DELETE FROM steps")
         rows = step_rows(count, 0, count)
-        telemetry_module.insert_rows(conn, ("steps", STEP_COLUMNS), rows)
+        telemetry_schema.insert_rows(conn, ("steps", STEP_COLUMNS), rows)
         stored = conn.execute(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps ORDER BY step").fetchall()
         assert [as_record(tuple(r)) for r in stored] == [as_record(r) for r in rows]  # type: ignore[arg-type]
     conn.close()
@@ -414,7 +411,7 @@ def test_database_settings(writer: TelemetryWriter, db_path: Path) -> None:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(steps)")]
         metric_indexes = [row[1] for row in conn.execute("PRAGMA index_list(metrics)")]
     conn.close()
-    assert tuple(columns) == telemetry_module.STEP_COLUMNS
+    assert tuple(columns) == STEP_COLUMNS
     assert "metrics_tag_step" in metric_indexes
 
 
@@ -475,10 +472,10 @@ def test_migrations_run_on_an_older_file(tmp_path: Path, monkeypatch: pytest.Mon
 
     # A file at today's version is upgraded by a later migration, keeping its rows.
     newer = [
-        *telemetry_module.MIGRATIONS,
+        *telemetry_schema.MIGRATIONS,
         sql_migration("ALTER TABLE episodes ADD COLUMN note TEXT DEFAULT ''"),
     ]
-    monkeypatch.setattr(telemetry_module, "MIGRATIONS", newer)
+    monkeypatch.setattr(telemetry_schema, "MIGRATIONS", newer)
     conn = open_telemetry_db(path)
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION + 1,)
     assert "note" in [row[1] for row in conn.execute("PRAGMA table_info(episodes)")]

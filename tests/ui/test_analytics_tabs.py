@@ -25,7 +25,8 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.comparison import experiment_key
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader, TelemetryWriter
+from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from gym_gui.ui import local_web
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.daemon_link import DaemonLink

@@ -13,7 +13,7 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.storage.home import Home
 from gym_gui.ui.forms.model import CleanRLModel, WorkerModel
 from gym_gui.ui.forms.params import Param, Params, parse_float, parse_int
-from gym_gui.workers import BundleDirectory, LaunchContext, worker_catalog
+from gym_gui.workers import LaunchContext, worker_catalog
 
 # Script arguments in the shape the CleanRL worker's describe gives them.
 MAPPED = {"exp-name": "algorithm", "env-id": "env_id", "seed": "seed", "total-timesteps": "budget.timesteps"}
@@ -229,7 +229,9 @@ def test_the_worker_model_keeps_parameters_until_they_are_described() -> None:
 
 def test_the_real_ppo_arguments_leave_nothing_changed(home: Home) -> None:
     launcher = (
-        worker_catalog().plugin("cleanrl").launcher(LaunchContext(home, BundleDirectory(home.bundles_dir)))
+        worker_catalog()
+        .plugin("cleanrl")
+        .launcher(LaunchContext(home, worker_catalog().bundle_directory(home.bundles_dir)))
     )
     assert launcher is not None
     described = launcher.describe({"algorithm": "ppo"})
@@ -258,7 +260,9 @@ def test_the_llm_form_keeps_its_prompt_as_typed_its_key_secret_and_its_env_depen
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     launcher = (
-        worker_catalog().plugin("llm").launcher(LaunchContext(Home(), BundleDirectory(Home().bundles_dir)))
+        worker_catalog()
+        .plugin("llm")
+        .launcher(LaunchContext(Home(), worker_catalog().bundle_directory(Home().bundles_dir)))
     )
     assert launcher is not None
     model = WorkerModel("llm", env_id="FrozenLake-v1")

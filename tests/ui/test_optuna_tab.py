@@ -362,9 +362,9 @@ def test_a_real_sweeps_trial_runs_get_the_optuna_tab_from_the_daemon(
 @pytest.fixture(scope="module")
 def tuner_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database made by the real ``cleanrl_utils.tuner`` (2 PPO CartPole trials) in the CleanRL bundle."""
-    from gym_gui.workers import BundleDirectory
+    from gym_gui.workers import worker_catalog
 
-    manager = BundleDirectory(Home().bundles_dir)
+    manager = worker_catalog().bundle_directory(Home().bundles_dir)
     status = manager.status("cleanrl")
     if not status.installed:
         pytest.fail(f"the cleanrl bundle is needed by these tests: {status.reason}")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from gym_gui.core.records import EventRecord, StepRow
-from gym_gui.storage.telemetry import TelemetryWriter
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from gym_gui.ui.panes.payloads import (
     Message,
     RunContext,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gym_gui.core.records import StepRow
-from gym_gui.storage.telemetry import TelemetryWriter
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from gym_gui.ui.tabs.replay_model import MAX_TICK_HZ, ReplayModel
 from gym_gui.ui.tabs.replay_storage import ReplayStorage
 

@@ -19,16 +19,11 @@ import pytest
 
 from gym_gui.core.records import BundleProgress
 from gym_gui.storage.home import Home
+from gym_gui.workers import bundle_directory, worker_catalog
 from gym_gui.workers import bundles as bundles_module
-from gym_gui.workers import worker_catalog
-from gym_gui.workers.bundles import (
-    TORCH_CPU_INDEX,
-    BundleDirectory,
-    BundleError,
-    BundleSpec,
-    TorchBuild,
-    TorchVariant,
-)
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundle_install import TORCH_CPU_INDEX
+from gym_gui.workers.bundles import BundleError, BundleSpec, TorchBuild, TorchVariant
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = "gym-gui bundles install cleanrl"
@@ -149,7 +144,7 @@ def test_source_root_is_this_checkout_and_each_kind_keeps_its_requirements_in_it
 
 
 def test_a_never_installed_bundle_says_how_to_install_it(tmp_path: Path) -> None:
-    manager = BundleDirectory(tmp_path / "bundles")
+    manager = worker_catalog().bundle_directory(tmp_path / "bundles")
     status = manager.status("cleanrl")
     assert not status.installed
     assert status.path == tmp_path / "bundles" / "cleanrl"
@@ -168,7 +163,7 @@ def test_a_never_installed_bundle_says_how_to_install_it(tmp_path: Path) -> None
 
 def test_an_unknown_bundle_is_refused_with_the_known_names(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="unknown bundle 'nope'; known bundles: cleanrl, llm, spade_bdi"):
-        BundleDirectory(tmp_path).status("nope")
+        worker_catalog().bundle_directory(tmp_path).status("nope")
 
 
 def test_the_marker_decides_installed(tmp_path: Path) -> None:
@@ -247,7 +242,7 @@ def test_a_failing_pip_step_names_the_step_the_log_and_pips_complaint(tmp_path: 
 
 
 def test_check_names_every_missing_import_in_one_line(tmp_path: Path) -> None:
-    manager = BundleDirectory(tmp_path / "bundles")
+    manager = worker_catalog().bundle_directory(tmp_path / "bundles")
     site = make_venv(manager.path("cleanrl"))
     (site / "torch.py").write_text("")
     (site / "gym.py").write_text("")
@@ -549,7 +544,7 @@ def test_a_bundle_installed_before_builds_were_recorded_reads_its_build_from_its
 
 @pytest.fixture
 def cleanrl_manager() -> BundleDirectory:
-    manager = BundleDirectory(Home().bundles_dir)
+    manager = worker_catalog().bundle_directory(Home().bundles_dir)
     status = manager.status("cleanrl")
     assert status.installed, (
         f"{status.reason}; the suite expects it pre-installed: `make bundles` with "
@@ -586,7 +581,7 @@ def test_freeze_of_the_cleanrl_bundle_is_exact_and_cached(
     def no_subprocess(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("freeze ran pip again for the same install")
 
-    monkeypatch.setattr(bundles_module.subprocess, "run", no_subprocess)
+    monkeypatch.setattr(bundle_directory.subprocess, "run", no_subprocess)
     assert cleanrl_manager.freeze("cleanrl") == freeze
 
 
@@ -632,7 +627,7 @@ def test_cli_install_cuda_over_a_cpu_bundle_says_so_and_rebuilds_with_pypis_buil
     """A cleanrl bundle recorded as CPU (its venv empty: nothing here runs it); pip gets no index, so the
     CUDA rebuild stops at torch's step instead of downloading several GB."""
     bundles = tmp_path / "bundles"
-    manager = BundleDirectory(bundles)
+    manager = worker_catalog().bundle_directory(bundles)
     make_venv(manager.path("cleanrl"))
     record = {"variant": "cpu", "extra_index": None, "version": "2.13.0+cpu", "cuda": None}
     write_marker(manager, "cleanrl", manager.spec_hash("cleanrl"), torch=record)

@@ -17,13 +17,15 @@ from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import Lane
 from gym_gui.storage.home import Home
-from gym_gui.workers import BundleDirectory, LaunchContext, WorkerLauncher
+from gym_gui.workers import LaunchContext, WorkerLauncher, worker_catalog
 from gym_gui.workers.registry import load_catalog
 
 
 @pytest.fixture
 def launcher(tmp_path: Path) -> WorkerLauncher:
-    launcher = PLUGIN.launcher(LaunchContext(Home(tmp_path / "home"), BundleDirectory(tmp_path / "bundles")))
+    launcher = PLUGIN.launcher(
+        LaunchContext(Home(tmp_path / "home"), worker_catalog().bundle_directory(tmp_path / "bundles"))
+    )
     assert launcher is not None
     return launcher
 

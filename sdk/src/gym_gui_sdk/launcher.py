@@ -40,7 +40,7 @@ def claim(address: str, run_id: str, claim_token: str, tls_ca: str | None) -> pb
     channel = open_channel(address, tls_ca)
     try:
         stub = pb_grpc.WorkerServiceStub(channel)
-        return stub.ClaimLaunch(  # type: ignore[no-any-return]
+        return stub.ClaimLaunch(
             pb.ClaimLaunchRequest(run_id=run_id),
             metadata=(("authorization", f"Bearer {claim_token}"),),
             timeout=30,

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from gym_gui_sdk.json_object import json_object
+
 GRID = "grid"
 PIXELS = "pixels"
 NONE = "none"
@@ -302,10 +304,11 @@ def decode_payload(data: bytes) -> dict[str, Any] | np.ndarray:
         ValueError: if ``data`` is neither a JSON object nor a PNG image.
     """
     if data[:1] == b"{":
-        decoded = json.loads(data)
-        if not isinstance(decoded, dict):
-            raise ValueError("a grid payload must be a JSON object")
-        return decoded
+        return json_object(
+            data,
+            lambda why: ValueError(f"a grid payload is not valid JSON: {why}"),
+            lambda _: ValueError("a grid payload must be a JSON object"),
+        )
     if data[: len(_PNG_SIGNATURE)] == _PNG_SIGNATURE:
         from PIL import Image
 

@@ -4,54 +4,28 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import queue
-import signal
 import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import grpc
 import numpy as np
 
-from gym_gui_sdk import (
-    ENV_DAEMON_ADDRESS,
-    ENV_HOME,
-    ENV_RUN_ID,
-    ENV_RUN_TOKEN,
-    ENV_TLS_CA,
-    __version__,
-    encoding,
-)
+from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_HOME, ENV_RUN_ID, ENV_RUN_TOKEN, encoding
 from gym_gui_sdk import trainer_pb2 as pb
-from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
-from gym_gui_sdk.channel import WorkerError, open_channel, rpc_status
-from gym_gui_sdk.courier import CourierStream, LocalStream
-
-log = logging.getLogger(__name__)
-
-# A step batch is sent early once its render payloads and observations reach this size.
-_BATCH_BYTES = 2 * 1024 * 1024
+from gym_gui_sdk.channel import WorkerError
+from gym_gui_sdk.session_link import Registration, SessionLink
+from gym_gui_sdk.step_batch import StepBatch
 
 Phase = pb.Lifecycle.Phase
 
-
-@dataclass(frozen=True)
-class Registration:
-    """What the daemon tells a worker when it registers."""
-
-    run_id: str
-    config: dict[str, Any]
-    run_dir: str
-    render_fps: float
+# Importers name these here, with the session.
+__all__ = ["Phase", "Registration", "WorkerError", "WorkerSession", "exit_now", "run_worker"]
 
 
-class WorkerSession:
+class WorkerSession(SessionLink):
     """One run's connection to the daemon.
 
     Records are buffered and sent in batches on one bidirectional ``Publish`` stream; steps
@@ -84,57 +58,30 @@ class WorkerSession:
         tls_ca: str | None = None,
         courier: bool = False,
     ) -> None:
-        self.address = address
-        self.run_id = run_id
-        self._run_token = run_token
-        self._batch_steps = batch_steps
+        super().__init__(
+            address,
+            run_id,
+            run_token,
+            outbox_size=outbox_size,
+            reconnect_seconds=reconnect_seconds,
+            home=home,
+            tls_ca=tls_ca,
+            courier=courier,
+        )
         self.batch_seconds = batch_seconds
         self.heartbeat_seconds = heartbeat_seconds
-        self.reconnect_seconds = reconnect_seconds
-        self._home = home
-        self._tls_ca = tls_ca if tls_ca is not None else os.environ.get(ENV_TLS_CA)
-        self.stop_requested = threading.Event()
-        # True while a pause or a stop waits for the loop: the one attribute a fast loop reads every
-        # step, calling wait_if_paused and checking stop_requested only when it is set.
-        self.held = False
-        self.checkpoint_requested = threading.Event()
-        self._resume = threading.Event()
-        self._resume.set()
-        self.render_fps = 0.0
-        self.acked_seq = 0
-        self.reconnects = 0
-        self._lock = threading.Lock()
-        self._seq = 0
-        self._outbox_size = outbox_size
-        self._stream: LocalStream | CourierStream = CourierStream() if courier else LocalStream()
-        # Sent but not yet confirmed stored: sent again, renumbered, on a new stream after a reconnect.
-        self._unacked: deque[pb.WorkerMessage] = deque()
-        self._started_message: pb.WorkerMessage | None = None
-        self._broken: str = ""
-        self._error: BaseException | None = None
-        self._reader: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
-        self._closed = threading.Event()
-        self._registration: Registration | None = None
-        # The dtype and shape of the arrays a batch packs (see _observation_locked), kept from batch
-        # to batch; its parts apart, for step's quick path, with the bytes of one such array.
-        self._b_pack: tuple[np.dtype[Any], tuple[int, ...]] | None = None
-        self._b_dtype: np.dtype[Any] | None = None
-        self._b_shape: tuple[int, ...] | None = None
-        self._b_nbytes = 0
-        self._b_limit = batch_steps  # steps a batch takes: batch_steps, or fewer when arrays are large
-        self._clear_steps()
+        self._batch = StepBatch(batch_steps)
 
     @property
     def batch_steps(self) -> int:
         """The most steps one batch carries (fewer when its packed observations would pass 2 MiB)."""
-        return self._batch_steps
+        return self._batch.batch_steps
 
     @batch_steps.setter
     def batch_steps(self, steps: int) -> None:
         with self._lock:
-            self._batch_steps = steps
-            self._set_limit_locked()
+            self._batch.set_batch_steps(steps)
 
     # ------------------------------------------------------------ setup
 
@@ -161,101 +108,10 @@ class WorkerSession:
         Raises:
             WorkerError: when the daemon is unreachable or refuses the run token.
         """
-        self._stream.start()  # a courier's start-up overlaps the registration
-        try:
-            registration = self._open(self.address)
-        except grpc.RpcError as exc:
-            raise WorkerError(f"daemon at {self.address} refused registration: {_rpc_text(exc)}") from None
+        registration = self._register()
         self._ticker = threading.Thread(target=self._tick, name="gym-gui-heartbeat", daemon=True)
         self._ticker.start()
         return registration
-
-    def _open(self, address: str) -> Registration:
-        """Register at ``address`` and open a fresh Publish stream with a fresh outbox."""
-        with open_channel(address, self._tls_ca) as channel:
-            reply = pb_grpc.WorkerServiceStub(channel).RegisterWorker(
-                pb.RegisterWorkerRequest(
-                    run_id=self.run_id, run_token=self._run_token, pid=os.getpid(), worker_version=__version__
-                ),
-                metadata=[("authorization", f"Bearer {self._run_token}")],
-                timeout=10 if self._registration else 30,
-                wait_for_ready=True,
-            )
-        self.address = address
-        self.render_fps = reply.render_fps
-        self._seq = 0
-        self._broken = ""
-        responses = self._stream.open(
-            address,
-            self._tls_ca,
-            [("authorization", f"Bearer {reply.session_token}"), ("x-run-id", self.run_id)],
-            self._outbox_size,
-        )
-        self._reader = threading.Thread(
-            target=self._read_control, args=(responses,), name="gym-gui-control", daemon=True
-        )
-        self._reader.start()
-        if self._registration is None:
-            self._registration = Registration(
-                run_id=self.run_id,
-                config=json.loads(reply.config_json or "{}"),
-                run_dir=reply.run_dir,
-                render_fps=reply.render_fps,
-            )
-        return self._registration
-
-    def _daemon_address(self) -> str:
-        # A restarted daemon listens on a new port; its daemon.json says which.
-        if self._home:
-            try:
-                with open(os.path.join(self._home, "daemon.json"), encoding="utf-8") as f:
-                    address = json.load(f).get("address")
-                if isinstance(address, str) and address:
-                    return address
-            except (OSError, ValueError, AttributeError):
-                pass
-        return self.address
-
-    def _reconnect_locked(self) -> None:
-        """Find the daemon again, register, and send again what it has not confirmed.
-
-        Raises:
-            WorkerError: when no daemon takes the run back within ``reconnect_seconds``.
-        """
-        reason = self._broken
-        log.warning("stream to the daemon broke (%s); reconnecting", reason)
-        deadline = time.monotonic() + self.reconnect_seconds
-        while True:
-            try:
-                self._open(self._daemon_address())
-                break
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAUTHENTICATED or time.monotonic() > deadline:
-                    self._error = WorkerError(
-                        f"lost the daemon ({reason}) and could not reconnect: {_rpc_text(exc)}"
-                    )
-                    raise self._error from None
-                time.sleep(0.5)
-        self.reconnects += 1
-        pending = list(self._unacked)
-        self._unacked.clear()
-        if self._started_message is not None:
-            self._enqueue_locked(self._started_message, keep=False)
-        for message in pending:
-            self._enqueue_locked(message)
-        log.info("reconnected to %s; sent %d unconfirmed messages again", self.address, len(pending))
-
-    def install_signal_handlers(self) -> None:
-        """Turn SIGTERM and SIGINT into a stop request, so the worker ends cleanly and flushes.
-
-        Call from the main thread.
-        """
-
-        def _stop(_signum: int, _frame: Any) -> None:
-            self._request_stop()
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
 
     # ------------------------------------------------------------ records
 
@@ -291,17 +147,18 @@ class WorkerSession:
         encoded here by :func:`encoding.dumps`.
         """
         with self._lock:
+            batch = self._batch
             # The common case first, in as few operations as a step can take: an env's array of the
             # dtype and shape the batch already packs. Its bytes count as the batch's row count does.
             if (
                 type(observation) is np.ndarray
-                and observation.dtype is self._b_dtype
-                and observation.shape == self._b_shape
+                and observation.dtype is batch.dtype
+                and observation.shape == batch.shape
             ):
                 observation = observation.tobytes()
             else:
-                observation = self._observation_locked(observation)
-            rows = self._b_rows
+                observation = batch.observation(observation)
+            rows = batch.rows
             rows.append(
                 (
                     episode,
@@ -317,8 +174,8 @@ class WorkerSession:
                 )
             )
             if render:
-                self._batch_bytes += len(render)
-            if len(rows) >= self._b_limit or (self._batch_bytes and self._batch_full_locked()):
+                batch.bytes += len(render)
+            if len(rows) >= batch.limit or (batch.bytes and batch.full()):
                 self._flush_steps_locked()
 
     def steps(
@@ -362,14 +219,15 @@ class WorkerSession:
             rows = [data[i * size : (i + 1) * size] for i in range(n)]
         start = 0
         with self._lock:
+            batch = self._batch
             while start < n:
-                end = min(n, start + max(1, self._b_limit - len(self._b_rows)))
+                end = min(n, start + max(1, batch.limit - len(batch.rows)))
                 part = slice(start, end)
-                if spec is not None and self._pack_locked(spec):
+                if spec is not None and batch.packs(spec):
                     observations = rows[part]
                 else:
-                    observations = [self._observation_locked(o) for o in observation[part]]
-                self._b_rows.extend(
+                    observations = [batch.observation(o) for o in observation[part]]
+                batch.rows.extend(
                     zip(
                         episode[part],
                         step[part],
@@ -384,8 +242,8 @@ class WorkerSession:
                         strict=True,
                     )
                 )
-                self._batch_bytes += sum(map(len, render[part]))
-                if len(self._b_rows) >= self._b_limit or (self._batch_bytes and self._batch_full_locked()):
+                batch.bytes += sum(map(len, render[part]))
+                if len(batch.rows) >= batch.limit or (batch.bytes and batch.full()):
                     self._flush_steps_locked()
                 start = end
 
@@ -417,7 +275,7 @@ class WorkerSession:
             "info": str(info),
         }
         with self._lock:
-            self._b_episodes.append(record)
+            self._batch.episodes.append(record)
 
     def metrics(self, points: list[tuple[str, int, float]], wall_time: float | None = None) -> None:
         """Record scalar metrics as ``(tag, step, value)``; they travel with the next batch."""
@@ -427,8 +285,8 @@ class WorkerSession:
             for tag, step, value in points
         ]
         with self._lock:
-            self._b_metrics.extend(records)
-            if len(self._b_metrics) >= self.batch_steps:
+            self._batch.metrics.extend(records)
+            if len(self._batch.metrics) >= self.batch_steps:
                 self._flush_steps_locked()
 
     def artifact(self, kind: str, path: str, step: int = 0, meta: dict[str, Any] | None = None) -> None:
@@ -452,10 +310,6 @@ class WorkerSession:
         self._send(pb.WorkerMessage(lifecycle=pb.Lifecycle(phase=phase, message=message)))
 
     # ------------------------------------------------------------ control
-
-    @property
-    def paused(self) -> bool:
-        return not self._resume.is_set()
 
     def wait_if_paused(self) -> None:
         """Block while the daemon has the run paused, reporting PAUSED and then RESUMED.
@@ -485,196 +339,16 @@ class WorkerSession:
                 self._flush_steps_locked()
                 self._send_locked(pb.WorkerMessage(lifecycle=pb.Lifecycle(phase=phase, message=message)))
                 self._closed.set()
-            while True:
-                with self._lock:
-                    if self._broken:
-                        self._reconnect_locked()
-                    reader = self._reader
-                    self._stream.end()
-                assert reader is not None
-                reader.join(max(0.0, deadline - time.monotonic()))
-                if self._error is not None:
-                    raise WorkerError(f"stream to the daemon failed: {self._error}")
-                if not self._unacked and not self._broken:
-                    break
-                if not self._broken or time.monotonic() > deadline:
-                    raise WorkerError(
-                        f"daemon did not confirm {len(self._unacked)} messages within {timeout:.0f}s"
-                    )
+            self._await_acknowledged(deadline, timeout)
         finally:
             self.close()  # a failed finish lets go of the daemon too
 
-    def close(self) -> None:
-        """Let go of the daemon without finishing: the heartbeat stops and the stream is closed.
-
-        For a session whose run the daemon already ended (its stream failed, or it was told to
-        stop and has nothing left to say); :meth:`finish` closes a session that ends normally.
-        """
-        self._closed.set()
-        self._stream.close()
-
     # ------------------------------------------------------------ internals
 
-    def _clear_steps(self) -> None:
-        # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render,
-        # wall_time); an observation is JSON text, or the bytes of an array packed under _b_pack.
-        self._b_rows: list[tuple[Any, ...]] = []
-        self._b_episodes: list[dict[str, Any]] = []  # an Episode message's fields each
-        self._b_metrics: list[dict[str, Any]] = []  # a Metric message's fields each
-        self._b_text = 0  # observations among the rows that are JSON text (the others are packed)
-        self._batch_bytes = 0  # of the render payloads and the text observations
-        self._batch_started = time.monotonic()
-
-    def _set_limit_locked(self) -> None:
-        nbytes = self._b_nbytes
-        self._b_limit = (
-            min(self._batch_steps, max(1, _BATCH_BYTES // nbytes)) if nbytes else self._batch_steps
-        )
-
-    def _batch_full_locked(self) -> bool:
-        """Whether the batch's payloads, packed arrays included, reached the batch's bound in bytes."""
-        packed = (len(self._b_rows) - self._b_text) * self._b_nbytes
-        return self._batch_bytes + packed >= _BATCH_BYTES
-
-    def _pack_locked(self, spec: tuple[np.dtype[Any], tuple[int, ...]]) -> bool:
-        """Whether arrays of ``spec`` travel packed in this batch: those it packs already, or the first
-        of a batch that packs none yet (then kept for the batches after it, so the next steps take
-        :meth:`step`'s quick path)."""
-        if spec == self._b_pack:
-            return True
-        if len(self._b_rows) > self._b_text:  # the batch packs arrays of another spec
-            return False
-        self._b_pack = spec
-        self._b_dtype, self._b_shape = spec
-        self._b_nbytes = spec[0].itemsize * math.prod(spec[1])
-        self._set_limit_locked()
-        return True
-
-    def _observation_locked(self, observation: Any) -> str | bytes:
-        """A step's observation as it waits in the batch: packed bytes, or JSON text.
-
-        A numeric array travels packed when the batch packs its dtype and shape or none yet (see
-        :meth:`_pack_locked`); an array of another dtype or shape, or anything else, is JSON text.
-        """
-        if type(observation) is not str:
-            spec = encoding.pack_spec(observation)
-            if spec is not None and self._pack_locked(spec):
-                return observation.tobytes()
-            observation = encoding.dumps(observation)
-        self._b_text += 1
-        self._batch_bytes += len(observation)
-        return observation
-
     def _flush_steps_locked(self) -> None:
-        rows = self._b_rows
-        if not (rows or self._b_episodes or self._b_metrics):
-            return
-        # Built in place: a batch handed to WorkerMessage(steps=...) would be copied whole.
-        message = pb.WorkerMessage()
-        batch = message.steps
-        if rows:
-            episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = zip(
-                *rows, strict=True
-            )
-            batch.episode.extend(episode)
-            batch.step.extend(step)
-            batch.reward.extend(reward)
-            batch.terminated.extend(terminated)
-            batch.truncated.extend(truncated)
-            batch.action.extend(action)
-            batch.info.extend(info)
-            batch.render.extend(render)
-            batch.wall_time.extend(wall_time)
-            text = self._b_text
-            if text == len(rows):
-                batch.observation.extend(observation)
-            elif text == 0:
-                assert self._b_pack is not None
-                dtype, shape = self._b_pack
-                batch.observation_array = b"".join(observation)
-                batch.observation_dtype = dtype.str
-                batch.observation_shape.extend(shape)
-            else:  # packed arrays beside JSON text: all of them as text
-                assert self._b_pack is not None
-                dtype, shape = self._b_pack
-                batch.observation.extend(
-                    o if type(o) is str else encoding.unpack_observations(o, dtype.str, shape, 1)[0]
-                    for o in observation
-                )
-        for record in self._b_episodes:
-            batch.episodes.add(**record)
-        for point in self._b_metrics:
-            batch.metrics.add(**point)
-        self._clear_steps()
-        self._send_locked(message)
-
-    def _send(self, message: pb.WorkerMessage) -> None:
-        with self._lock:
+        message = self._batch.take()
+        if message is not None:
             self._send_locked(message)
-
-    def _send_locked(self, message: pb.WorkerMessage, keep: bool = True) -> None:
-        if self._error is not None:
-            raise WorkerError(f"stream to the daemon failed: {self._error}")
-        if self._closed.is_set():
-            raise WorkerError("session already finished")
-        if self._broken:
-            self._reconnect_locked()
-        self._enqueue_locked(message, keep)
-
-    def _enqueue_locked(self, message: pb.WorkerMessage, keep: bool = True) -> None:
-        # Sequence numbers are given under the lock so the outbox order is the seq order.
-        self._seq += 1
-        message.seq = self._seq
-        if keep and message.WhichOneof("body") != "heartbeat":
-            self._unacked.append(message)
-        while True:
-            try:
-                self._stream.send(message, timeout=0.5)
-                return
-            except queue.Full:
-                if self._error is not None:
-                    raise WorkerError(f"stream to the daemon failed: {self._error}") from None
-                if self._broken:
-                    # Everything kept is sent again on the new stream, this message included.
-                    self._reconnect_locked()
-                    return
-
-    def _read_control(self, responses: Iterator[pb.ControlMessage]) -> None:
-        Command = pb.ControlMessage.Command
-        try:
-            for control in responses:
-                if control.command == Command.ACK:
-                    self._acknowledge(control.seq)
-                elif control.command == Command.STOP:
-                    self._request_stop()
-                elif control.command == Command.PAUSE:
-                    self._resume.clear()
-                    self.held = True
-                elif control.command == Command.RESUME:
-                    self._resume.set()
-                    self.held = self.stop_requested.is_set()
-                elif control.command == Command.SET_RENDER_RATE:
-                    self.render_fps = control.render_fps
-                elif control.command == Command.CHECKPOINT_NOW:
-                    self.checkpoint_requested.set()
-        except grpc.RpcError as exc:
-            if exc.code() in _RETRYABLE and self.reconnect_seconds > 0:
-                self._broken = _rpc_text(exc)
-                return
-            self._error = WorkerError(_rpc_text(exc))
-            self._request_stop()
-            log.error("daemon ended the stream: %s", _rpc_text(exc))
-
-    def _request_stop(self) -> None:
-        self.stop_requested.set()
-        self._resume.set()
-        self.held = True
-
-    def _acknowledge(self, seq: int) -> None:
-        self.acked_seq = max(self.acked_seq, seq)
-        unacked = self._unacked
-        while unacked and unacked[0].seq <= seq:
-            unacked.popleft()
 
     def _tick(self) -> None:
         # Heartbeats, and the time bound of a step batch that fills slowly.
@@ -685,8 +359,8 @@ class WorkerSession:
                 if self._closed.is_set():
                     return
                 try:
-                    pending = self._b_rows or self._b_episodes or self._b_metrics
-                    if pending and now - self._batch_started >= self.batch_seconds:
+                    batch = self._batch
+                    if batch.pending() and now - batch.started >= self.batch_seconds:
                         self._flush_steps_locked()
                     if now >= next_beat:
                         self._send_locked(pb.WorkerMessage(heartbeat=pb.Heartbeat(wall_time=time.time())))
@@ -700,13 +374,16 @@ def run_worker(
     name: str,
     body: Callable[[WorkerSession, Registration], str],
     known_errors: tuple[type[BaseException], ...] = (),
+    known_exit_code: int = 1,
 ) -> int:
     """The life of a worker process: register with the daemon, take the run's telemetry batching,
     run ``body`` and report how it ended; returns the process's exit status.
 
     ``body`` returns ``"stopped"`` (the run ends CANCELLED) or anything else (COMPLETED). An
-    exception of a ``known_errors`` type fails the run with its message, one line the user reads;
-    any other fails it with its type and is raised again (its traceback goes to the worker's log).
+    exception of a ``known_errors`` type fails the run with its message, one line the user reads,
+    and the process exits with ``known_exit_code``: the run's reason reads ``exit code 1: MESSAGE``
+    by default, the message alone with 0. Any other exception fails the run with its type and is
+    raised again (its traceback goes to the worker's log).
     """
     session = WorkerSession.from_env()
     session.install_signal_handlers()
@@ -722,7 +399,7 @@ def run_worker(
     except known_errors as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         session.finish(Phase.FAILED, str(exc))
-        return 1
+        return known_exit_code
     except Exception as exc:
         session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
         raise
@@ -747,19 +424,3 @@ def exit_now(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-_RETRYABLE = frozenset(
-    {
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.CANCELLED,
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.INTERNAL,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-    }
-)
-
-
-def _rpc_text(exc: grpc.RpcError) -> str:
-    code, details = rpc_status(exc)
-    return f"{code.name}: {details}"

@@ -13,11 +13,7 @@ from rich.table import Column, Table
 from gym_gui.cli.app import app, console, open_home
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import BundleProgress
-from gym_gui.workers import (
-    BundleDirectory,
-    TorchBuild,
-    TorchVariant,
-)
+from gym_gui.workers import BundleDirectory, TorchBuild, TorchVariant, worker_catalog
 
 bundles_app = typer.Typer(
     help="Install and check worker bundles (the pinned virtual environments workers run in).",
@@ -27,7 +23,7 @@ app.add_typer(bundles_app, name="bundles")
 
 
 def bundle_directory() -> BundleDirectory:
-    return BundleDirectory(open_home().bundles_dir)
+    return worker_catalog().bundle_directory(open_home().bundles_dir)
 
 
 @bundles_app.command("install")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import ConfigError
@@ -49,12 +50,11 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
             text = config_file.read_text()
         except OSError as exc:
             raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"config file {config_file} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"config file {config_file} must hold a JSON object")
+        data = json_object(
+            text,
+            lambda why: ConfigError(f"config file {config_file} is not valid JSON: {why}"),
+            lambda _: ConfigError(f"config file {config_file} must hold a JSON object"),
+        )
         source = data.get("source")
         if isinstance(source, dict):
             # Paths in a config file are relative to the file, as a user who keeps both together expects.

@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk.json_object import json_object
 
 from gym_gui.bus.run_bus import STEPS, RunBus
 from gym_gui.core.errors import DiskFull, GymGuiError
@@ -294,10 +295,8 @@ def _storage_failure(error: GymGuiError) -> str:
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ProtocolViolation(f"{what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ProtocolViolation(f"{what} must be a JSON object")
-    return value
+    return json_object(
+        text,
+        lambda why: ProtocolViolation(f"{what} is not valid JSON: {why}"),
+        lambda _: ProtocolViolation(f"{what} must be a JSON object"),
+    )

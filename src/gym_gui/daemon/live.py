@@ -25,7 +25,7 @@ from gym_gui.daemon.executors import LaunchSpec, WorkerProcess
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
-from gym_gui.storage.telemetry import TelemetryWriter
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 
 Command = pb.ControlMessage.Command
 Phase = pb.Lifecycle.Phase

@@ -88,7 +88,7 @@ class Supervisor:
         self.bus = bus
         self.settings = settings or SupervisorSettings()
         self.catalog = catalog or worker_catalog()
-        self.bundles = bundles or BundleDirectory(home.bundles_dir, self.catalog.bundles())
+        self.bundles = bundles or self.catalog.bundle_directory(home.bundles_dir)
         self.runs = LiveRuns(home, registry, bus)
         self.ending = Ending(self.runs, self.settings)
         self.launching = Launching(

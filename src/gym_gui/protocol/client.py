@@ -17,6 +17,7 @@ import grpc
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.channel import open_channel
+from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
@@ -320,9 +321,11 @@ class DaemonClient:
             ConfigError: its stored config is not one this gym_gui can run.
         """
         detail = self.get_run(run_id)
-        stored = json.loads(detail.config_json or "{}")
-        if not isinstance(stored, dict):
-            raise ConfigError(f"run {run_id} has no stored config to re-run")
+
+        def no_config(_: object) -> ConfigError:
+            return ConfigError(f"run {run_id} has no stored config to re-run")
+
+        stored = json_object(detail.config_json or "{}", no_config, no_config)
         return parse_run_config({**stored, "rerun_of": run_id})
 
     def import_model(self, path: str, worker: str, algorithm: str, env_id: str) -> RunRecord:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Sequence
 
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.encoding import unpack_observations
+from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
@@ -340,12 +340,11 @@ def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
     Raises:
         ProtocolViolation: when the plugin's answer is not a JSON object.
     """
-    try:
-        details = json.loads(message.description_json or "{}")
-    except ValueError as exc:
-        raise ProtocolViolation(f"worker description of {message.worker!r} is not JSON: {exc}") from None
-    if not isinstance(details, dict):
-        raise ProtocolViolation(f"worker description of {message.worker!r} is not a JSON object")
+    details = json_object(
+        message.description_json or "{}",
+        lambda why: ProtocolViolation(f"worker description of {message.worker!r} is not JSON: {why}"),
+        lambda _: ProtocolViolation(f"worker description of {message.worker!r} is not a JSON object"),
+    )
     return WorkerDescription(
         kind=message.worker,
         display_name=message.display_name,

@@ -1,4 +1,4 @@
-"""The run registry (registry.sqlite): one row per run, its state history, and SQLite schema migrations."""
+"""The run registry (registry.sqlite): one row per run and its state history, and the sweeps."""
 
 from __future__ import annotations
 
@@ -15,223 +15,20 @@ from gym_gui.core.errors import DiskFull, RunNotFound, StorageError, SweepNotFou
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord, StateTransition, SweepRecord
 from gym_gui.core.states import RunState, SweepState, check_transition
+from gym_gui.storage.database import (
+    BUSY_TIMEOUT_MS,
+    apply_migrations,
+    configure,
+    enable_wal,
+    refuse_newer,
+    rollback,
+)
+from gym_gui.storage.registry_schema import MIGRATIONS, RUN_COLUMNS, SWEEP_COLUMNS, run_record, sweep_record
 from gym_gui.storage.space import SpaceReserve, disk_full, is_disk_full
 
 logger = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 10_000
 T = TypeVar("T")
-
-# A migration moves a database from version i to i + 1 (its index in the list). It runs inside
-# the caller's transaction, so it must not commit (no executescript, which commits first).
-Migration = Callable[[sqlite3.Connection], None]
-
-
-def sql_migration(*statements: str) -> Migration:
-    """A migration that runs ``statements`` in order."""
-
-    def run(conn: sqlite3.Connection) -> None:
-        for statement in statements:
-            conn.execute(statement)
-
-    return run
-
-
-def schema_version(conn: sqlite3.Connection) -> int:
-    """The ``PRAGMA user_version`` of the database behind ``conn``."""
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-def refuse_newer(conn: sqlite3.Connection, path: Path, known: int, what: str) -> int:
-    """Return the file's schema version; raise if this code is too old to understand it.
-
-    Call this before anything that could write (even ``journal_mode=WAL`` changes the file).
-
-    Raises:
-        StorageError: naming the file, its version and the newest version this code knows.
-    """
-    found = schema_version(conn)
-    if found > known:
-        raise StorageError(
-            f"{what} {path} has schema version {found}, but this gym_gui knows versions up to {known}; "
-            "upgrade gym_gui to open it (the file was not changed)"
-        )
-    return found
-
-
-def apply_migrations(
-    conn: sqlite3.Connection, migrations: Sequence[Migration], path: Path, what: str
-) -> None:
-    """Bring the database behind ``conn`` up to ``len(migrations)``, all in one transaction.
-
-    ``conn`` must be in autocommit mode (``isolation_level=None``). Another process migrating
-    the same file at the same moment is harmless: the version is read again under the write lock.
-
-    Raises:
-        StorageError: when the file is newer than ``migrations``, or a migration fails
-            (then nothing was changed).
-    """
-    target = len(migrations)
-    if refuse_newer(conn, path, target, what) == target:
-        return
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.Error as exc:
-        raise StorageError(f"{what} {path}: could not lock it to upgrade its schema: {exc}") from exc
-    try:
-        current = refuse_newer(conn, path, target, what)
-        for version in range(current, target):
-            migrations[version](conn)
-            logger.info("%s %s: migrated schema %d -> %d", what, path, version, version + 1)
-        # PRAGMA does not take parameters; target is an int we computed.
-        conn.execute(f"PRAGMA user_version = {int(target)}")
-        conn.execute("COMMIT")
-    except BaseException as exc:
-        rollback(conn)
-        if isinstance(exc, StorageError | KeyboardInterrupt | SystemExit):
-            raise
-        raise StorageError(f"{what} {path}: schema migration failed, nothing was changed: {exc}") from exc
-
-
-def rollback(conn: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if SQLite has not already (it does on some errors, e.g. a full disk).
-
-    Never raises: the error that made the caller roll back is the one to report.
-    """
-    if conn.in_transaction:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            logger.warning("rollback failed: %s", exc)
-
-
-def configure(conn: sqlite3.Connection) -> None:
-    """Per-connection settings every gym_gui database connection uses."""
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    # With WAL, NORMAL is crash-safe for the database (a power cut may lose the last commits,
-    # never corrupt); FULL would fsync on every commit.
-    conn.execute("PRAGMA synchronous = NORMAL")
-
-
-def enable_wal(conn: sqlite3.Connection, path: Path, what: str) -> None:
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise StorageError(
-            f"{what} {path}: could not switch to WAL journaling (got {mode!r}); "
-            "put GYM_GUI_HOME on a local filesystem"
-        )
-
-
-MIGRATIONS: list[Migration] = [
-    sql_migration(
-        """
-        CREATE TABLE runs (
-            run_id      TEXT PRIMARY KEY NOT NULL,
-            worker      TEXT NOT NULL,
-            env_id      TEXT NOT NULL,
-            lane        TEXT NOT NULL,
-            state       TEXT NOT NULL,
-            created_at  REAL NOT NULL,
-            started_at  REAL,
-            ended_at    REAL,
-            exit_code   INTEGER,
-            reason      TEXT NOT NULL DEFAULT '',
-            archived    INTEGER NOT NULL DEFAULT 0,
-            pid         INTEGER,
-            token_hash  TEXT
-        )
-        """,
-        """
-        CREATE TABLE state_history (
-            id          INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id      TEXT NOT NULL,
-            from_state  TEXT,
-            to_state    TEXT NOT NULL,
-            time        REAL NOT NULL,
-            reason      TEXT NOT NULL DEFAULT ''
-        )
-        """,
-        "CREATE INDEX state_history_run_id ON state_history (run_id, id)",
-        "CREATE INDEX runs_state ON runs (state)",
-    ),
-    sql_migration(
-        """
-        CREATE TABLE sweeps (
-            sweep_id    TEXT PRIMARY KEY NOT NULL,
-            name        TEXT NOT NULL,
-            state       TEXT NOT NULL,
-            directory   TEXT NOT NULL,
-            storage     TEXT NOT NULL,
-            study       TEXT NOT NULL,
-            spec        TEXT NOT NULL,
-            created_at  REAL NOT NULL,
-            ended_at    REAL,
-            reason      TEXT NOT NULL DEFAULT ''
-        )
-        """,
-        "ALTER TABLE runs ADD COLUMN sweep_id TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE runs ADD COLUMN trial INTEGER",
-        "CREATE INDEX runs_sweep ON runs (sweep_id, trial)",
-    ),
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-
-_RUN_COLUMNS = (
-    "run_id, worker, env_id, lane, state, created_at, started_at, ended_at, exit_code, reason, archived, pid, "
-    "sweep_id, trial"
-)
-_SWEEP_COLUMNS = "sweep_id, name, state, directory, storage, study, spec, created_at, ended_at, reason"
-
-
-def _record(row: tuple[Any, ...]) -> RunRecord:
-    (
-        run_id,
-        worker,
-        env_id,
-        lane,
-        state,
-        created_at,
-        started_at,
-        ended_at,
-        exit_code,
-        reason,
-        archived,
-        pid,
-        sweep_id,
-        trial,
-    ) = row
-    return RunRecord(
-        run_id=run_id,
-        worker=worker,
-        env_id=env_id,
-        lane=lane,
-        state=RunState(state),
-        created_at=created_at,
-        started_at=started_at,
-        ended_at=ended_at,
-        exit_code=exit_code,
-        reason=reason,
-        archived=bool(archived),
-        pid=pid,
-        sweep_id=sweep_id,
-        trial=trial,
-    )
-
-
-def _sweep(row: tuple[Any, ...]) -> SweepRecord:
-    sweep_id, name, state, directory, storage, study, spec, created_at, ended_at, reason = row
-    return SweepRecord(
-        sweep_id=sweep_id,
-        name=name,
-        state=SweepState(state),
-        directory=directory,
-        storage=storage,
-        study=study,
-        spec=spec,
-        created_at=created_at,
-        ended_at=ended_at,
-        reason=reason,
-    )
 
 
 class RunRegistry:
@@ -358,7 +155,7 @@ class RunRegistry:
         def insert(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.run_id,
                         record.worker,
@@ -393,10 +190,10 @@ class RunRegistry:
         Raises:
             RunNotFound: naming the id.
         """
-        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             raise self._not_found(run_id)
-        return _record(rows[0])
+        return run_record(rows[0])
 
     def exists(self, run_id: str) -> bool:
         """Whether a run with this id is registered (archived runs included)."""
@@ -405,8 +202,8 @@ class RunRegistry:
     def list(self, include_archived: bool = False) -> builtins.list[RunRecord]:
         """All runs, oldest first (by ``created_at``, then ``run_id``); archived ones only if asked."""
         where = "" if include_archived else "WHERE archived = 0"
-        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at, run_id")
-        return [_record(row) for row in rows]
+        rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY created_at, run_id")
+        return [run_record(row) for row in rows]
 
     def transition(
         self,
@@ -566,9 +363,9 @@ class RunRegistry:
         values = [RunState(state).value for state in states]
         marks = ", ".join("?" * len(values))
         rows = self._read(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE state IN ({marks}) ORDER BY created_at, run_id", values
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE state IN ({marks}) ORDER BY created_at, run_id", values
         )
-        return [_record(row) for row in rows]
+        return [run_record(row) for row in rows]
 
     def counts_by_state(self, include_archived: bool = True) -> dict[str, int]:
         """Number of runs per state value (e.g. ``{"RUNNING": 2}``); states with no run are absent."""
@@ -588,7 +385,7 @@ class RunRegistry:
         def insert(conn: sqlite3.Connection) -> None:
             try:
                 conn.execute(
-                    f"INSERT INTO sweeps ({_SWEEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO sweeps ({SWEEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.sweep_id,
                         record.name,
@@ -615,18 +412,16 @@ class RunRegistry:
         Raises:
             SweepNotFound: naming the id.
         """
-        rows = self._read(f"SELECT {_SWEEP_COLUMNS} FROM sweeps WHERE sweep_id = ?", (sweep_id,))
+        rows = self._read(f"SELECT {SWEEP_COLUMNS} FROM sweeps WHERE sweep_id = ?", (sweep_id,))
         if not rows:
             raise SweepNotFound(f"no sweep with id {sweep_id!r}; `gym-gui sweep show` lists the sweeps")
-        return _sweep(rows[0])
+        return sweep_record(rows[0])
 
     def sweeps(self, *states: str) -> builtins.list[SweepRecord]:
         """Every sweep (or those in ``states``), oldest first."""
         where = f"WHERE state IN ({', '.join('?' * len(states))})" if states else ""
-        rows = self._read(
-            f"SELECT {_SWEEP_COLUMNS} FROM sweeps {where} ORDER BY created_at, sweep_id", states
-        )
-        return [_sweep(row) for row in rows]
+        rows = self._read(f"SELECT {SWEEP_COLUMNS} FROM sweeps {where} ORDER BY created_at, sweep_id", states)
+        return [sweep_record(row) for row in rows]
 
     def set_sweep_state(self, sweep_id: str, state: SweepState, reason: str = "") -> SweepRecord:
         """Record a sweep's state (an end stamps ``ended_at``); returns its row.
@@ -650,10 +445,10 @@ class RunRegistry:
     def sweep_runs(self, sweep_id: str) -> builtins.list[RunRecord]:
         """The runs of a sweep, by trial and then creation."""
         rows = self._read(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE sweep_id = ? ORDER BY trial, created_at, run_id",
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE sweep_id = ? ORDER BY trial, created_at, run_id",
             (sweep_id,),
         )
-        return [_record(row) for row in rows]
+        return [run_record(row) for row in rows]
 
     def sweep_taken(self, sweep_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM sweeps WHERE sweep_id = ?", (sweep_id,)))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from gym_gui_sdk.json_object import json_object
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gym_gui.core.config import EvaluationOptions, RunConfig, format_validation_error, redact
@@ -512,13 +513,11 @@ class RunDir:
             raise StorageError(f"{path}: the run has no {what} file") from None
         except OSError as exc:
             raise StorageError(f"{path}: cannot read it: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise StorageError(f"{path} is damaged: not valid JSON ({exc}); it is left as it is") from None
-        if not isinstance(data, dict):
-            raise StorageError(f"{path} is damaged: it holds no JSON object; it is left as it is")
-        return data
+        return json_object(
+            text,
+            lambda why: StorageError(f"{path} is damaged: not valid JSON ({why}); it is left as it is"),
+            lambda _: StorageError(f"{path} is damaged: it holds no JSON object; it is left as it is"),
+        )
 
 
 def _write_json_atomically(path: Path, data: object) -> None:

@@ -8,11 +8,11 @@ parameter description (:func:`check_space`), the one the window's generated form
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from gym_gui_sdk.json_object import json_object
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gym_gui.core.config import RunConfig, format_validation_error, redact_url
@@ -249,6 +249,10 @@ def load_spec(path: Path) -> SweepSpec:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"sweep spec {path}: cannot read it: {exc}") from None
+
+    def not_mapping(value: object) -> ConfigError:
+        return ConfigError(f"sweep spec {path}: holds {type(value).__name__}, not a mapping of fields")
+
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
@@ -260,13 +264,12 @@ def load_spec(path: Path) -> SweepSpec:
             raise ConfigError(
                 f"sweep spec {path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}"
             ) from None
+        if not isinstance(data, dict):
+            raise not_mapping(data)
     else:
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"sweep spec {path}: not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"sweep spec {path}: holds {type(data).__name__}, not a mapping of fields")
+        data = json_object(
+            text, lambda why: ConfigError(f"sweep spec {path}: not valid JSON: {why}"), not_mapping
+        )
     try:
         spec = parse_spec(data)
     except ConfigError as exc:

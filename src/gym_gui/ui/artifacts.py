@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
+
+from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.errors import StorageError
 from gym_gui.storage.run_dir import RunDir, SavedModel
@@ -95,10 +96,9 @@ def read_artifacts(run_dir: Path, worker: str) -> RunArtifacts:
 def json_file(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``; {} when it is missing, unreadable or not an object."""
     try:
-        data = json.loads(path.read_text())
+        return json_object(path.read_text())
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _number(value: Any) -> TypeGuard[int | float]:

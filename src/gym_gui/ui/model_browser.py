@@ -265,7 +265,7 @@ class ModelBrowser(QWidget):
 
     def _current_changed(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         key = tuple(current.data(0, _KEY) or ()) if current is not None else ()
-        entry = self._entries.get(key) if len(key) == 2 else None  # type: ignore[arg-type]
+        entry = self._entries.get(key) if len(key) == 2 else None
         if entry is None or (self.selected is not None and entry.key == self.selected.key):
             return
         self._checking = entry.key

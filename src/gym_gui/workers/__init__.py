@@ -14,7 +14,8 @@ from gym_gui.workers.api import (
     WorkerLauncher,
     WorkerPlugin,
 )
-from gym_gui.workers.bundles import BundleDirectory, BundleSpec, PipStep, TorchBuild, TorchVariant
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundles import BundleSpec, PipStep, TorchBuild, TorchVariant
 from gym_gui.workers.registry import (
     ENTRY_POINT_GROUP,
     WorkerCatalog,

@@ -18,7 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
 from gym_gui.storage.home import Home
-from gym_gui.workers.bundles import BundleDirectory, BundleSpec
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundles import BundleSpec
 
 # The training forms a plugin may ask for: "worker" is generated from the parameters its launcher
 # describes; "scripts" picks one of the scripts it describes, then generates that script's arguments.

@@ -20,7 +20,8 @@ from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import WorkerSpec
 from gym_gui.workers.api import WorkerPlugin
-from gym_gui.workers.bundles import BundleDirectory, BundleSpec, BundleStatus
+from gym_gui.workers.bundle_directory import BundleDirectory
+from gym_gui.workers.bundles import BundleSpec, BundleStatus
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +92,15 @@ class WorkerCatalog:
         """Every bundle a plugin declares, by name."""
         return {p.bundle.name: p.bundle for p in self._plugins.values() if p.bundle is not None}
 
+    def bundle_directory(self, bundles_dir: Path) -> BundleDirectory:
+        """The bundles under ``bundles_dir`` that this installation's plugins declare."""
+        return BundleDirectory(bundles_dir, self.bundles())
+
     def bundle_status(self, kind: str, bundles_dir: Path) -> BundleStatus | None:
         """The bundle ``kind``'s workers run in (its interpreter, installed or not), or None when they
         run in gym_gui's own environment. Tools a run's files need (TensorBoard, wandb) come from it."""
         bundle = self.plugin(kind).bundle
-        return None if bundle is None else BundleDirectory(bundles_dir, self.bundles()).status(bundle.name)
+        return None if bundle is None else self.bundle_directory(bundles_dir).status(bundle.name)
 
     def roster(self) -> list[RosterEntry]:
         """Every kind in roster order, then the broken plugins."""

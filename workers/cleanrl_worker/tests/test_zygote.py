@@ -159,10 +159,10 @@ def test_a_sweeps_prepare_starts_the_zygote_in_the_background_and_only_for_the_b
 ) -> None:
     from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
 
-    from gym_gui.workers import BundleDirectory, HelperOwner, LaunchContext
+    from gym_gui.workers import HelperOwner, LaunchContext, worker_catalog
 
     home = Home(tmp_path / "h").ensure()
-    launcher = CleanRLLauncher(LaunchContext(home, BundleDirectory(Path(SHARED_BUNDLES))))
+    launcher = CleanRLLauncher(LaunchContext(home, worker_catalog().bundle_directory(Path(SHARED_BUNDLES))))
     assert isinstance(launcher, HelperOwner)
     try:
         # Scripts of one's own are not the zygote's: nothing starts for them.

@@ -16,7 +16,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from gym_gui.workers import BundleDirectory
+from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon
 
@@ -27,7 +27,7 @@ RUN_TIMEOUT = 180.0
 @pytest.fixture(scope="module")
 def spade_bundle() -> None:
     """The spade_bdi bundle the runs use; the suite fails (never skips) when it cannot be installed."""
-    bundles = BundleDirectory(Path(SHARED_BUNDLES))
+    bundles = worker_catalog().bundle_directory(Path(SHARED_BUNDLES))
     if not bundles.installed("spade_bdi"):
         bundles.install("spade_bdi")
 

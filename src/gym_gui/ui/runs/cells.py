@@ -47,10 +47,10 @@ class RunCellDelegate(QStyledItemDelegate):
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
         state = str(index.data() or "")
-        rect: QRect = option.rect  # type: ignore[attr-defined]
-        if option.state & QStyle.StateFlag.State_Selected:  # type: ignore[attr-defined]
-            painter.fillRect(rect, option.palette.highlight())  # type: ignore[attr-defined]
-        metrics = option.fontMetrics  # type: ignore[attr-defined]
+        rect: QRect = option.rect
+        if option.state & QStyle.StateFlag.State_Selected:
+            painter.fillRect(rect, option.palette.highlight())
+        metrics = option.fontMetrics
         room = rect.height() + 4 if index.data(WARNING_ROLE) else 0  # for the warning mark
         width = min(rect.width() - 6 - room, metrics.horizontalAdvance(state) + 14)
         badge = QRect(rect.x() + 3, rect.y() + 3, max(width, 0), rect.height() - 6)
@@ -75,11 +75,11 @@ class RunCellDelegate(QStyledItemDelegate):
     ) -> None:
         fraction = float(index.data(FRACTION_ROLE))
         bar = QStyleOptionProgressBar()
-        bar.rect = option.rect.adjusted(2, 3, -2, -3)  # type: ignore[attr-defined]
+        bar.rect = option.rect.adjusted(2, 3, -2, -3)
         bar.minimum, bar.maximum = 0, 1000
         bar.progress = int(fraction * 1000)
         bar.text = str(index.data() or "")
         bar.textVisible = True
-        bar.state = option.state  # type: ignore[attr-defined]
+        bar.state = option.state
         style = QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)

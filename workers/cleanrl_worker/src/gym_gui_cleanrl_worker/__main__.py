@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gym_gui_sdk import ENV_HOME, encoding, render
+from gym_gui_sdk.json_object import json_object
 from gym_gui_sdk.worker import Phase, Registration, WorkerError, WorkerSession
 
 from gym_gui_cleanrl_worker import MARKER
@@ -200,7 +200,7 @@ class Trainer:
 
     def _marker(self, text: str) -> None:
         try:
-            data = json.loads(text)
+            data = json_object(text)
         except ValueError:
             return
         checkpoint = data.get("checkpoint")

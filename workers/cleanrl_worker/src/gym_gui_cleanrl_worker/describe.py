@@ -117,7 +117,7 @@ def _argparse_params(parser: argparse.ArgumentParser) -> list[dict[str, Any]]:
         elif _is_strtobool(action.type):
             base, bool_style = "bool", "strtobool"
         elif action.type in (int, float, str):
-            base = action.type.__name__  # type: ignore[union-attr]
+            base = action.type.__name__
         else:
             # No type means argparse hands the script a str; other callables (Path, …) also take the text.
             base = "str"
@@ -301,8 +301,8 @@ def _patched(path: Path, source: str) -> Iterator[None]:
     if "tyro" in source and importlib.util.find_spec("tyro") is not None:
         tyro_module = importlib.import_module("tyro")  # only scripts that use tyro pay for its import
         saved_cli = tyro_module.cli
-    argparse.ArgumentParser.parse_args = capture_argparse  # type: ignore[assignment,method-assign]
-    argparse.ArgumentParser.parse_known_args = capture_argparse  # type: ignore[assignment,method-assign]
+    argparse.ArgumentParser.parse_args = capture_argparse  # type: ignore[method-assign]
+    argparse.ArgumentParser.parse_known_args = capture_argparse  # type: ignore[method-assign]
     if tyro_module is not None:
         tyro_module.cli = capture_tyro
     try:

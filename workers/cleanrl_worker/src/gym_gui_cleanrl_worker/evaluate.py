@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gym_gui_cleanrl_worker.launch import MODEL_FORMAT
+from gym_gui_cleanrl_worker.model_file import ModelError, load_model_file
 
 # on_step(episode, step, observation, action, reward, terminated, truncated, info, frame_or_None)
 StepCallback = Callable[[int, int, Any, Any, float, bool, bool, Any, Any], None]
@@ -24,10 +24,6 @@ StepCallback = Callable[[int, int, Any, Any, float, bool, bool, Any, Any], None]
 _ENV_PARAMS = ("env", "envs")
 # Outer wrappers of ppo_continuous_action that rescale rewards: an evaluation reports the env's own reward.
 _REWARD_WRAPPERS = ("NormalizeReward", "TransformReward", "ClipRewardEnv")
-
-
-class ModelError(RuntimeError):
-    """The model file, or the script it names, cannot be turned into a policy."""
 
 
 class _RenderingGymnasium:
@@ -251,20 +247,6 @@ def _outer_env(envs: Any) -> Any:
     while type(env).__name__ in _REWARD_WRAPPERS and getattr(env, "env", None) is not None:
         env = env.env
     return env
-
-
-def load_model_file(model_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a model file written by the launcher (format 1); ModelError when it is not one."""
-    import torch
-
-    try:
-        # weights_only: the format is plain containers and tensors, so an untrusted file cannot run code.
-        model = torch.load(os.fspath(model_path), map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ModelError(f"cannot read model {model_path}: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT or "modules" not in model:
-        raise ModelError(f"{model_path} is not a gym_gui CleanRL model (format {MODEL_FORMAT})")
-    return model
 
 
 def load_policy(model_path: str | os.PathLike[str], env_id: str | None = None) -> Policy:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui_cleanrl_worker import MARKER, compat
+from gym_gui_cleanrl_worker.model_file import MODEL_FORMAT, MODEL_SUFFIX, ModelError, load_model_file
 
-MODEL_FORMAT = 1
-MODEL_SUFFIX = ".cleanrl_model"
 CHECKPOINT_DIR = "checkpoints"
 # Exit codes of a run stopped by SIGTERM / Ctrl-C, as a shell reports a process killed by that signal.
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -242,8 +241,6 @@ def warm_start(namespace: dict[str, Any], model_path: str, module: str) -> None:
         SystemExit: with one line naming what does not match (the first tensor whose name or shape
             differs), which the worker reports as the run's failure.
     """
-    from gym_gui_cleanrl_worker.evaluate import ModelError, load_model_file
-
     try:
         saved = load_model_file(model_path)
     except ModelError as exc:

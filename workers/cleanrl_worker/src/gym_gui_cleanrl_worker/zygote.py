@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gym_gui_sdk import THREAD_ENV
+from gym_gui_sdk.json_object import json_object
 
 # What every CleanRL script imports, in import order; the first three are required.
 PRELOADED = (
@@ -396,10 +397,11 @@ class ForkedScript:
                 raise ZygoteError("the zygote closed the connection")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        message = json.loads(line)
-        if not isinstance(message, dict):
-            raise ZygoteError(f"unexpected answer {message!r}")
-        return message
+        return json_object(
+            line,
+            lambda why: ZygoteError(f"unexpected answer {line!r}: {why}"),
+            lambda message: ZygoteError(f"unexpected answer {message!r}"),
+        )
 
     def wait(self) -> int:
         """The script's end (``Popen.returncode``); its pid is released after this."""

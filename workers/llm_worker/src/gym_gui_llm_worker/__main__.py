@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
+from gym_gui_sdk.worker import Registration, WorkerSession, run_worker
 
 from gym_gui_llm_worker import params as llm_params
 from gym_gui_llm_worker.agent import LLMAgent
@@ -41,14 +41,9 @@ async def _play(agent: LLMAgent, endpoint: ChatEndpoint) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = _arguments(sys.argv[1:] if argv is None else argv)
-    session = WorkerSession.from_env()
-    session.install_signal_handlers()
-    registration = session.start()
-    config = registration.config
-    telemetry = config.get("telemetry") or {}
-    session.batch_steps = int(telemetry.get("batch_steps", session.batch_steps))
-    session.batch_seconds = float(telemetry.get("batch_seconds", session.batch_seconds))
-    try:
+
+    def play(session: WorkerSession, registration: Registration) -> str:
+        config = registration.config
         params = llm_params.parse(config.get("params") or {})
         run_log = Path(registration.run_dir) / RUN_LOG
         cache = [arguments.cache] if arguments.cache else []
@@ -57,22 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         endpoint = ChatEndpoint(params, os.environ.get(llm_params.API_KEY_ENV))
         agent = LLMAgent(session, config, params, endpoint, log)
-        outcome = asyncio.run(_play(agent, endpoint))
-    except WorkerError as exc:
-        print(f"llm worker: {exc}", file=sys.stderr)
-        return 1
-    except EndpointError as exc:
-        # Reported with its reason; the exit status adds nothing to it.
-        session.finish(Phase.FAILED, str(exc))
-        return 0
-    except Exception as exc:
-        session.finish(Phase.FAILED, f"{type(exc).__name__}: {exc}")
-        raise
-    if outcome == "stopped":
-        session.finish(Phase.CANCELLED, "stopped on request")
-    else:
-        session.finish(Phase.COMPLETED, "budget reached")
-    return 0
+        return asyncio.run(_play(agent, endpoint))
+
+    # An endpoint's failure is reported with its reason; an exit status would add nothing to it.
+    return run_worker("llm worker", play, (EndpointError,), known_exit_code=0)
 
 
 if __name__ == "__main__":

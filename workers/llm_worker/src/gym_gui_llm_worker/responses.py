@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gym_gui_sdk.json_object import json_object
+
 # The run's own log, relative to its run directory.
 RUN_LOG = "llm/responses.jsonl"
 # The shared cache, relative to the home.
@@ -55,10 +57,10 @@ class ResponseLog:
             with open(path, encoding="utf-8") as lines:
                 for line in lines:
                     try:
-                        record = json.loads(line)
+                        record = json_object(line)
                     except ValueError:
                         continue  # a line cut short by a crash
-                    if isinstance(record, dict) and isinstance(record.get("key"), str):
+                    if isinstance(record.get("key"), str):
                         self._known.setdefault(record["key"], record)
         except FileNotFoundError:
             pass

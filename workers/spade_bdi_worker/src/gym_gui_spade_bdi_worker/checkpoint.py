@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gym_gui_sdk.json_object import json_object
 
 FORMAT = "gym_gui.spade_bdi.q_table"
 VERSION = 1
@@ -98,13 +99,20 @@ class QTableFile:
                 match its hash (named with the path).
         """
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise CheckpointRefused(f"Q-table {path} cannot be read: {exc.strerror or exc}") from None
-        except ValueError:
+        except ValueError:  # not UTF-8
             raise CheckpointRefused(f"Q-table {path} is corrupt: it is not valid JSON") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise CheckpointRefused(f"Q-table {path} is not a Spade BDI Q-table file")
+
+        def not_a_table(_: object) -> CheckpointRefused:
+            return CheckpointRefused(f"Q-table {path} is not a Spade BDI Q-table file")
+
+        data = json_object(
+            text, lambda _: CheckpointRefused(f"Q-table {path} is corrupt: it is not valid JSON"), not_a_table
+        )
+        if data.get("format") != FORMAT:
+            raise not_a_table(data)
         try:
             q = np.asarray(data["q"], dtype=np.float64)
             shape = tuple(int(n) for n in data["shape"])

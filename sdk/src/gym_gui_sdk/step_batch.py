@@ -1,0 +1,137 @@
+"""The records waiting for a worker's next batch: its steps (numeric observations packed as bytes),
+episodes and metrics, and the Publish message they become."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from gym_gui_sdk import encoding
+from gym_gui_sdk import trainer_pb2 as pb
+
+# A step batch is sent early once its render payloads and observations reach this size.
+BATCH_BYTES = 2 * 1024 * 1024
+
+
+class StepBatch:
+    """One batch being filled, and how the batches after it pack their observations.
+
+    A numeric array observation travels as its bytes, packed with the batch's others of the same
+    dtype and shape; anything else as JSON text. The packed dtype and shape are kept from batch to
+    batch, so a worker's steps take :meth:`WorkerSession.step`'s quick path. Not thread-safe: the
+    session holds its lock around every use.
+    """
+
+    def __init__(self, batch_steps: int) -> None:
+        self.batch_steps = batch_steps
+        # The dtype and shape of the arrays a batch packs (see observation); its parts apart, for
+        # the session's quick path, with the bytes of one such array.
+        self.pack: tuple[np.dtype[Any], tuple[int, ...]] | None = None
+        self.dtype: np.dtype[Any] | None = None
+        self.shape: tuple[int, ...] | None = None
+        self.nbytes = 0
+        self.limit = batch_steps  # steps a batch takes: batch_steps, or fewer when arrays are large
+        self.clear()
+
+    def clear(self) -> None:
+        """Start an empty batch."""
+        # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render,
+        # wall_time); an observation is JSON text, or the bytes of an array packed under ``pack``.
+        self.rows: list[tuple[Any, ...]] = []
+        self.episodes: list[dict[str, Any]] = []  # an Episode message's fields each
+        self.metrics: list[dict[str, Any]] = []  # a Metric message's fields each
+        self.text = 0  # observations among the rows that are JSON text (the others are packed)
+        self.bytes = 0  # of the render payloads and the text observations
+        self.started = time.monotonic()
+
+    def pending(self) -> bool:
+        """Whether the batch holds anything to send."""
+        return bool(self.rows or self.episodes or self.metrics)
+
+    def set_batch_steps(self, steps: int) -> None:
+        self.batch_steps = steps
+        self._set_limit()
+
+    def _set_limit(self) -> None:
+        nbytes = self.nbytes
+        self.limit = min(self.batch_steps, max(1, BATCH_BYTES // nbytes)) if nbytes else self.batch_steps
+
+    def full(self) -> bool:
+        """Whether the batch's payloads, packed arrays included, reached the batch's bound in bytes."""
+        packed = (len(self.rows) - self.text) * self.nbytes
+        return self.bytes + packed >= BATCH_BYTES
+
+    def packs(self, spec: tuple[np.dtype[Any], tuple[int, ...]]) -> bool:
+        """Whether arrays of ``spec`` travel packed in this batch: those it packs already, or the first
+        of a batch that packs none yet (then kept for the batches after it)."""
+        if spec == self.pack:
+            return True
+        if len(self.rows) > self.text:  # the batch packs arrays of another spec
+            return False
+        self.pack = spec
+        self.dtype, self.shape = spec
+        self.nbytes = spec[0].itemsize * math.prod(spec[1])
+        self._set_limit()
+        return True
+
+    def observation(self, observation: Any) -> str | bytes:
+        """A step's observation as it waits in the batch: packed bytes, or JSON text.
+
+        A numeric array travels packed when the batch packs its dtype and shape or none yet (see
+        :meth:`packs`); an array of another dtype or shape, or anything else, is JSON text.
+        """
+        if type(observation) is not str:
+            spec = encoding.pack_spec(observation)
+            if spec is not None and self.packs(spec):
+                return observation.tobytes()
+            observation = encoding.dumps(observation)
+        self.text += 1
+        self.bytes += len(observation)
+        return observation
+
+    def take(self) -> pb.WorkerMessage | None:
+        """The batch as one message, the batch emptied; None when it holds nothing."""
+        rows = self.rows
+        if not (rows or self.episodes or self.metrics):
+            return None
+        # Built in place: a batch handed to WorkerMessage(steps=...) would be copied whole.
+        message = pb.WorkerMessage()
+        batch = message.steps
+        if rows:
+            episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = zip(
+                *rows, strict=True
+            )
+            batch.episode.extend(episode)
+            batch.step.extend(step)
+            batch.reward.extend(reward)
+            batch.terminated.extend(terminated)
+            batch.truncated.extend(truncated)
+            batch.action.extend(action)
+            batch.info.extend(info)
+            batch.render.extend(render)
+            batch.wall_time.extend(wall_time)
+            text = self.text
+            if text == len(rows):
+                batch.observation.extend(observation)
+            elif text == 0:
+                assert self.pack is not None
+                dtype, shape = self.pack
+                batch.observation_array = b"".join(observation)
+                batch.observation_dtype = dtype.str
+                batch.observation_shape.extend(shape)
+            else:  # packed arrays beside JSON text: all of them as text
+                assert self.pack is not None
+                dtype, shape = self.pack
+                batch.observation.extend(
+                    o if type(o) is str else encoding.unpack_observations(o, dtype.str, shape, 1)[0]
+                    for o in observation
+                )
+        for record in self.episodes:
+            batch.episodes.add(**record)
+        for point in self.metrics:
+            batch.metrics.add(**point)
+        self.clear()
+        return message
