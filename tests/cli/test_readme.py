@@ -23,11 +23,12 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 RUN_ID = re.compile(r"^run (\S+) ", re.M)
 
 
-def readme_commands() -> list[str]:
-    """The `gym-gui` lines of the README's command block, continuation lines joined, alternatives expanded."""
-    section = README.read_text().split("## The command line", 1)[1]
+def readme_commands(heading: str = "The command line") -> list[str]:
+    """The `gym-gui` lines of the first command block under the README's ``heading``, continuation
+    lines joined, alternatives expanded."""
+    section = README.read_text().split(f"## {heading}", 1)[1]
     match = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert match, "README: no sh block under 'The command line'"
+    assert match, f"README: no sh block under {heading!r}"
     block = re.sub(r"\\\n\s*", "", match.group(1))
     commands: list[str] = []
     for line in block.splitlines():
@@ -49,7 +50,7 @@ def readme_commands() -> list[str]:
 @dataclass(frozen=True)
 class Step:
     command: str  # as the README writes it (alternatives expanded)
-    run: str | None = None  # which run RUN stands for
+    run: str | None = None  # which run RUN stands for (several names: the RUNs in turn)
     code: int = 0  # the exit a user sees when it works as documented
     says: str = ""  # something its output must contain
     input: str | None = None
@@ -74,6 +75,12 @@ SCRIPT = [
         "gym-gui train --worker cleanrl --algo ppo --env CartPole-v1 --total-timesteps 10000 --warm-start RUN",
         run="ppo",
         says="COMPLETED",
+    ),
+    Step("gym-gui models", says="final.cleanrl_model"),
+    Step(
+        "gym-gui compare RUN RUN --metric charts/episodic_return --plot returns.png",
+        run="ppo warm",
+        says="plot written to returns.png",
     ),
     Step(
         "gym-gui train --worker cleanrl --algo dqn --env CartPole-v1 --total-timesteps 20000 --dry-run",
@@ -122,6 +129,20 @@ def test_the_script_covers_every_readme_command_line() -> None:
     assert [c for c in scripted if c not in readme] == [], "lines this test runs that the README lost"
 
 
+def _arguments(step: Step, runs: dict[str, str]) -> list[str]:
+    """A README line's arguments as the test runs them: each RUN the run ``step.run`` names (several
+    names: one for each RUN in turn), FPS a frame rate."""
+    names = (step.run or "").split()
+    arguments: list[str] = []
+    for arg in shlex.split(step.command)[1:]:
+        if arg == "RUN" and names:
+            arg = runs[names[0] if len(names) == 1 else names.pop(0)]
+        elif arg == "FPS":
+            arg = "5"
+        arguments.append(arg)
+    return arguments
+
+
 def _run_json(tmp_path: Path) -> None:
     """The run config the README shows, saved as the run.json its command line names."""
     after = README.read_text().split("A run config", 1)[1]
@@ -147,8 +168,7 @@ def test_every_readme_command_runs_as_written(home: Home, tmp_path: Path) -> Non
                 # Workers outlive a stopped daemon: the long run ends before the daemon lines.
                 client.cancel(runs["long_random"])
                 assert client.wait_for_end(runs["long_random"], timeout=120).state is RunState.CANCELLED
-            args = shlex.split(step.command)[1:]
-            args = [runs[step.run] if a == "RUN" and step.run else "5" if a == "FPS" else a for a in args]
+            args = _arguments(step, runs)
             if step.run == "detached":
                 # Deleting needs a run that has ended; the detached one is short.
                 client.wait_for_end(runs["detached"], timeout=300)
@@ -161,13 +181,16 @@ def test_every_readme_command_runs_as_written(home: Home, tmp_path: Path) -> Non
             if step.command == "gym-gui cancel RUN":
                 assert client.wait_for_end(runs["long_cleanrl"], timeout=120).state is RunState.CANCELLED
             made = RUN_ID.findall(result.stdout)
-            if step.command.startswith("gym-gui train --worker cleanrl --algo ppo"):
+            if "--warm-start RUN" in step.command:
+                runs["warm"] = made[0]
+            elif step.command.startswith("gym-gui train --worker cleanrl --algo ppo"):
                 runs["ppo"] = made[0]
             elif "FrozenLake-v1 --episodes 200" in step.command:
                 runs["frozenlake"] = made[0]
             elif "--config run.json" in step.command:
                 runs["detached"] = made[0]
         assert (tmp_path / "run.tar.gz").stat().st_size > 0
+        assert (tmp_path / "returns.png").read_bytes().startswith(b"\x89PNG")
         assert Home(home.root).run_dir(runs["frozenlake"]).is_dir()
     finally:
         kill_run_workers(home)

@@ -18,20 +18,21 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import RunConfig, parse_run_config
+from gym_gui.core.curves import GRID_POINTS, ema, mean_std_band
 from gym_gui.core.records import ArtifactRecord, MetricBatch, MetricPoint, RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.comparison import experiment_key
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.storage.telemetry_writer import TelemetryWriter
-from gym_gui.ui import compare as compare_module
 from gym_gui.ui import local_web
-from gym_gui.ui.compare import CompareView, experiment_key, mean_std_band
+from gym_gui.ui.compare import CompareView
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
-from gym_gui.ui.tabs.charts import ChartsTab, ema
+from gym_gui.ui.tabs.charts import ChartsTab
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
@@ -472,7 +473,7 @@ def test_compare_view_overlays_runs_and_bands_seeds(qtbot: QtBot, trained: dict[
     assert set(view.curves()) == {r.run_id for r in runs}
     (band,) = view.bands()
     assert set(band.run_ids) == {r.run_id for r in runs}
-    assert len(band.steps) == compare_module.GRID_POINTS
+    assert len(band.steps) == GRID_POINTS
     assert np.all(band.std >= 0) and np.any(band.std > 0)
 
     # Another tag redraws from storage; no smoothing keeps each curve's raw points.

@@ -9,9 +9,9 @@ import optuna
 import pytest
 from gym_gui_sdk.contract import FormSpec, ParameterSpec
 
-from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, StudyError, param_importances, read_study
+from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, StudyError, importance_note, param_importances, read_study
 from gym_gui.ui.forms.model import RunModel
-from gym_gui.ui.study.model import BEST_MARK, follow_up, importance_note, study_table, trial_for_training
+from gym_gui.ui.study.model import BEST_MARK, follow_up, study_table, trial_for_training
 
 
 def _study(path: Path, directions: list[str], trials: int, config: dict | None = None) -> str:

@@ -177,6 +177,38 @@ class StudyView:
         return points
 
 
+def objective_names(view: StudyView) -> list[str]:
+    """The objectives' column names: the study's metric names, else ``value`` (``value 1``, … for several)."""
+    if view.metric_names and len(view.metric_names) == len(view.directions):
+        return list(view.metric_names)
+    if len(view.directions) == 1:
+        return ["value"]
+    return [f"value {index + 1}" for index in range(len(view.directions))]
+
+
+def param_names(view: StudyView) -> list[str]:
+    """Every parameter any trial has, sorted."""
+    return sorted({name for trial in view.trials for name in trial.params})
+
+
+def history_title(view: StudyView) -> str:
+    """What the optimisation history shows: the first objective per trial, and its direction."""
+    direction = view.directions[0]
+    return f"{objective_names(view)[0]} per trial ({direction})"
+
+
+def importance_note(view: StudyView, importances: dict[str, float]) -> str:
+    """Why no importances are shown ("" when there are some)."""
+    if importances:
+        return ""
+    done = len(view.complete())
+    if not param_names(view):
+        return "No importances: the study's trials have no parameters."
+    if done < 2:
+        return f"No importances yet: they need at least 2 complete trials ({done} so far)."
+    return "No importances: no parameter varied across the complete trials."
+
+
 def _dominates(a: TrialRow, b: TrialRow, directions: Sequence[str]) -> bool:
     assert a.values is not None and b.values is not None
     better = False

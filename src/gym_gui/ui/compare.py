@@ -2,119 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import logging
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from gym_gui.core.errors import StorageError
+from gym_gui.core.curves import Band, ema, mean_std_band
 from gym_gui.core.records import RunRecord
-from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.storage.comparison import (
+    ComparedRun,
+    Series,
+    common_tags,
+    group_by_experiment,
+    load_runs,
+    load_series,
+)
 from gym_gui.ui.background import Background
-from gym_gui.ui.tabs.charts import ema, faint, new_curve, smoothing_slider
+from gym_gui.ui.tabs.charts import faint, new_curve, smoothing_slider
 from gym_gui.workers import worker_catalog
-
-log = logging.getLogger(__name__)
-
-# Fields of a run's config that do not change what is learned: runs differing only in these are
-# repetitions of one experiment. Tracking (TensorBoard, W&B, video capture) only changes where the
-# same numbers are also sent.
-IGNORED_FOR_GROUPING = ("seed", "notes", "tracking", "dry_run")
-GRID_POINTS = 400
-
-
-@dataclass(frozen=True)
-class Band:
-    """Mean ± std of one group of runs (same config, different seeds) on a common step grid."""
-
-    run_ids: tuple[str, ...]
-    steps: np.ndarray
-    mean: np.ndarray
-    std: np.ndarray
-
-
-def experiment_key(config: dict[str, Any]) -> str:
-    """What identifies a run's experiment: its config without the fields in :data:`IGNORED_FOR_GROUPING`."""
-    kept = {k: v for k, v in config.items() if k not in IGNORED_FOR_GROUPING}
-    return json.dumps(kept, sort_keys=True, default=str)
-
-
-def mean_std_band(
-    run_ids: list[str], curves: list[tuple[np.ndarray, np.ndarray]], points: int = GRID_POINTS
-) -> Band | None:
-    """Interpolate each curve onto a common step grid (where all of them have data) and take mean and std.
-
-    Returns None when the curves share no step range.
-    """
-    prepared = []
-    for steps, values in curves:
-        if len(steps) == 0:
-            return None
-        # np.interp needs increasing x: average the points logged at one step (several envs
-        # can end an episode at the same global step).
-        unique, inverse = np.unique(steps, return_inverse=True)
-        means = np.bincount(inverse, weights=values) / np.bincount(inverse)
-        prepared.append((unique, means))
-    start = max(s[0] for s, _ in prepared)
-    stop = min(s[-1] for s, _ in prepared)
-    if not stop > start:
-        return None
-    grid = np.linspace(start, stop, points)
-    stacked = np.vstack([np.interp(grid, s, v) for s, v in prepared])
-    return Band(tuple(run_ids), grid, stacked.mean(axis=0), stacked.std(axis=0))
-
-
-@dataclass
-class _RunData:
-    info: RunRecord
-    tags: list[str]
-    key: str
-
-
-def _load_runs(runs: list[RunRecord]) -> list[_RunData]:
-    """Each run's metric tags and experiment key (blocking: call it off the GUI thread)."""
-    loaded = []
-    for info in runs:
-        files = RunDir(info.run_dir)
-        tags: list[str] = []
-        if files.has_telemetry():
-            reader = TelemetryReader(files.telemetry_path)
-            try:
-                tags = reader.metric_tags()
-            finally:
-                reader.close()
-        try:
-            key = experiment_key(files.read_config().model_dump(mode="json"))
-        except StorageError as exc:
-            # A run without a readable config forms a group of its own.
-            log.info("compare: run %s stands alone: %s", info.run_id, exc)
-            key = f"run:{info.run_id}"
-        loaded.append(_RunData(info, tags, key))
-    return loaded
-
-
-def _load_series(runs: list[_RunData], tag: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    series = {}
-    for run in runs:
-        files = RunDir(run.info.run_dir)
-        if not files.has_telemetry():
-            continue
-        reader = TelemetryReader(files.telemetry_path)
-        try:
-            points = reader.metrics(tag)
-        finally:
-            reader.close()
-        series[run.info.run_id] = (
-            np.fromiter((p.step for p in points), dtype=np.float64, count=len(points)),
-            np.fromiter((p.value for p in points), dtype=np.float64, count=len(points)),
-        )
-    return series
 
 
 class CompareView(QWidget):
@@ -128,8 +33,8 @@ class CompareView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._runs: list[_RunData] = []
-        self._series: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._runs: list[ComparedRun] = []
+        self._series: dict[str, Series] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._bands: list[Band] = []
         self._generation = 0
@@ -178,7 +83,7 @@ class CompareView(QWidget):
         self.status.setText(f"Reading {len(runs)} runs…")
         wanted = list(runs)
         self._background.run(
-            lambda: _load_runs(wanted),
+            lambda: load_runs(wanted),
             lambda loaded: self._runs_loaded(generation, loaded),
             lambda message: self._failed(generation, message),
             name="compare-runs",
@@ -188,21 +93,18 @@ class CompareView(QWidget):
         if generation == self._generation:
             self.status.setText(f"The runs could not be read: {message}")
 
-    def _runs_loaded(self, generation: int, loaded: list[_RunData]) -> None:
+    def _runs_loaded(self, generation: int, loaded: list[ComparedRun]) -> None:
         if generation != self._generation:
             return
         self._runs = loaded
-        common = set(loaded[0].tags) if loaded else set()
-        for run in loaded[1:]:
-            common &= set(run.tags)
-        tags = sorted(common)
+        tags = common_tags(loaded)
         if not tags:
             self.status.setText("These runs have no metric in common.")
             return
         self.tag.blockSignals(True)
         self.tag.addItems(tags)
         returns = worker_catalog().return_metric(loaded[0].info.worker)
-        self.tag.setCurrentText(returns if returns in common else tags[0])
+        self.tag.setCurrentText(returns if returns in tags else tags[0])
         self.tag.blockSignals(False)
         self._tag_chosen(self.tag.currentText())
 
@@ -214,13 +116,13 @@ class CompareView(QWidget):
         runs = list(self._runs)
         self.status.setText(f"Reading {tag}…")
         self._background.run(
-            lambda: _load_series(runs, tag),
+            lambda: load_series(runs, tag),
             lambda series: self._series_loaded(generation, series),
             lambda message: self._failed(generation, message),
             name="compare-series",
         )
 
-    def _series_loaded(self, generation: int, series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    def _series_loaded(self, generation: int, series: dict[str, Series]) -> None:
         if generation != self._generation:
             return
         self._series = series
@@ -240,11 +142,8 @@ class CompareView(QWidget):
             return
         weight = self.smoothing.value() / 100
         smoothed = {run_id: (s, ema(v, weight)[0]) for run_id, (s, v) in self._series.items()}
-        groups: dict[str, list[str]] = {}
-        for run in self._runs:
-            if run.info.run_id in smoothed:
-                groups.setdefault(run.key, []).append(run.info.run_id)
-        for index, members in enumerate(groups.values()):
+        groups = [[run.info.run_id for run in group] for group in group_by_experiment(self._runs, smoothed)]
+        for index, members in enumerate(groups):
             if len(members) < 2:
                 continue
             band = mean_std_band(members, [smoothed[m] for m in members])
@@ -296,7 +195,7 @@ class CompareView(QWidget):
         """The metric tags offered (those every compared run has)."""
         return [self.tag.itemText(i) for i in range(self.tag.count())]
 
-    def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def curves(self) -> dict[str, Series]:
         """The drawn curve of each run: (steps, smoothed values)."""
         out = {}
         for run_id, curve in self._curves.items():

@@ -1,5 +1,5 @@
-"""What the study view shows of a study, as plain data: the trials table, why importances are missing,
-which trial a follow-up run takes and what goes into the form. No Qt here (an import-linter contract)."""
+"""What the study view shows of a study, as plain data: the trials table, which trial a follow-up
+run takes and what goes into the form. No Qt here (an import-linter contract)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gym_gui.sweeps.study import StudyError, StudyView, TrialRow, params_as_flags
+from gym_gui.sweeps.study import (
+    StudyError,
+    StudyView,
+    TrialRow,
+    objective_names,
+    param_names,
+    params_as_flags,
+)
 from gym_gui.ui.forms.model import FollowUp
 
 BEST_MARK = "★"  # Optuna's best trial; with several objectives, each trial of the Pareto front
@@ -32,20 +39,6 @@ class StudyTable:
     def row_of(self, number: int) -> int | None:
         """The row showing trial ``number``, or None."""
         return next((row for row, line in enumerate(self.lines) if line.trial.number == number), None)
-
-
-def objective_names(view: StudyView) -> list[str]:
-    """The objectives' column names: the study's metric names, else ``value`` (``value 1``, … for several)."""
-    if view.metric_names and len(view.metric_names) == len(view.directions):
-        return list(view.metric_names)
-    if len(view.directions) == 1:
-        return ["value"]
-    return [f"value {index + 1}" for index in range(len(view.directions))]
-
-
-def param_names(view: StudyView) -> list[str]:
-    """Every parameter any trial has, sorted."""
-    return sorted({name for trial in view.trials for name in trial.params})
 
 
 def shown(value: Any) -> str:
@@ -80,23 +73,6 @@ def study_table(view: StudyView, home_id: str | None = None) -> StudyTable:
         lines.append(TrialLine(trial, trial.number in best, cells))
     columns = ("trial", "state", *objectives, *params, "runs")
     return StudyTable(columns, tuple(lines))
-
-
-def history_title(view: StudyView) -> str:
-    direction = view.directions[0]
-    return f"{objective_names(view)[0]} per trial ({direction})"
-
-
-def importance_note(view: StudyView, importances: dict[str, float]) -> str:
-    """Why no importances are shown ("" when there are some)."""
-    if importances:
-        return ""
-    done = len(view.complete())
-    if not param_names(view):
-        return "No importances: the study's trials have no parameters."
-    if done < 2:
-        return f"No importances yet: they need at least 2 complete trials ({done} so far)."
-    return "No importances: no parameter varied across the complete trials."
 
 
 def trial_for_training(view: StudyView, selected: int | None) -> TrialRow:

@@ -26,14 +26,19 @@ from PySide6.QtWidgets import (
 from gym_gui.core.config import redact_url
 from gym_gui.core.errors import GymGuiError
 from gym_gui.storage.home import Home
-from gym_gui.sweeps.study import StudyView, param_importances, read_only_url, read_study
+from gym_gui.sweeps.study import (
+    StudyView,
+    history_title,
+    importance_note,
+    param_importances,
+    read_only_url,
+    read_study,
+)
 from gym_gui.ui.background import Background
 from gym_gui.ui.local_web import LocalServer, LocalServerError, LocalWebPage
 from gym_gui.ui.study.model import (
     StudyTable,
     follow_up,
-    history_title,
-    importance_note,
     study_table,
     trial_for_training,
 )

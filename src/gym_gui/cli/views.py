@@ -1,0 +1,223 @@
+"""`gym-gui runs`, `show` and `watch`: the runs table, one run in full, a run live."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from gym_gui.cli.app import app, connect, console, elapsed, state_markup, when
+from gym_gui.cli.follow import RunWarnings
+from gym_gui.core.ids import validate_run_id
+from gym_gui.core.records import (
+    BundleProgress,
+    EpisodeRecord,
+    EventRecord,
+    MetricBatch,
+    Resumed,
+    Starved,
+    StateTransition,
+    StepBatch,
+    TelemetryEvent,
+)
+from gym_gui.storage.run_dir import RunDir
+from gym_gui.storage.telemetry import TelemetryReader
+
+
+@app.command()
+def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs.")] = False) -> None:
+    """The runs table."""
+    with connect() as client:
+        infos = client.list_runs(include_archived=all_)
+    table = Table("run", "worker", "env", "state", "sweep", "created", "elapsed", "reason")
+    for info in infos:
+        name = info.run_id + (" [dim](archived)[/]" if info.archived else "")
+        table.add_row(
+            name,
+            info.worker,
+            info.env_id,
+            state_markup(info.state),
+            f"{info.sweep_id} #{info.trial}" if info.sweep_id else "-",
+            when(info.created_at),
+            elapsed(info),
+            escape(info.reason[:60]),
+        )
+    console.print(table)
+
+
+@app.command()
+def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
+    """Everything about one run: state history, progress, episodes and where its files are."""
+    run_id = validate_run_id(run)
+    with connect() as client:
+        detail = client.get_run(run_id)
+    info = detail.record
+    table = Table(show_header=False, box=None)
+    table.add_row("run", info.run_id)
+    table.add_row("worker", f"{info.worker} ({info.lane} lane)")
+    table.add_row("env", info.env_id)
+    table.add_row("state", state_markup(info.state) + (f": {escape(info.reason)}" if info.reason else ""))
+    if info.warning:
+        table.add_row("warning", f"[yellow]{escape(info.warning)}[/]")
+    if info.exit_code is not None:
+        table.add_row("exit code", str(info.exit_code))
+    table.add_row("created", when(info.created_at))
+    table.add_row("elapsed", elapsed(info))
+    table.add_row("directory", info.run_dir)
+    if info.sweep_id:
+        table.add_row("sweep", f"{info.sweep_id}, trial {info.trial}")
+    table.add_row("archived", "yes" if info.archived else "no")
+    telemetry = RunDir(info.run_dir).telemetry_path
+    if telemetry.exists():
+        reader = TelemetryReader(telemetry)
+        try:
+            per_episode = reader.steps_per_episode()
+            episodes = reader.episodes()
+            stored = reader.step_count()
+            tags = reader.metric_tags()
+        finally:
+            reader.close()
+        declared = sum(e.steps for e in episodes)
+        mismatched = [e.episode for e in episodes if per_episode.get(e.episode, 0) != e.steps]
+        check = "[green]match[/]" if not mismatched else f"[red]{len(mismatched)} episodes differ[/]"
+        table.add_row("episodes", str(len(episodes)))
+        table.add_row("steps stored", f"{stored} (episode lengths sum to {declared}: {check})")
+        if episodes:
+            returns = [e.total_reward for e in episodes]
+            table.add_row("return", f"mean {sum(returns) / len(returns):.3f}, last {returns[-1]:.3f}")
+        table.add_row("metrics", ", ".join(tags) or "none")
+    console.print(table)
+    RunWarnings().show(info.run_dir, console)
+    history = Table("time", "from", "to", "reason", title="state history")
+    for change in detail.history:
+        history.add_row(
+            when(change.time),
+            change.from_state.value if change.from_state else "-",
+            state_markup(change.to_state),
+            escape(change.reason),
+        )
+    console.print(history)
+
+
+@app.command()
+def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
+    """Follow a run live: episodes, metrics and state changes as they arrive."""
+    run_id = validate_run_id(run)
+    with connect() as client:
+        # A warning given before watching began (disk low …) is said first; later ones arrive as events.
+        warning = client.get_run(run_id).record.warning
+        if warning:
+            console.print(f"[yellow]WARNING:[/] {escape(warning)}", soft_wrap=True)
+        stream = client.subscribe(run_id, credits=8)
+        view = _WatchView(run_id)
+        try:
+            if console.is_terminal:
+                with Live(view.render(), console=console, refresh_per_second=8) as live:
+                    for event in stream:
+                        if view.apply(event):
+                            stream.grant(1)
+                        live.update(view.render())
+                        if view.ended:
+                            break
+            else:
+                # Piped or logged: one plain line per thing that happened, as it happens.
+                for event in stream:
+                    if view.apply(event):
+                        stream.grant(1)
+                    for line in view.lines(event):
+                        print(line, flush=True)
+                    if view.ended:
+                        break
+        finally:
+            stream.close()
+    if view.final is not None:
+        reason = f": {escape(view.final.reason)}" if view.final.reason else ""
+        console.print(f"run [bold]{run_id}[/] {state_markup(view.final.to_state)}{reason}", soft_wrap=True)
+
+
+class _WatchView:
+    """What `gym-gui watch` shows, updated event by event."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.state = "?"
+        self.episodes = 0
+        self.steps = 0
+        self.returns: list[float] = []
+        self.metrics: dict[str, tuple[int, float]] = {}
+        self.starved = False
+        self.ended = False
+        self.final: StateTransition | None = None
+        self.messages: list[str] = []
+        self.bundle: BundleProgress | None = None  # the install of the bundle the run waits for
+
+    def apply(self, event: TelemetryEvent) -> bool:
+        """Fold ``event`` in; True when it cost a credit."""
+        if isinstance(event, StepBatch):
+            self.steps += len(event.rows)
+            return True
+        if isinstance(event, EpisodeRecord):
+            self.episodes += 1
+            self.returns.append(event.total_reward)
+        elif isinstance(event, MetricBatch):
+            for m in event.points:
+                self.metrics[m.tag] = (m.step, m.value)
+        elif isinstance(event, StateTransition):
+            self.state = event.to_state.value
+            if event.to_state.terminal:
+                self.ended = True
+                self.final = event
+        elif isinstance(event, Starved):
+            self.starved = True
+        elif isinstance(event, Resumed):
+            self.starved = False
+        elif isinstance(event, EventRecord):
+            self.bundle = BundleProgress.from_data(event.data) or self.bundle
+            self.messages = [*self.messages[-4:], _event_line(event)]
+        return False
+
+    def lines(self, event: TelemetryEvent) -> list[str]:
+        """Plain text for ``event`` (steps are summarised by the episodes they make)."""
+        if isinstance(event, EpisodeRecord):
+            return [f"episode {event.episode}: return {event.total_reward:.4g} in {event.steps} steps"]
+        if isinstance(event, MetricBatch):
+            return [f"{m.tag}={m.value:.4g} @ {m.step}" for m in event.points]
+        if isinstance(event, StateTransition):
+            reason = f": {event.reason}" if event.reason else ""
+            return [f"state {event.to_state.value}{reason}"]
+        if isinstance(event, EventRecord):
+            return [_event_line(event)]
+        if isinstance(event, Starved):
+            return ["STARVED"]
+        if isinstance(event, Resumed):
+            return ["RESUMED"]
+        return []
+
+    def render(self) -> Table:
+        table = Table(show_header=False, title=self.run_id)
+        table.add_row("state", state_markup(self.state) + ("  [yellow]STARVED[/]" if self.starved else ""))
+        table.add_row("episodes", str(self.episodes))
+        if self.returns:
+            recent = self.returns[-100:]
+            table.add_row(
+                "return",
+                f"last {self.returns[-1]:.3f}, mean of last {len(recent)} {sum(recent) / len(recent):.3f}",
+            )
+        for tag, (step, value) in sorted(self.metrics.items()):
+            table.add_row(tag, f"{value:.4g} @ {step}")
+        if self.bundle is not None:
+            table.add_row("bundle", f"{self.bundle.bundle}: {self.bundle.text()}")
+        for message in self.messages:
+            table.add_row("event", message)
+        return table
+
+
+def _event_line(event: EventRecord) -> str:
+    """An event as a line; a bundle install's progress from its fields (step, total, phase, message)."""
+    progress = BundleProgress.from_data(event.data)
+    if progress is not None:
+        return f"{event.level}: bundle {progress.bundle}: {progress.text()}"
+    return f"{event.level}: {event.message}"
