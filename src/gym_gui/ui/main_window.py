@@ -37,12 +37,14 @@ from gym_gui.ui.runs.table import RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
 from gym_gui.ui.study.view import StudyWidget
+from gym_gui.ui.sweep_form.view import SweepDialog
 from gym_gui.ui.tabs.base import RunTab
 
 log = logging.getLogger(__name__)
 
 SHORTCUTS = (
     ("Ctrl+Return", "Start a run from the selected worker's form"),
+    ("Ctrl+Shift+Return", "Start a sweep (the sweep form)"),
     ("Ctrl+.", "Cancel the selected run"),
     ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
     ("Ctrl+H", "Human play"),
@@ -178,6 +180,7 @@ class MainWindow(QMainWindow):
 
         self._pending_select: str | None = None
         self.attach_dialog: AttachStudyDialog | None = None
+        self.sweep_dialog: SweepDialog | None = None
         self.study_docks: list[StudyDock] = []
         self._wire()
         self._menus()
@@ -233,7 +236,10 @@ class MainWindow(QMainWindow):
         human = QAction("Human play", self)
         human.setShortcut(QKeySequence("Ctrl+H"))
         human.triggered.connect(lambda: self.control.set_mode(HUMAN))
-        for action in (start, cancel, human):
+        sweep = QAction("Start sweep…", self)
+        sweep.setShortcut(QKeySequence("Ctrl+Shift+Return"))
+        sweep.triggered.connect(self.start_sweep)
+        for action in (start, sweep, cancel, human):
             run_menu.addAction(action)
         view_menu = self.menuBar().addMenu("&View")
         for index in range(9):
@@ -361,6 +367,18 @@ class MainWindow(QMainWindow):
             self.runs.run_updated.disconnect(self._select_when_known)
             self._pending_select = None
             self.select_run(run.run_id)
+
+    def start_sweep(self) -> SweepDialog:
+        """Run ▸ Start sweep…: the sweep form, its base run of the worker chosen in the roster (one
+        dialog, kept with what was typed, for the window's life)."""
+        if self.sweep_dialog is None:
+            self.sweep_dialog = SweepDialog(self.link, self.settings, self.control.roster.kind(), self)
+            self.sweep_dialog.sweep_started.connect(
+                lambda record: self.statusBar().showMessage(f"sweep {record.sweep_id} started", 10_000)
+            )
+        self.sweep_dialog.show()
+        self.sweep_dialog.raise_()
+        return self.sweep_dialog
 
     # ------------------------------------------------------------ studies
 
