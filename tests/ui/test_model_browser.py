@@ -19,12 +19,13 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
+from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.model_browser import COLUMNS, ImportModelDialog, ModelBrowser
 from gym_gui.ui.settings import Settings
+from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
 
@@ -111,7 +112,7 @@ def test_the_browser_lists_every_model_by_env_and_algorithm_with_step_size_sha25
         files = RunDir(home.run_dir(run_id))
         manifest = json.loads(files.manifest_path.read_text())
         reader = TelemetryReader(files.telemetry_path)
-        returns = [point.value for point in reader.metrics(EPISODIC_RETURN)][-20:]
+        returns = [point.value for point in reader.metrics(worker_catalog().return_metric("cleanrl"))][-20:]
         reader.close()
         assert returns
         paths = {entry["path"] for entry in manifest["checkpoints"]}

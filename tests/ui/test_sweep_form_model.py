@@ -14,6 +14,7 @@ from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import ConfigError
 from gym_gui.sweeps.spec import load_spec, parse_spec
 from gym_gui.ui.sweep_form.model import SweepModel, fields_named, spec_text, sweepable
+from gym_gui.workers import worker_catalog
 
 # A script's form in the shape the CleanRL worker's describe gives it (a part of PPO's).
 PPO = FormSpec(
@@ -49,7 +50,7 @@ def _base() -> RunConfig:
 
 def _filled() -> SweepModel:
     """The fields of examples/sweeps/ppo_cartpole.yaml, as a user fills them."""
-    model = SweepModel()
+    model = SweepModel(metric=worker_catalog().return_metric("cleanrl"))
     model.take_form(PPO)
     lr, envs, ent = model.entries["learning-rate"], model.entries["num-envs"], model.entries["ent-coef"]
     lr.searched, lr.low, lr.high, lr.log = True, "1e-4", "0.01", True
@@ -64,7 +65,7 @@ def _filled() -> SweepModel:
 
 
 def test_the_space_offers_what_a_sweep_can_search_and_how() -> None:
-    model = SweepModel()
+    model = SweepModel(metric=worker_catalog().return_metric("cleanrl"))
     model.take_form(PPO)
     # Not the fields the config sets (seed, env, budget), not lists or multi-line text.
     assert [p.name for p in sweepable(PPO)] == list(model.entries)

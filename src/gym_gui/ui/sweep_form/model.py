@@ -19,7 +19,6 @@ from gym_gui_sdk.contract import FormSpec, ParameterSpec
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
-from gym_gui.storage.telemetry import EPISODIC_RETURN
 from gym_gui.sweeps.spec import PRUNER_OPTIONS, Pruner, SweepSpec, parse_spec
 from gym_gui.ui.forms.params import display, parse_int, parse_scalar
 
@@ -161,7 +160,7 @@ class SweepModel:
 
     entries: dict[str, SpaceEntry] = field(default_factory=dict)
     name: str = ""
-    metric: str = EPISODIC_RETURN
+    metric: str = ""  # the view starts it at the kind's return metric (WorkerSpec.return_metric)
     aggregate: str = "last_mean"
     window: str = "10"
     direction: str = "maximize"

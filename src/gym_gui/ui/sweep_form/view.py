@@ -274,6 +274,11 @@ class SweepDialog(QDialog):
             self.form_stack.addWidget(made)
         form = self.forms[kind]
         self.form_stack.setCurrentWidget(form)
+        # The objective starts at the kind's returns, unless one was typed for another kind's.
+        returns = {worker_catalog().return_metric(k) for k in self.forms} | {""}
+        if self.model.metric.strip() in returns:
+            self.model.metric = worker_catalog().return_metric(kind)
+            self.metric_combo.setCurrentText(self.model.metric)
         if form.description is None:
             self.space.show_entries({}, self._changed)
             self.space.say(f"Reading the parameters of {form.spec.display_name}…")
