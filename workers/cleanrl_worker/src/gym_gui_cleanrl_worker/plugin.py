@@ -9,11 +9,9 @@ no torch or gym). The rest runs inside the cleanrl bundle, which has no gym_gui.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import logging
 import os
-import re
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -38,7 +36,10 @@ from gym_gui.workers import (
     WorkerPlugin,
 )
 from gym_gui_cleanrl_worker import form as cleanrl_form
+from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
+from gym_gui_cleanrl_worker.flags import resolve_command
 from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_params
+from gym_gui_cleanrl_worker.interpreter import cuda_available, loader_line
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,6 @@ HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 _RESOLVED_KEPT = 64
 _ANSWERS_KEPT = 256
 
-# The scripts a warm start can load a saved model into, by family (a script belongs to the family
-# its name starts with; the JAX ports have no torch networks): the network the family trains, which
-# the script builds before its optimizer. A dqn script copies its target network from it itself.
-WARM_START_NETWORKS: dict[str, str] = {"ppo": "agent", "dqn": "q_network"}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
@@ -82,19 +79,6 @@ BUNDLE = BundleSpec(
     # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
 )
-
-
-def _loader_line(stderr: str) -> str:
-    """The loader's own first line in a failed load's stderr: its ``error:`` line (a ModelError), else the
-    exception line a traceback ends with (its message's first line), else the last line."""
-    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith("error:"):
-            return line.removeprefix("error:").strip()
-    for line in reversed(lines):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", line):
-            return line
-    return lines[-1].strip() if lines else ""
 
 
 class BundleCall:
@@ -373,7 +357,7 @@ class CleanRLLauncher:
         except ValueError:
             summary = None
         if not isinstance(summary, dict):
-            reason = _loader_line(result.stderr) or f"exit code {result.returncode}"
+            reason = loader_line(result.stderr) or f"exit code {result.returncode}"
             raise ConfigError(f"{path} is not a loadable CleanRL model for {env_id}: {reason}")
         if summary.get("algo") != algorithm:
             raise ConfigError(f"{path} holds a {summary.get('algo')} model, not {algorithm}")
@@ -391,9 +375,6 @@ class CleanRLLauncher:
 
         The script's definitions come from its interpreter (with the verdict that the script runs
         there and trains on the config's env); the flags are then made here, by the same code."""
-        # The daemon's alone (a submit's): the CLI and the window load this module without it.
-        from gym_gui_cleanrl_worker.describe import resolve_command
-
         assert config.algorithm is not None
         # The verdict (the script runs here, and trains on the env) is a question of its own; the
         # definitions are the form's answer, so a daemon that has shown the form asks only that.
@@ -459,7 +440,7 @@ class CleanRLLauncher:
 
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
-        return _cuda_available(self.python(source))
+        return cuda_available(self.python(source))
 
     def _environment(self, config: RunConfig, python: Path) -> dict[str, Any]:
         """The interpreter the script runs in and its exact package set (pip freeze)."""
@@ -509,7 +490,7 @@ class CleanRLLauncher:
 
         gpu = False
         if config.resources.gpu:
-            gpu = _cuda_available(python)
+            gpu = cuda_available(python)
             if not gpu and config.resources.gpu_mandatory:
                 raise ConfigError(f"a GPU is mandatory for this run, but torch in {python} sees none")
             if not gpu:
@@ -595,37 +576,6 @@ def _check_source(config: RunConfig) -> None:
             raise ConfigError(
                 f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
             )
-
-
-def warm_start_family(algorithm: str | None) -> str | None:
-    """The family of :data:`WARM_START_NETWORKS` a script (by name) belongs to, or None."""
-    if not algorithm or "jax" in algorithm.split("_"):
-        return None
-    for family in WARM_START_NETWORKS:
-        if algorithm == family or algorithm.startswith(f"{family}_"):
-            return family
-    return None
-
-
-# The device nodes a GPU driver makes (NVIDIA's, ROCm's, WSL's): where none exists no torch build
-# sees a GPU, and asking torch would cost its import (~2 s) on every machine without one.
-_GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
-
-
-@functools.lru_cache(maxsize=16)
-def _cuda_available(python: Path) -> bool:
-    if not any(os.path.exists(device) for device in _GPU_DEVICES):
-        return False
-    try:
-        result = subprocess.run(
-            [str(python), "-c", "import torch; print(torch.cuda.is_available())"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.stdout.strip() == "True"
 
 
 PLUGIN = WorkerPlugin(
