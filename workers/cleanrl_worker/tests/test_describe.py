@@ -537,7 +537,7 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     from gym_gui.storage.home import Home
     from gym_gui.workers import ONLY, PARAMETERS, LaunchContext, worker_catalog
     from tests.fixtures import SHARED_BUNDLES
-    from workers.cleanrl_worker.tests.test_runs import cleanrl_config
+    from workers.cleanrl_worker.tests.support import cleanrl_config
 
     bundles = worker_catalog().bundle_directory(Path(SHARED_BUNDLES))
     launcher = CleanRLLauncher(LaunchContext(Home(tmp_path / "h").ensure(), bundles))

@@ -21,7 +21,7 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon, stop_daemon, wait_until
-from workers.cleanrl_worker.tests.test_runs import cleanrl_config, script_pid
+from workers.cleanrl_worker.tests.support import cleanrl_config, script_pid
 
 COLD = "the script starts in a new interpreter"
 
