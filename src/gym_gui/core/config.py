@@ -318,7 +318,7 @@ class RunConfig(_Strict):
 
     worker: str = Field(
         pattern=f"^{KIND_PATTERN.pattern}$",
-        description="Worker kind (`gym-gui workers` lists the installed ones), e.g. random or cleanrl.",
+        description="Worker kind (`gym-gui workers` lists the installed ones), e.g. random.",
     )
     env_id: str = Field(
         min_length=1, max_length=200, description="Gymnasium environment id, e.g. FrozenLake-v1."
@@ -326,7 +326,9 @@ class RunConfig(_Strict):
     seed: int | None = Field(default=0, ge=0, le=2**32 - 1, description="Seed of the first episode.")
     budget: Budget = Field(description="How long the run goes on.")
     mode: Literal["train", "evaluate", "play"] = Field(default="train", description="What the run does.")
-    algorithm: str | None = Field(default=None, description="Algorithm (e.g. ppo for CleanRL).")
+    algorithm: str | None = Field(
+        default=None, description="The variant the kind runs, as its form lists them (an algorithm's script)."
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="Algorithm parameters by name.")
     env_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments for gymnasium.make."

@@ -23,8 +23,6 @@ from gym_gui.core.records import (
 from gym_gui.storage.telemetry_schema import TELEMETRY_DATABASE, open_telemetry_db
 
 _STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps"
-# The metric CleanRL's scripts log each finished episode's return under (the analytics lane stores
-# no episodes table rows, only this series).
 # A run's final return is the mean of this many of its last episodic returns.
 FINAL_RETURN_EPISODES = 20
 _EPISODE_SELECT = "SELECT episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info FROM episodes"

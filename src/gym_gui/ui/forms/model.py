@@ -18,7 +18,6 @@ from typing import Any
 from gym_gui_sdk.contract import BUDGET_BOUNDS, FormSpec, Section
 
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig, WarmStart, parse_run_config
-from gym_gui.core.errors import ConfigError
 from gym_gui.ui.forms.params import Params, parse_int
 from gym_gui.ui.forms.sections import (
     ExecutorChoice,
@@ -27,6 +26,7 @@ from gym_gui.ui.forms.sections import (
     checkpoint_data,
     checkpoint_error,
     positive_error,
+    refuse_first,
     text_value,
     warm_start_error,
     warm_start_text,
@@ -244,10 +244,7 @@ class RunModel:
         Raises:
             ConfigError: naming the first field that is not valid.
         """
-        errors = self.errors()
-        if errors:
-            name, reason = next(iter(errors.items()))
-            raise ConfigError(f"field '{name}': {reason}")
+        refuse_first(self.errors())
         return parse_run_config(self.config_data())
 
     def secret_env(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from gym_gui.core import wandb_auth
 from gym_gui.core.config import WarmStart
+from gym_gui.core.errors import ConfigError
 from gym_gui.ui.forms.params import parse_int
 
 WANDB_MODES = ("disabled", "offline", "online")
@@ -26,6 +27,17 @@ def text_value(values: dict[str, Any], key: str) -> str | None:
     """``values[key]`` when it is text, else None (a remembered value of the wrong type is skipped)."""
     value = values.get(key)
     return value if isinstance(value, str) else None
+
+
+def refuse_first(errors: dict[str, str], prefix: str = "") -> None:
+    """Raise the first of a form's ``errors`` (field → why), as the daemon words a refusal.
+
+    Raises:
+        ConfigError: ``{prefix}field 'NAME': why`` when there is any.
+    """
+    if errors:
+        name, reason = next(iter(errors.items()))
+        raise ConfigError(f"{prefix}field '{name}': {reason}")
 
 
 def positive_error(text: str, required: bool) -> str:

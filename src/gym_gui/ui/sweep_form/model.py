@@ -18,9 +18,9 @@ import yaml
 from gym_gui_sdk.contract import FormSpec, ParameterSpec
 
 from gym_gui.core.config import RunConfig
-from gym_gui.core.errors import ConfigError
 from gym_gui.sweeps.spec import PRUNER_OPTIONS, Pruner, SweepSpec, parse_spec
 from gym_gui.ui.forms.params import display, parse_int, parse_scalar
+from gym_gui.ui.forms.sections import refuse_first
 
 # The parameter types a space can search: numbers by range or choices, bools and text by choices
 # (a spec's choices are scalars, so lists and multi-line text cannot be swept).
@@ -260,10 +260,7 @@ class SweepModel:
         Raises:
             ConfigError: naming the first field that is not valid.
         """
-        errors = self.errors()
-        if errors:
-            name, reason = next(iter(errors.items()))
-            raise ConfigError(f"sweep spec: field '{name}': {reason}")
+        refuse_first(self.errors(), "sweep spec: ")
         return parse_spec(self.spec_data(config))
 
 
