@@ -239,6 +239,15 @@ class TelemetryReader:
         """The largest stored step of each metric tag."""
         return dict(self._rows("SELECT tag, MAX(step) FROM metrics GROUP BY tag"))
 
+    def latest_metrics(self) -> list[MetricPoint]:
+        """The last stored point of each metric tag (the highest step, the last stored of that step), by tag."""
+        rows = self._rows(
+            "SELECT tag, step, wall_time, value FROM metrics WHERE rowid IN "
+            "(SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER (PARTITION BY tag ORDER BY step DESC, rowid DESC)"
+            " AS n FROM metrics) WHERE n = 1) ORDER BY tag"
+        )
+        return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
+
     def metric_tags(self) -> list[str]:
         """The distinct metric tags, sorted."""
         return [tag for (tag,) in self._rows("SELECT DISTINCT tag FROM metrics ORDER BY tag")]

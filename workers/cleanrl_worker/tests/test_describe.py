@@ -384,7 +384,7 @@ def test_validate_coerces_and_refuses_with_the_scripts_own_names(
 ) -> None:
     ok = _call(
         cleanrl_python,
-        "describe",
+        "flags",
         "validate",
         ppo,
         {"learning-rate": "0.001", "cuda": "false", "num_envs": "8", "--total-timesteps": "1e5", "seed": 7},
@@ -461,7 +461,7 @@ def test_build_argv_styles_choices_and_lists(cleanrl_python: Path) -> None:
     }
     argv = _call(
         cleanrl_python,
-        "describe",
+        "flags",
         "build_argv",
         description,
         {"verbose": "yes", "quiet": False, "mode": "b", "device-ids": "1, 2 3"},
