@@ -32,7 +32,7 @@ from gym_gui.protocol.client import DaemonClient  # noqa: E402
 from gym_gui.storage.home import Home  # noqa: E402
 from gym_gui.ui.control_panel import AGENT, HUMAN  # noqa: E402
 from gym_gui.ui.daemon_link import DaemonLink  # noqa: E402
-from gym_gui.ui.forms.cleanrl import CleanRLForm  # noqa: E402
+from gym_gui.ui.forms.form import GeneratedForm  # noqa: E402
 from gym_gui.ui.main_window import MainWindow  # noqa: E402
 from gym_gui.ui.settings import Settings  # noqa: E402
 from gym_gui.ui.tabs.live import LiveTab  # noqa: E402
@@ -82,8 +82,8 @@ def start(window: MainWindow, client: DaemonClient, config: dict[str, Any]) -> s
     window.control.set_mode(AGENT)
     window.control.roster.select(config["worker"])
     form = window.control.forms.currentWidget()
-    if isinstance(form, CleanRLForm):  # shown with its script described, not while it is asked
-        pump(lambda: form.description is not None, 300, "the CleanRL form")
+    if isinstance(form, GeneratedForm):  # shown with its parameters described, not while they are asked
+        pump(lambda: form.description is not None, 300, f"the {config['worker']} form")
     record, _ = client.submit(parse_run_config(config))
     pump(lambda: window.runs.info(record.run_id) is not None, 30, f"the {config['worker']} run")
     window.select_run(record.run_id)
@@ -142,7 +142,7 @@ def cleanrl_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
             "algorithm": "ppo",
             "env_id": "CartPole-v1",
             "budget": {"timesteps": 30_000},
-            "tracking": {"capture_video": True},
+            "params": {"capture-video": True},
         },
     )
     open_tab(window, "Charts")

@@ -18,6 +18,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
+from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
 
@@ -79,7 +80,7 @@ def test_every_saved_model_is_listed_with_its_run_step_return_size_and_sha256(tr
     model = files.path / FINAL
     reader = TelemetryReader(files.telemetry_path)
     try:
-        final_return = reader.final_return()
+        final_return = reader.final_return(worker_catalog().return_metric("cleanrl"))
     finally:
         reader.close()
     assert final_return is not None

@@ -13,8 +13,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.cleanrl import CleanRLForm
-from gym_gui.ui.forms.worker import WorkerForm
+from gym_gui.ui.forms.form import GeneratedForm
 from tests.cluster.conftest import RayHead
 
 
@@ -30,10 +29,10 @@ def link(qtbot: QtBot, home: Home, client: DaemonClient) -> Iterator[DaemonLink]
 def test_a_form_set_to_ray_names_the_missing_address_then_runs_there(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home, ray_head: RayHead
 ) -> None:
-    form = WorkerForm("random", link)
+    form = GeneratedForm("random", link)
     qtbot.addWidget(form)
     form.set_env("FrozenLake-v1")
-    form.budget_spin.setValue(3)
+    form.budget_edit.setText("3")
     form.executor_row.kind_combo.setCurrentText("ray")
     assert not form.submit_button.isEnabled()
     assert "executor.ray_address" in form.submit_button.toolTip()
@@ -49,14 +48,14 @@ def test_a_form_set_to_ray_names_the_missing_address_then_runs_there(
     assert manifest["executor"]["ray_address"] == ray_head.address
     # The choice is remembered with the form, as its other fields are.
     form.save_settings()
-    again = WorkerForm("random", link)
+    again = GeneratedForm("random", link)
     qtbot.addWidget(again)
     assert again.executor_row.kind_combo.currentText() == "ray"
     assert again.executor_row.address_edit.text() == ray_head.address
 
 
 def test_the_cleanrl_form_puts_the_executor_into_its_config(qtbot: QtBot, link: DaemonLink) -> None:
-    form = CleanRLForm("cleanrl", link)
+    form = GeneratedForm("cleanrl", link)
     qtbot.addWidget(form)
     assert form.executor_row.kind_combo.currentText() == "local"
     assert not form.executor_row.address_edit.isEnabled()

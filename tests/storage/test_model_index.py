@@ -12,8 +12,9 @@ from gym_gui.core.states import RunState
 from gym_gui.storage.home import Home
 from gym_gui.storage.model_index import DigestCache, gather_models, group_models, load_refusal
 from gym_gui.storage.run_dir import RunDir, RunEnvironment
-from gym_gui.storage.telemetry import EPISODIC_RETURN, FINAL_RETURN_EPISODES
+from gym_gui.storage.telemetry import FINAL_RETURN_EPISODES
 from gym_gui.storage.telemetry_writer import TelemetryWriter
+from gym_gui.workers import worker_catalog
 from tests.storage.test_telemetry import episode_record
 
 WAIT = 10.0
@@ -77,17 +78,23 @@ def test_models_are_gathered_grouped_and_carry_the_final_return_of_either_lane(
         {"checkpoints/final.cleanrl_model": b"d"},
         env_id="Acrobot-v1",
     )
-    # The analytics lane: returns are a metric; the telemetry lane: episodes (they win when both exist).
+    # The kind's return metric (CleanRL's, from its spec) where the run has its points; else the
+    # stored episodes' total rewards (a run of a kind without one, or one that stored episodes only).
     with TelemetryWriter(RunDir(ppo.run_dir).telemetry_path) as writer:
-        writer.put_metrics([MetricPoint(EPISODIC_RETURN, step, 0.0, float(step)) for step in range(30)])
+        writer.put_metrics(
+            [
+                MetricPoint(worker_catalog().return_metric("cleanrl"), step, 0.0, float(step))
+                for step in range(30)
+            ]
+        )
         assert writer.flush(timeout=WAIT)
     with TelemetryWriter(RunDir(dqn.run_dir).telemetry_path) as writer:
         for n in range(5):
             writer.put_episode(episode_record(n, 3))
-        writer.put_metrics([MetricPoint(EPISODIC_RETURN, 1, 0.0, 1000.0)])
+        writer.put_metrics([MetricPoint("losses/td_loss", 1, 0.0, 1000.0)])
         assert writer.flush(timeout=WAIT)
 
-    entries = gather_models([ppo, dqn, evaluation, acrobot])
+    entries = gather_models([ppo, dqn, evaluation, acrobot], worker_catalog().return_metric)
     tree = group_models(entries)
     assert list(tree) == ["Acrobot-v1", "CartPole-v1"]
     assert list(tree["CartPole-v1"]) == ["cleanrl / dqn", "cleanrl / ppo"]
@@ -110,7 +117,7 @@ def test_digests_are_computed_once_per_file_version_and_a_changed_or_missing_fil
     home: Home, make_record: Callable[..., RunRecord]
 ) -> None:
     run = _run(home, make_record, "ppo-run", "ppo", {"checkpoints/final.cleanrl_model": b"model bytes"})
-    (entry,) = gather_models([run])
+    (entry,) = gather_models([run], worker_catalog().return_metric)
     cache = DigestCache()
     assert load_refusal(entry, cache) is None
     assert cache.known(entry.file) == hashlib.sha256(b"model bytes").hexdigest()
@@ -126,7 +133,7 @@ def test_digests_are_computed_once_per_file_version_and_a_changed_or_missing_fil
 
     entry.file.unlink()
     assert f"{entry.model.path} of run ppo-run is gone" in (load_refusal(entry, cache) or "")
-    (listed,) = gather_models([run])
+    (listed,) = gather_models([run], worker_catalog().return_metric)
     assert not listed.model.exists and listed.model.size == 0
 
 

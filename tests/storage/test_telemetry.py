@@ -343,6 +343,11 @@ def test_metrics_by_tag_and_since_step(writer: TelemetryWriter, db_path: Path) -
 
     reader = TelemetryReader(db_path)
     assert reader.metric_tags() == ["charts/episodic_return", "losses/value_loss"]
+    # The last point of each tag: its highest step, the last stored of that step (a later write wins).
+    assert reader.latest_metrics() == [
+        MetricPoint("charts/episodic_return", 90, 91.0, 180.0),
+        MetricPoint("losses/value_loss", 4, 2.0, 0.1),
+    ]
     assert reader.metric_count() == 15
     assert reader.metric_count("losses/value_loss") == 5
     series = reader.metrics("charts/episodic_return")

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gym_gui_sdk.contract import FormSpec, ParameterSpec
 
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import MetricPoint
 from gym_gui.sweeps.optimise import aggregate, grid
-from gym_gui.sweeps.spec import Objective, check_space, described_parameters, load_spec, parse_spec
+from gym_gui.sweeps.spec import Objective, check_space, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = {
@@ -24,20 +25,19 @@ CONFIG = {
 }
 # What CleanRL's DescribeWorker answers for ppo (a part of it): the script's own arguments by flag
 # name, and the flags the config's fields set.
-PPO = {
-    "arguments": {
-        "params": [
-            {"name": "seed", "type": "int"},
-            {"name": "total-timesteps", "type": "int"},
-            {"name": "learning-rate", "type": "float"},
-            {"name": "num-envs", "type": "int"},
-            {"name": "ent-coef", "type": "float"},
-            {"name": "anneal-lr", "type": "bool"},
-            {"name": "exp-name", "type": "str"},
-        ]
-    },
-    "mapped": {"seed": "seed", "total-timesteps": "budget.timesteps", "exp-name": "exp_name"},
-}
+PPO = FormSpec(
+    variant="ppo",
+    parameters=(
+        ParameterSpec("seed", "int"),
+        ParameterSpec("total-timesteps", "int"),
+        ParameterSpec("learning-rate", "float"),
+        ParameterSpec("num-envs", "int"),
+        ParameterSpec("ent-coef", "float"),
+        ParameterSpec("anneal-lr", "bool"),
+        ParameterSpec("exp-name", "str"),
+    ),
+    mapped={"seed": "seed", "total-timesteps": "budget.timesteps", "exp-name": "exp_name"},
+)
 
 
 def spec(**fields: Any) -> dict[str, Any]:
@@ -72,8 +72,7 @@ def test_the_example_of_the_issue_reads_as_its_scenario_says() -> None:
         "last_mean",
         20,
     )
-    described, fixed = described_parameters("cleanrl", PPO)
-    check_space(example, described, fixed)
+    check_space(example, PPO)
 
 
 def test_json_and_yaml_files_give_the_same_spec(tmp_path: Path) -> None:
@@ -182,7 +181,7 @@ def test_a_file_that_is_not_a_spec_says_so_in_one_line(tmp_path: Path) -> None:
         ({"num-envs": {"type": "float", "low": 1, "high": 8}}, ["space.num-envs", "integer parameter"]),
         (
             {"num-envs": {"type": "categorical", "choices": [1, "two"]}},
-            ["space.num-envs", "'two' is not a value of type int"],
+            ["space.num-envs", "'two' is not a value of num-envs: expected a whole number, got 'two'"],
         ),
         ({"seed": {"type": "int", "low": 1, "high": 8}}, ["space.seed", "set by the config field 'seed'"]),
         (
@@ -194,40 +193,36 @@ def test_a_file_that_is_not_a_spec_says_so_in_one_line(tmp_path: Path) -> None:
 def test_the_space_is_checked_against_the_workers_parameters(
     space: dict[str, Any], needles: list[str]
 ) -> None:
-    described, fixed = described_parameters("cleanrl", PPO)
     with pytest.raises(ConfigError) as caught:
-        check_space(parse_spec(spec(space=space)), described, fixed)
+        check_space(parse_spec(spec(space=space)), PPO)
     for needle in needles:
         assert needle in str(caught.value), caught.value
 
 
 def test_a_described_worker_with_generated_parameters_is_swept_by_its_names() -> None:
-    # Spade BDI's description: ``parameters`` (the generated form's), choices included.
-    described, fixed = described_parameters(
-        "spade_bdi",
-        {
-            "parameters": [
-                {"name": "alpha", "type": "float"},
-                {"name": "mode", "type": "str", "choices": ["fast", "deliberate"]},
-            ]
-        },
+    # Spade BDI's description: its own parameters, ranges and choices included.
+    described = FormSpec(
+        parameters=(
+            ParameterSpec("alpha", "float", 0.1, low=0, high=1, open_low=True),
+            ParameterSpec("mode", "str", "fast", choices=("fast", "deliberate")),
+        )
     )
-    assert fixed == {}
     good = spec(
         space={
             "alpha": {"type": "float", "low": 0.1, "high": 0.9},
             "mode": {"type": "categorical", "choices": ["fast"]},
         }
     )
-    check_space(parse_spec(good), described, fixed)
-    with pytest.raises(ConfigError, match="'slow' is not one of its choices"):
-        check_space(
-            parse_spec(spec(space={"mode": {"type": "categorical", "choices": ["slow"]}})), described, fixed
-        )
+    check_space(parse_spec(good), described)
+    with pytest.raises(ConfigError, match="'slow' is not a value of mode: must be one of fast, deliberate"):
+        check_space(parse_spec(spec(space={"mode": {"type": "categorical", "choices": ["slow"]}})), described)
     with pytest.raises(ConfigError, match="int range on a parameter of type str with choices"):
-        check_space(parse_spec(spec(space={"mode": {"type": "int", "low": 1, "high": 2}})), described, fixed)
+        check_space(parse_spec(spec(space={"mode": {"type": "int", "low": 1, "high": 2}})), described)
+    # The range's bounds are values of the parameter too: alpha is in (0, 1].
+    with pytest.raises(ConfigError, match=r"space.alpha'.*1.5 is not a value of alpha: must be in \(0, 1\]"):
+        check_space(parse_spec(spec(space={"alpha": {"type": "float", "low": 0.5, "high": 1.5}})), described)
     with pytest.raises(ConfigError, match="describes no parameters"):
-        described_parameters("cleanrl", {})
+        check_space(parse_spec(good), FormSpec())
 
 
 def points(*values: float) -> list[MetricPoint]:

@@ -32,16 +32,20 @@ from gym_gui.ui.compare import CompareView
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
-from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab
+from gym_gui.ui.tabs.charts import ChartsTab
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
+from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon, run_record, wait_until_stable
 
-RETURN = DEFAULT_TAG
+# The CleanRL kind's episodic returns, as the window finds them (its spec's return metric).
+RETURNS = worker_catalog().return_metric("cleanrl")
+
+RETURN = RETURNS
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
 
 
@@ -81,11 +85,15 @@ def client(analytics_daemon: tuple[DaemonClient, Home]) -> DaemonClient:
 
 @pytest.fixture(scope="module")
 def submitted(analytics_daemon: tuple[DaemonClient, Home]) -> dict[str, str]:
-    """Two short PPO runs that differ only in seed (and tracking): seed 1 logs to W&B offline, seed 2 films."""
+    """Two short PPO runs that differ only in seed (and tracking: seed 1 logs to W&B offline), both
+    filming (capture-video is one of the script's parameters, so a part of the experiment), and a dry
+    run of the same script, which films nothing."""
     client, _home = analytics_daemon
-    seed1, _ = client.submit(ppo(1, tracking={"wandb_mode": "offline"}))
-    seed2, _ = client.submit(ppo(2, tracking={"capture_video": True}))
-    return {"seed1": seed1.run_id, "seed2": seed2.run_id}
+    filming = {"num-steps": 128, "capture-video": True}
+    seed1, _ = client.submit(ppo(1, params=filming, tracking={"wandb_mode": "offline"}))
+    seed2, _ = client.submit(ppo(2, params=filming))
+    dry, _ = client.submit(ppo(3, dry_run=True))
+    return {"seed1": seed1.run_id, "seed2": seed2.run_id, "dry": dry.run_id}
 
 
 @pytest.fixture(scope="module")
@@ -421,8 +429,8 @@ def test_the_replay_tab_of_a_run_without_steps_replays_its_videos(
     qtbot.waitUntil(lambda: not player.playing, timeout=5_000)
 
     # The run filmed nothing: the tab says how to film, and offers no video source.
-    tab.attach(trained["seed1"])
-    qtbot.waitUntil(lambda: "capture video" in tab.env_view.message, timeout=10_000)
+    tab.attach(trained["dry"])
+    qtbot.waitUntil(lambda: "capture-video" in tab.env_view.message, timeout=10_000)
     assert not tab.source_row.isVisible() and not tab.showing_videos
 
 

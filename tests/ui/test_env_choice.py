@@ -23,7 +23,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.control_panel import AGENT, HUMAN
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import CONTROL_WIDTH, MainWindow
 from gym_gui.ui.settings import Settings
 from tests.ui.test_forms_and_runs import DESCRIBE_TIMEOUT
@@ -39,12 +39,12 @@ def env_fields_in_view(window: MainWindow) -> list[QComboBox]:
     ]
 
 
-def cleanrl_form(qtbot: QtBot, window: MainWindow) -> CleanRLForm:
+def cleanrl_form(qtbot: QtBot, window: MainWindow) -> GeneratedForm:
     """Agent mode, the CleanRL Worker chosen in the roster, its script described."""
     window.control.set_mode(AGENT)
     window.control.roster.select("cleanrl")
     form = window.control.forms.currentWidget()
-    assert isinstance(form, CleanRLForm)
+    assert isinstance(form, GeneratedForm)
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     return form
 
@@ -89,7 +89,7 @@ def test_one_environment_choice_is_on_screen_and_the_run_trains_what_it_says(
     assert not control.env_picker.isVisible()
     combo = form.env_combo
     combo.setCurrentIndex(combo.findText("Acrobot-v1"))  # as a pick from its list does
-    form.timesteps_edit.setText("2048")
+    form.budget_edit.setText("2048")
     form.dry_run_check.setChecked(True)  # resolved and recorded, nothing launched
     qtbot.waitUntil(lambda: "--env-id Acrobot-v1" in form.preview.text(), timeout=DESCRIBE_TIMEOUT)
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
@@ -224,7 +224,8 @@ def test_an_env_the_script_cannot_train_on_is_greyed_with_why_and_is_no_run(
     # Another script, another list: a continuous-action one trains on MuJoCo's -v4, not on CartPole.
     form.set_algorithm("sac_continuous_action")
     qtbot.waitUntil(
-        lambda: (form.description or {}).get("algo") == "sac_continuous_action", timeout=DESCRIBE_TIMEOUT
+        lambda: form.description is not None and form.description.variant == "sac_continuous_action",
+        timeout=DESCRIBE_TIMEOUT,
     )
     assert combo.currentText() == "Hopper-v4"  # the script's own default env
     assert choosable(combo, "Pendulum-v1") and choosable(combo, "HalfCheetah-v4")

@@ -5,37 +5,45 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from gym_gui_sdk.contract import EnvChoice, FormSpec, ParameterSpec, Section
 
 from gym_gui.core.errors import ConfigError
 from gym_gui.storage.home import Home
-from gym_gui.ui.forms.model import CleanRLModel, WorkerModel
+from gym_gui.ui.forms.model import RunModel
 from gym_gui.ui.forms.params import Param, Params, parse_float, parse_int
 from gym_gui.workers import LaunchContext, worker_catalog
 
-# Script arguments in the shape the CleanRL worker's describe gives them.
+# A script's form in the shape the CleanRL worker's describe gives it.
 MAPPED = {"exp-name": "algorithm", "env-id": "env_id", "seed": "seed", "total-timesteps": "budget.timesteps"}
-SCRIPT: dict[str, Any] = {
-    "algo": "dqn",
-    "params": [
-        {"name": "exp-name", "flag": "--exp-name", "type": "str", "default": "dqn"},
-        {"name": "seed", "flag": "--seed", "type": "int", "default": 7},
-        {"name": "env-id", "flag": "--env-id", "type": "str", "default": "Acrobot-v1"},
-        {"name": "total-timesteps", "flag": "--total-timesteps", "type": "int", "default": 300000},
-        {"name": "learning-rate", "flag": "--learning-rate", "type": "float", "default": 0.00025},
-        {"name": "buffer-size", "flag": "--buffer-size", "type": "int", "default": 10000},
-        {"name": "save-model", "flag": "--save-model", "type": "bool", "default": False, "bool_style": "store_true"},
-        {"name": "layers", "flag": "--layers", "type": "list[int]", "default": [64, 64]},
-        {"name": "schedule", "flag": "--schedule", "type": "str", "default": None, "choices": ["linear", "cosine"]},
-    ],
-}  # fmt: skip
+DQN = FormSpec(
+    variant_label="Algorithm",
+    variant="dqn",
+    mapped=MAPPED,
+    sections=frozenset({Section.TRACKING, Section.GPU, Section.WARM_START, Section.CHECKPOINTS}),
+    budget_bounds=("timesteps",),
+    parameters=(
+        ParameterSpec("exp-name", "str", "dqn"),
+        ParameterSpec("seed", "int", 7),
+        ParameterSpec("env-id", "str", "Acrobot-v1"),
+        ParameterSpec("total-timesteps", "int", 300000),
+        ParameterSpec("learning-rate", "float", 0.00025),
+        ParameterSpec("buffer-size", "int", 10000),
+        ParameterSpec("save-model", "bool", False, bool_style="store_true"),
+        ParameterSpec("layers", "list[int]", [64, 64]),
+        ParameterSpec("schedule", "str", None, choices=("linear", "cosine")),
+    ),
+)
 
 
-def _dqn() -> CleanRLModel:
-    model = CleanRLModel("cleanrl", mapped=dict(MAPPED))
-    model.use_script("dqn", SCRIPT)
+def _with_envs(*envs: EnvChoice) -> FormSpec:
+    return FormSpec.from_json({**DQN.to_json(), "envs": [vars(env) for env in envs]})
+
+
+def _dqn() -> RunModel:
+    model = RunModel("cleanrl", streams_steps=False)
+    model.use_parameters(DQN)
     return model
 
 
@@ -51,7 +59,7 @@ def test_numbers_are_read_as_people_type_them() -> None:
 
 
 def test_a_param_holds_its_field_and_knows_its_default() -> None:
-    rate = Param({"name": "lr", "type": "float", "default": 0.00025})
+    rate = Param(ParameterSpec("lr", "float", 0.00025))
     assert rate.editor == "text" and rate.raw == "0.00025" and rate.is_pristine()
     assert rate.changed_value() == (False, 0.00025)
     rate.raw = "3e-4"
@@ -61,21 +69,19 @@ def test_a_param_holds_its_field_and_knows_its_default() -> None:
     rate.raw = "fast"
     assert "expected a number" in rate.error()
 
-    layers = Param({"name": "layers", "type": "list[int]", "default": [64, 64]})
+    layers = Param(ParameterSpec("layers", "list[int]", [64, 64]))
     assert layers.raw == "64 64" and layers.changed_value() == (False, [64, 64])
     layers.raw = "32, 32 16"
     assert layers.value() == [32, 32, 16]
 
-    choice = Param({"name": "schedule", "type": "str", "default": None, "choices": ["linear", "cosine"]})
+    choice = Param(ParameterSpec("schedule", "str", None, choices=("linear", "cosine")))
     assert choice.editor == "choice" and choice.options()[0] == ("(script default)", None)
     choice.set_raw("exponential")  # not one of its choices: skipped
     assert choice.raw is None
     choice.set_raw("cosine")
     assert choice.changed_value() == (True, "cosine")
 
-    flag = Param(
-        {"name": "anneal", "flag": "--anneal", "type": "bool", "default": True, "bool_style": "store_true"}
-    )
+    flag = Param(ParameterSpec("anneal", "bool", True, flag="--anneal", bool_style="store_true"))
     assert flag.editor == "check" and flag.raw is True
     flag.raw = False
     assert "--anneal cannot be turned off" in flag.error()
@@ -85,7 +91,12 @@ def test_a_script_brings_its_arguments_and_its_defaults_for_the_common_fields() 
     model = _dqn()
     # The flags the daemon sets from a field are not parameters; their defaults fill the fields.
     assert model.params.names() == ["learning-rate", "buffer-size", "save-model", "layers", "schedule"]
-    assert (model.env_id, model.seed, model.total_timesteps) == ("Acrobot-v1", 7, "300000")
+    assert (model.env_id, model.seed, model.budget_kind, model.budget) == (
+        "Acrobot-v1",
+        7,
+        "timesteps",
+        "300000",
+    )
     assert model.errors() == {}
     config = model.to_config()
     assert (config.algorithm, config.env_id, config.seed, config.budget.timesteps) == (
@@ -104,7 +115,7 @@ def test_a_script_brings_its_arguments_and_its_defaults_for_the_common_fields() 
 def test_each_field_says_why_it_is_not_valid() -> None:
     model = _dqn()
     model.env_id = " "
-    model.total_timesteps = "many"
+    model.budget = "many"
     model.checkpoint_every = "0"
     model.params.items["buffer-size"].raw = "12.5"
     assert model.errors() == {
@@ -115,7 +126,7 @@ def test_each_field_says_why_it_is_not_valid() -> None:
     }
     with pytest.raises(ConfigError, match="field 'env_id': choose an environment"):
         model.to_config()
-    model.env_id, model.total_timesteps, model.checkpoint_every = "CartPole-v1", "1e4", ""
+    model.env_id, model.budget, model.checkpoint_every = "CartPole-v1", "1e4", ""
     model.params.items["buffer-size"].raw = "5000"
     config = model.to_config()
     assert config.budget.timesteps == 10_000 and config.checkpoints.every_steps is None
@@ -123,34 +134,34 @@ def test_each_field_says_why_it_is_not_valid() -> None:
 
 
 def test_only_an_env_the_script_trains_on_in_its_bundle_makes_a_run() -> None:
-    envs = [
-        {"id": "CartPole-v1", "reason": ""},
-        {"id": "Acrobot-v1", "reason": ""},
-        {"id": "Taxi-v4", "reason": "Taxi-v4 is not registered in gym 0.23.1 here; it has Taxi-v3, but …"},
-    ]
+    envs = (
+        EnvChoice("CartPole-v1"),
+        EnvChoice("Acrobot-v1"),
+        EnvChoice("Taxi-v4", "Taxi-v4 is not registered in gym 0.23.1 here; it has Taxi-v3, but …"),
+    )
     # A remembered env the script cannot train on gives way to the script's default env …
-    model = CleanRLModel("cleanrl", mapped=dict(MAPPED))
+    model = RunModel("cleanrl", streams_steps=False)
     model.restore({"algorithm": "dqn", "defaults_from": "dqn", "env_id": "Taxi-v4"})
-    model.use_script("dqn", SCRIPT, "Acrobot-v1", envs)
+    model.use_parameters(_with_envs(*envs), "Acrobot-v1")
     assert model.env_id == "Acrobot-v1" and model.errors() == {}
     assert model.trainable_envs() == ["CartPole-v1", "Acrobot-v1"]
     # … or, when that is not among them either, to the first one it trains on.
-    model.use_script("dqn", SCRIPT, "Pendulum-v1", [*envs, {"id": "Pendulum-v1", "reason": "continuous"}])
+    model.use_parameters(_with_envs(*envs, EnvChoice("Pendulum-v1", "continuous")), "Pendulum-v1")
     model.env_id = "Pendulum-v1"
     assert model.errors() == {"env_id": "continuous"}
-    model.use_script("dqn", SCRIPT, "Pendulum-v1", [*envs, {"id": "Pendulum-v1", "reason": "continuous"}])
+    model.use_parameters(_with_envs(*envs, EnvChoice("Pendulum-v1", "continuous")), "Pendulum-v1")
     assert model.env_id == "CartPole-v1"
 
     # Set anyway (a config file, a stale value), it is not a run: the reason names it.
     model.env_id = "Taxi-v4"
-    assert model.errors() == {"env_id": envs[2]["reason"]}
+    assert model.errors() == {"env_id": envs[2].reason}
     with pytest.raises(ConfigError, match="field 'env_id': Taxi-v4 is not registered"):
         model.to_config()
     model.env_id = "MiniGrid-Empty-5x5-v0"
     assert "not among the environments dqn trains on" in model.errors()["env_id"]
     # While the bundle's word is not there (no bundle yet), any id goes to the daemon to judge.
-    model.forget_script()
-    assert model.envs is None and "env_id" not in model.errors()
+    model.use_parameters(DQN)
+    assert model.form.envs is None and "env_id" not in model.errors()
 
 
 def test_tracking_and_the_key_that_is_never_remembered() -> None:
@@ -160,7 +171,7 @@ def test_tracking_and_the_key_that_is_never_remembered() -> None:
     assert model.secret_env() == {}  # W&B disabled: the key goes nowhere
     assert model.to_config().tracking.wandb_project is None
     model.tracking.wandb_mode = "online"
-    model.gpu_mandatory = True  # without gpu it is not asked for
+    model.resources.gpu_mandatory = True  # without gpu it is not asked for
     assert model.secret_env() == {"WANDB_API_KEY": "key-9c1e"}
     config = model.to_config()
     assert config.tracking.wandb_project == "cockpit" and not config.resources.gpu_mandatory
@@ -178,9 +189,7 @@ def test_a_self_hosted_wandb_server_and_its_login(tmp_path: Path, monkeypatch: p
     model.tracking.wandb_server = "http://wandb.lab:8080/"
     assert model.to_config().tracking.wandb_base_url == "http://wandb.lab:8080"
     assert model.secret_env() == {"WANDB_API_KEY": "key-lab-51f2"}  # the `wandb login` of that server
-    assert (
-        CleanRLModel.from_values("cleanrl", model.values()).tracking.wandb_server == "http://wandb.lab:8080/"
-    )
+    assert RunModel.from_values("cleanrl", model.values()).tracking.wandb_server == "http://wandb.lab:8080/"
     model.tracking.wandb_server = "ftp://wandb.lab"
     with pytest.raises(ConfigError, match="wandb_base_url"):
         model.to_config()
@@ -193,38 +202,48 @@ def test_saved_values_come_back_and_typed_params_return_with_their_script() -> N
     model.params.items["learning-rate"].raw = "0.01"
     model.tracking.wandb_mode = "offline"
     model.notes = "first try"
-    model.forget_script()  # another script is chosen: what was typed for dqn is kept
+    model.keep_typed()  # another script is chosen: what was typed for dqn is kept
     assert model.params.names() == [] and model.saved_params == {"dqn": {"learning-rate": "0.01"}}
 
     values = model.values()
-    again = CleanRLModel.from_values("cleanrl", values)
-    assert isinstance(again, CleanRLModel) and again.values() == values
+    again = RunModel.from_values("cleanrl", values)
+    assert again.values() == values
     assert (again.algorithm, again.tracking.wandb_mode, again.notes) == ("dqn", "offline", "first try")
-    again.mapped = dict(MAPPED)
     again.env_id = "CartPole-v1"  # changed after the defaults were taken: a remembered script keeps it
-    again.use_script("dqn", SCRIPT)
+    again.use_parameters(DQN)
     assert again.env_id == "CartPole-v1"
     assert again.to_config().params == {"learning-rate": 0.01}
 
     # Entries of the wrong type are skipped, never taken.
-    broken = CleanRLModel.from_values(
-        "cleanrl", {"seed": "7", "gpu": "yes", "wandb_mode": "loud", "params": []}
+    broken = RunModel.from_values("cleanrl", {"seed": "7", "gpu": "yes", "wandb_mode": "loud", "params": []})
+    assert broken.values() == RunModel("cleanrl").values()
+
+    # What CleanRL's own form remembered before there was one form comes back too.
+    old = RunModel.from_values(
+        "cleanrl", {"algorithm": "ppo", "total_timesteps": "4096", "params": {"ppo": {}}}
     )
-    assert broken.values() == CleanRLModel("cleanrl").values()
+    assert (old.algorithm, old.budget_kind, old.budget) == ("ppo", "timesteps", "4096")
 
 
-def test_the_worker_model_keeps_parameters_until_they_are_described() -> None:
-    model = WorkerModel.from_values(
+def test_a_kind_without_variants_keeps_parameters_until_they_are_described() -> None:
+    # Remembered by a version whose forms of kinds without variants kept a spin box and flat params.
+    model = RunModel.from_values(
         "random",
         {"env_id": "Taxi-v4", "budget_kind": "timesteps", "budget": 77, "params": {"epsilon": "0.5"}},
     )
-    assert isinstance(model, WorkerModel) and model.params.names() == []
-    model.use_parameters([{"name": "epsilon", "type": "float", "default": 0.1}])
+    assert model.params.names() == []
+    model.use_parameters(FormSpec(parameters=(ParameterSpec("epsilon", "float", 0.1, low=0, high=1),)))
     assert model.params.raws() == {"epsilon": "0.5"}
     config = model.to_config()
     assert (config.env_id, config.budget.timesteps, config.params) == ("Taxi-v4", 77, {"epsilon": 0.5})
-    model.budget = 0
+    model.budget = "0"
     assert model.errors() == {"budget.timesteps": "must be at least 1"}
+    model.budget = "77"
+    model.params.items["epsilon"].raw = "1.5"  # the contract's validator judges a typed value
+    assert model.errors() == {"params.epsilon": "must be in [0, 1], got 1.5"}
+    model.params.items["epsilon"].raw = "0.5"
+    # A kind declaring no variant and no sections sends none of their fields.
+    assert "algorithm" not in model.config_data() and "tracking" not in model.config_data()
 
 
 def test_the_real_ppo_arguments_leave_nothing_changed(home: Home) -> None:
@@ -235,16 +254,16 @@ def test_the_real_ppo_arguments_leave_nothing_changed(home: Home) -> None:
     )
     assert launcher is not None
     described = launcher.describe({"algorithm": "ppo"})
-    model = CleanRLModel("cleanrl", mapped=described["mapped"])
-    model.use_script("ppo", described["arguments"], "", described["envs"]["envs"])
-    assert not set(described["mapped"]) & set(model.params.names())
+    model = RunModel("cleanrl", streams_steps=False)
+    model.use_parameters(described)
+    assert not set(described.mapped) & set(model.params.names())
     assert "learning-rate" in model.params.names() and model.errors() == {}
     assert model.env_id == "CartPole-v1" and "Acrobot-v1" in model.trainable_envs()
     assert model.to_config().params == {}
 
 
 def test_the_model_loads_without_qt() -> None:
-    code = "import sys, gym_gui.ui.forms.model, gym_gui.ui.forms.params; print(sorted(m for m in sys.modules if m.startswith('PySide6')))"
+    code = "import sys, gym_gui.ui.forms.model, gym_gui.ui.forms.sections, gym_gui.ui.forms.params; print(sorted(m for m in sys.modules if m.startswith('PySide6')))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
@@ -252,7 +271,7 @@ def test_the_model_loads_without_qt() -> None:
 
 
 def test_params_are_in_the_scripts_order() -> None:
-    params = Params(SCRIPT["params"], skip=frozenset(MAPPED))
+    params = Params(DQN.parameters, skip=MAPPED)
     assert [p.name for p in params] == params.names() and len(params) == 5
 
 
@@ -265,8 +284,8 @@ def test_the_llm_form_keeps_its_prompt_as_typed_its_key_secret_and_its_env_depen
         .launcher(LaunchContext(Home(), worker_catalog().bundle_directory(Home().bundles_dir)))
     )
     assert launcher is not None
-    model = WorkerModel("llm", env_id="FrozenLake-v1")
-    model.use_parameters(launcher.describe({"env_id": "FrozenLake-v1"})["parameters"])
+    model = RunModel("llm", env_id="FrozenLake-v1", secrets={"LLM_API_KEY": ""})
+    model.use_parameters(launcher.describe({"env_id": "FrozenLake-v1"}))
     prompt = model.params.get("system_prompt")
     assert prompt is not None and prompt.editor == "multiline" and prompt.raw.endswith("\n")
     model.secrets["LLM_API_KEY"] = ""  # nothing typed: the key of gym_gui's environment
@@ -278,13 +297,13 @@ def test_the_llm_form_keeps_its_prompt_as_typed_its_key_secret_and_its_env_depen
 
     # Another family's description brings its template, unless the prompt was edited.
     model.env_id = "MiniGrid-DoorKey-5x5-v0"
-    model.use_parameters(launcher.describe({"env_id": model.env_id})["parameters"])
+    model.use_parameters(launcher.describe({"env_id": model.env_id}))
     prompt = model.params.get("system_prompt")
     assert prompt is not None and prompt.raw.startswith("You control an agent in the grid world")
     prompt.raw = "Play $env_id.\n  Actions:\n$actions\n"
-    model.use_parameters(launcher.describe({"env_id": "Taxi-v4"})["parameters"])
+    model.use_parameters(launcher.describe({"env_id": "Taxi-v4"}))
     assert model.to_config().params == {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}
-    assert model.values()["params"] == {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}
+    assert model.values()["params"] == {"": {"system_prompt": "Play $env_id.\n  Actions:\n$actions\n"}}
 
 
 def test_start_from_names_a_run_and_is_not_remembered() -> None:

@@ -18,9 +18,8 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.forms.kinds import form_for
-from gym_gui.ui.forms.worker import WorkerForm
 from gym_gui.ui.runs.log_drawer import LogDrawer, tail_lines
 from gym_gui.ui.runs.table import RunsTable
 from gym_gui.ui.settings import SecretNotStored, Settings
@@ -39,20 +38,20 @@ def no_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return empty
 
 
-def _cleanrl_form(qtbot: QtBot, link: DaemonLink, settings: Settings | None = None) -> CleanRLForm:
-    form = CleanRLForm("cleanrl", link, settings)
+def _cleanrl_form(qtbot: QtBot, link: DaemonLink, settings: Settings | None = None) -> GeneratedForm:
+    form = GeneratedForm("cleanrl", link, settings)
     qtbot.addWidget(form)
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     return form
 
 
-def _preview(qtbot: QtBot, form: CleanRLForm, *wanted: str) -> str:
+def _preview(qtbot: QtBot, form: GeneratedForm, *wanted: str) -> str:
     """The command preview once the daemon's answer holds every ``wanted`` text."""
     qtbot.waitUntil(lambda: all(text in form.preview.text() for text in wanted), timeout=DESCRIBE_TIMEOUT)
     return form.preview.text()
 
 
-def _line(form: CleanRLForm, name: str) -> QLineEdit:
+def _line(form: GeneratedForm, name: str) -> QLineEdit:
     editor = form.param_editor(name)
     assert isinstance(editor, QLineEdit), name
     return editor
@@ -65,15 +64,17 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient
 ) -> None:
     form = _cleanrl_form(qtbot, link)
-    details = client.describe_worker("cleanrl", algorithm="ppo").details
-    script_names = [param["name"] for param in details["arguments"]["params"]]
-    mapped = set(details["mapped"])  # the flags the daemon sets from the common fields
+    described = client.describe_worker("cleanrl", algorithm="ppo").form
+    script_names = [param.name for param in described.parameters]
+    mapped = set(described.mapped)  # the flags the daemon sets from the common fields
 
     assert form.algorithm() == "ppo"
     assert form.param_names() == [name for name in script_names if name not in mapped]
     assert "env-id" in mapped and not mapped & set(form.param_names())
-    assert "torch-deterministic" not in form.param_names()  # set from the common "deterministic" box
-    assert form.deterministic_check.isChecked()
+    # The script's own switches are its parameters, with its defaults (no field of the common form sets them).
+    deterministic, video = form.param_editor("torch-deterministic"), form.param_editor("capture-video")
+    assert isinstance(deterministic, QCheckBox) and deterministic.isChecked()
+    assert isinstance(video, QCheckBox) and not video.isChecked()
     assert _line(form, "learning-rate").text() == "0.00025"
     assert _line(form, "num-envs").text() == "4"
     anneal = form.param_editor("anneal-lr")
@@ -81,7 +82,7 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert "learning rate" in _line(form, "learning-rate").toolTip()
     # The common fields take the script's own defaults.
     assert form.env_combo.currentText() == "CartPole-v1"
-    assert form.timesteps_edit.text() == "500000"
+    assert form.budget_edit.text() == "500000"
 
     # Scripts that cannot run in the bundle are listed, disabled, with their reason.
     model = form.picker.model
@@ -124,23 +125,27 @@ def test_cleanrl_form_is_built_from_ppo_arguments(
     assert steps.property("invalid") is True and not form.submit_button.isEnabled()
     steps.setText("1e3")
     assert form.config().params == {"num-steps": 1000}
-    form.timesteps_edit.setText("many")
-    assert form.timesteps_edit.property("invalid") is True and not form.submit_button.isEnabled()
-    form.timesteps_edit.setText("500000")
+    form.budget_edit.setText("many")
+    assert form.budget_edit.property("invalid") is True and not form.submit_button.isEnabled()
+    form.budget_edit.setText("500000")
 
     # Another script brings its own arguments; going back restores what was typed for ppo.
     form.set_algorithm("dqn")
-    qtbot.waitUntil(lambda: (form.description or {}).get("algo") == "dqn", timeout=DESCRIBE_TIMEOUT)
+    qtbot.waitUntil(
+        lambda: form.description is not None and form.description.variant == "dqn", timeout=DESCRIBE_TIMEOUT
+    )
     assert "buffer-size" in form.param_names() and "num-minibatches" not in form.param_names()
     form.set_algorithm("ppo")
-    qtbot.waitUntil(lambda: (form.description or {}).get("algo") == "ppo", timeout=DESCRIBE_TIMEOUT)
+    qtbot.waitUntil(
+        lambda: form.description is not None and form.description.variant == "ppo", timeout=DESCRIBE_TIMEOUT
+    )
     assert form.config().params == {"num-steps": 1000}
 
 
 def test_cleanrl_form_without_the_bundle_says_it_will_be_installed(
     qtbot: QtBot, no_bundles: Path, link: DaemonLink
 ) -> None:
-    form = CleanRLForm("cleanrl", link)
+    form = GeneratedForm("cleanrl", link)
     qtbot.addWidget(form)
     qtbot.waitUntil(lambda: form.bundle_installed is False, timeout=30_000)
     assert "installed on first use" in form.bundle_note.text()
@@ -175,7 +180,7 @@ def test_cleanrl_form_submits_a_ppo_run_that_completes(
     table = RunsTable(link)
     qtbot.addWidget(table)
     form = _cleanrl_form(qtbot, link)
-    form.timesteps_edit.setText("2048")
+    form.budget_edit.setText("2048")
     _line(form, "num-steps").setText("128")  # the default: stays out of params
     _line(form, "learning-rate").setText("0.0005")
     requested: list[object] = []
@@ -210,7 +215,7 @@ def test_wandb_key_is_never_stored_and_values_come_back(
     form.wandb_project_edit.setText("cockpit-tests")
     form.wandb_key_edit.setText(API_KEY)
     _line(form, "gamma").setText("0.95")
-    form.timesteps_edit.setText("4096")
+    form.budget_edit.setText("4096")
     form.dry_run_check.setChecked(True)
 
     assert form.secret_env() == {"WANDB_API_KEY": API_KEY}
@@ -239,13 +244,13 @@ def test_wandb_key_is_never_stored_and_values_come_back(
     assert files_containing(home.run_dir(run_id), API_KEY.encode()) == []
     # The preview was exactly the command the dry run resolved.
     manifest = json.loads((home.run_dir(run_id) / "manifest.json").read_text())
-    assert plan.argv == manifest["command"] and plan.script_argv == manifest["script_command"]
+    assert plan.argv == manifest["command"] and plan.script_argv == manifest["extras"]["script_command"]
 
     # A new form (the next start of the window) gets everything back except the key.
     again = _cleanrl_form(qtbot, link, Settings(home.root))
     assert again.wandb_mode_combo.currentText() == "online"
     assert again.wandb_project_edit.text() == "cockpit-tests"
-    assert again.timesteps_edit.text() == "4096"
+    assert again.budget_edit.text() == "4096"
     assert _line(again, "gamma").text() == "0.95"
     assert again.wandb_key_edit.text() == ""
     assert again.config().params == {"gamma": 0.95}
@@ -260,12 +265,12 @@ def test_random_form_run_appears_in_the_runs_table(
     table = RunsTable(link)
     qtbot.addWidget(table)
     form = form_for("random", link)
-    assert isinstance(form, WorkerForm)
+    assert isinstance(form, GeneratedForm)
     qtbot.addWidget(form)
     assert form_for("human", link) is None
     form.set_env("FrozenLake-v1")
     form.budget_kind_combo.setCurrentText("episodes")
-    form.budget_spin.setValue(5)
+    form.budget_edit.setText("5")
 
     with qtbot.waitSignal(form.run_submitted, timeout=30_000) as submitted:
         form.submit_button.click()
@@ -384,12 +389,12 @@ def test_settings_round_trip_without_secrets(qtbot: QtBot, link: DaemonLink, hom
     settings = Settings(home.root)
     assert settings.path.parent == home.root
 
-    form = WorkerForm("random", link, settings)
+    form = GeneratedForm("random", link, settings)
     qtbot.addWidget(form)
     form.set_env("CliffWalking-v1")
     form.seed_spin.setValue(42)
     form.budget_kind_combo.setCurrentText("timesteps")
-    form.budget_spin.setValue(777)
+    form.budget_edit.setText("777")
     form.render_fps_spin.setValue(5.0)
     form.save_settings()
 
@@ -404,12 +409,12 @@ def test_settings_round_trip_without_secrets(qtbot: QtBot, link: DaemonLink, hom
     settings.sync()
 
     reread = Settings(home.root)
-    again = WorkerForm("random", link, reread)
+    again = GeneratedForm("random", link, reread)
     qtbot.addWidget(again)
     assert again.env_combo.currentText() == "CliffWalking-v1"
     assert again.seed_spin.value() == 42
     assert again.budget_kind_combo.currentText() == "timesteps"
-    assert again.budget_spin.value() == 777
+    assert again.budget_edit.text() == "777"
     assert again.render_fps_spin.value() == 5.0
     assert again.config().budget.timesteps == 777
     assert reread.splitter_sizes("bottom") == [300, 200]

@@ -15,7 +15,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.control_panel import AGENT
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.worker import WorkerForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.live import LiveTab
@@ -64,7 +64,7 @@ def test_an_llm_run_starts_from_its_form_and_is_watched_live_with_its_conversati
     click(roster.viewport(), roster.visualItemRect(item).center())
     assert roster.kind() == "llm"
     form = control.forms.currentWidget()
-    assert isinstance(form, WorkerForm)
+    assert isinstance(form, GeneratedForm)
     form.set_env("FrozenLake-v1")
 
     # The parameters are the plugin's, the system prompt shown is FrozenLake's family template.
@@ -83,8 +83,8 @@ def test_an_llm_run_starts_from_its_form_and_is_watched_live_with_its_conversati
         assert secret is not None and secret.echoMode() is QLineEdit.EchoMode.Password
         type_into(qtbot, secret, KEY)
         # The form starts from the kind's own budget (WorkerSpec.default_budget).
-        assert (form.budget_kind_combo.currentText(), form.budget_spin.value()) == ("episodes", 20)
-        form.budget_spin.setValue(1000)  # more than the test watches: it is cancelled
+        assert (form.budget_kind_combo.currentText(), form.budget_edit.text()) == ("episodes", "20")
+        form.budget_edit.setText("1000")  # more than the test watches: it is cancelled
         with qtbot.waitSignal(form.run_submitted, timeout=60_000) as submitted:
             click(form.submit_button)
         run_id = str(submitted.args[0])

@@ -19,12 +19,13 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
+from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.model_browser import COLUMNS, ImportModelDialog, ModelBrowser
 from gym_gui.ui.settings import Settings
+from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import assert_one_line_error, gym_gui, module_daemon
 
@@ -111,7 +112,7 @@ def test_the_browser_lists_every_model_by_env_and_algorithm_with_step_size_sha25
         files = RunDir(home.run_dir(run_id))
         manifest = json.loads(files.manifest_path.read_text())
         reader = TelemetryReader(files.telemetry_path)
-        returns = [point.value for point in reader.metrics(EPISODIC_RETURN)][-20:]
+        returns = [point.value for point in reader.metrics(worker_catalog().return_metric("cleanrl"))][-20:]
         reader.close()
         assert returns
         paths = {entry["path"] for entry in manifest["checkpoints"]}
@@ -173,11 +174,11 @@ def test_train_from_this_fills_the_form_to_start_from_the_model_and_the_run_name
     _select(qtbot, browser, trained["ppo"], checkpoint)
     browser.buttons["train"].click()
     form = window.control.forms.currentWidget()
-    assert isinstance(form, CleanRLForm) and window.control.roster.kind() == "cleanrl"
+    assert isinstance(form, GeneratedForm) and window.control.roster.kind() == "cleanrl"
     qtbot.waitUntil(lambda: "filled from the model" in form.status_label.text(), timeout=120_000)
     assert (form.model.algorithm, form.model.env_id) == ("ppo", "CartPole-v1")
     assert form.start_from_combo.currentText() == f"{trained['ppo']}:{checkpoint}"
-    form.timesteps_edit.setText("512")
+    form.budget_edit.setText("512")
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         qtbot.mouseClick(form.submit_button, Qt.MouseButton.LeftButton)
     child = str(submitted.args[0])

@@ -28,7 +28,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
 from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, STUDY_SWEEP_ATTR, TRIAL_HOME_ATTR, TRIAL_RUNS_ATTR
 from gym_gui.ui import local_web
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.study.model import BEST_MARK
 from gym_gui.ui.study.view import StudyWidget
@@ -256,9 +256,9 @@ def _mark_as_trial(home: Home, run_id: str, url: str, study: str, trial: int) ->
     ManifestWriter(files, files.read_manifest()).update(optuna_db=url, optuna_study=study, optuna_trial=trial)
 
 
-def _cleanrl_form(window: MainWindow) -> CleanRLForm:
+def _cleanrl_form(window: MainWindow) -> GeneratedForm:
     form = window.control.form("cleanrl")
-    assert isinstance(form, CleanRLForm)
+    assert isinstance(form, GeneratedForm)
     return form
 
 
@@ -313,7 +313,7 @@ def test_the_optuna_tab_of_a_trial_run_highlights_its_trial_links_trials_to_runs
     qtbot.waitUntil(lambda: "filled from study 'sweep'" in form.status_label.text(), timeout=120_000)
     assert not form.error_label.isVisible()  # every name found its field
     model = form.model
-    assert (model.algorithm, model.env_id, model.seed, model.total_timesteps) == (
+    assert (model.algorithm, model.env_id, model.seed, model.budget) == (
         "ppo",
         "CartPole-v1",
         3,

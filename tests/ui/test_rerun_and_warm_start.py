@@ -135,7 +135,7 @@ def test_the_cleanrl_form_starts_from_a_finished_run(
     # Finished runs of the kind with a saved model are offered; typing an id is possible too.
     qtbot.waitUntil(lambda: form.start_from_combo.findText(record.run_id) >= 0, timeout=20_000)
     form.env_combo.setCurrentText("CartPole-v1")
-    form.timesteps_edit.setText("512")
+    form.budget_edit.setText("512")
     _line(form, "num-envs").setText("2")
     _line(form, "num-steps").setText("128")
 

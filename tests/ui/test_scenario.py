@@ -36,17 +36,21 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.control_panel import AGENT, HUMAN
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.runs.model import ID, RUN_ID_ROLE
 from gym_gui.ui.tabs.base import RunTab
-from gym_gui.ui.tabs.charts import DEFAULT_TAG, ChartsTab
+from gym_gui.ui.tabs.charts import ChartsTab
 from gym_gui.ui.tabs.checkpoints import CheckpointsTab
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
+from gym_gui.workers import worker_catalog
 from tests.ui.test_forms_and_runs import DESCRIBE_TIMEOUT
 from tests.ui.test_human_play import key
+
+# The CleanRL kind's episodic returns, as the window finds them (its spec's return metric).
+RETURNS = worker_catalog().return_metric("cleanrl")
 
 LEFT = Qt.MouseButton.LeftButton
 NO_MODIFIER = Qt.KeyboardModifier.NoModifier
@@ -218,10 +222,10 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     click(roster.viewport(), roster.visualItemRect(item).center())
     assert roster.kind() == "cleanrl" and control.train_new.isChecked()
     form = control.forms.currentWidget()
-    assert isinstance(form, CleanRLForm)
+    assert isinstance(form, GeneratedForm)
     qtbot.waitUntil(lambda: form.description is not None, timeout=DESCRIBE_TIMEOUT)
     assert form.algorithm() == "ppo" and form.env_combo.currentText() == "CartPole-v1"
-    type_into(qtbot, form.timesteps_edit, str(TIMESTEPS))
+    type_into(qtbot, form.budget_edit, str(TIMESTEPS))
     qtbot.waitUntil(lambda: f"--total-timesteps {TIMESTEPS}" in form.preview.text(), timeout=DESCRIBE_TIMEOUT)
     with qtbot.waitSignal(form.run_submitted, timeout=120_000) as submitted:
         press(qtbot, "Return", Qt.KeyboardModifier.ControlModifier)  # Run ▸ Start run
@@ -233,12 +237,12 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     live = next(tab for tab in window.run_view.tab_list() if tab.title == LiveTab.title)
     assert isinstance(live, LiveTab) and live.banner.isVisible()  # the analytics lane streams no steps
     charts = open_tab(window, ChartsTab)
-    qtbot.waitUntil(lambda: len(charts.series(DEFAULT_TAG)[0]) > 0, timeout=120_000)
-    first_seen = len(charts.series(DEFAULT_TAG)[0])
+    qtbot.waitUntil(lambda: len(charts.series(RETURNS)[0]) > 0, timeout=120_000)
+    first_seen = len(charts.series(RETURNS)[0])
     assert window.runs.state_of(train_run) in (RunState.STARTING.value, RunState.RUNNING.value)
-    qtbot.waitUntil(lambda: len(charts.series(DEFAULT_TAG)[0]) > first_seen, timeout=60_000)
-    qtbot.waitUntil(lambda: charts.points_drawn(DEFAULT_TAG) > 0, timeout=5_000)
-    assert DEFAULT_TAG in charts.checked_tags()
+    qtbot.waitUntil(lambda: len(charts.series(RETURNS)[0]) > first_seen, timeout=60_000)
+    qtbot.waitUntil(lambda: charts.points_drawn(RETURNS) > 0, timeout=5_000)
+    assert RETURNS in charts.checked_tags()
 
     # ---------------------------------------------------------------- open its TensorBoard
     tensorboard = open_tab(window, TensorBoardTab)
@@ -258,11 +262,11 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     charts = open_tab(window, ChartsTab)
     reader = TelemetryReader(RunDir(home.run_dir(train_run)).telemetry_path)
     try:
-        stored_returns = [point.value for point in reader.metrics(DEFAULT_TAG)]
+        stored_returns = [point.value for point in reader.metrics(RETURNS)]
     finally:
         reader.close()
-    qtbot.waitUntil(lambda: len(charts.series(DEFAULT_TAG)[1]) == len(stored_returns), timeout=10_000)
-    returns = charts.series(DEFAULT_TAG)[1]
+    qtbot.waitUntil(lambda: len(charts.series(RETURNS)[1]) == len(stored_returns), timeout=10_000)
+    returns = charts.series(RETURNS)[1]
     assert list(returns) == stored_returns
     tenth = max(1, len(returns) // 10)
     assert np.mean(returns[-tenth:]) > np.mean(returns[:tenth]), (returns[:tenth], returns[-tenth:])

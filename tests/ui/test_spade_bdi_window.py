@@ -13,7 +13,7 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.ui.control_panel import AGENT
-from gym_gui.ui.forms.worker import WorkerForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.panes.payloads import action_moves
 from gym_gui.ui.panes.views import AgentPanes
@@ -39,14 +39,14 @@ def test_the_spade_bdi_worker_trains_from_its_generated_form_and_shows_live(
     click(roster.viewport(), roster.visualItemRect(item).center())
     assert roster.kind() == "spade_bdi"
     form = control.forms.currentWidget()
-    assert isinstance(form, WorkerForm)
+    assert isinstance(form, GeneratedForm)
     qtbot.waitUntil(lambda: "mode" in form.param_names(), timeout=30_000)
     assert {"alpha", "gamma", "epsilon_start", "epsilon_end", "epsilon_decay", "asl"} <= set(
         form.param_names()
     )
     form.set_env("FrozenLake-v1")
     form.budget_kind_combo.setCurrentText("episodes")
-    form.budget_spin.setValue(1_000_000)  # far more than the test watches: it is cancelled
+    form.budget_edit.setText("1_000_000")  # far more than the test watches: it is cancelled
     with qtbot.waitSignal(form.run_submitted, timeout=60_000) as submitted:
         click(form.submit_button)
     run_id = str(submitted.args[0])

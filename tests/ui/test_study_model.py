@@ -7,9 +7,10 @@ from pathlib import Path
 
 import optuna
 import pytest
+from gym_gui_sdk.contract import FormSpec, ParameterSpec
 
 from gym_gui.sweeps.study import STUDY_CONFIG_ATTR, StudyError, importance_note, param_importances, read_study
-from gym_gui.ui.forms.model import CleanRLModel
+from gym_gui.ui.forms.model import RunModel
 from gym_gui.ui.study.model import BEST_MARK, follow_up, study_table, trial_for_training
 
 
@@ -87,22 +88,24 @@ def test_a_follow_up_run_is_the_base_config_with_the_trials_params_or_the_params
 
 
 def test_the_form_model_takes_a_config_and_params_by_flag_or_destination_and_names_the_rest() -> None:
-    model = CleanRLModel("cleanrl")
-    model.mapped = {"total-timesteps": "budget.timesteps", "seed": "seed", "env-id": "env_id"}
-    arguments = {
-        "algo": "ppo",
-        "params": [
-            {"name": "total-timesteps", "dest": "total_timesteps", "type": "int", "default": 500000},
-            {"name": "learning-rate", "dest": "learning_rate", "type": "float", "default": 0.00025},
-            {"name": "num-steps", "dest": "num_steps", "type": "int", "default": 128},
-        ],
-    }
+    model = RunModel("cleanrl", streams_steps=False)
+    ppo = FormSpec(
+        variant_label="Algorithm",
+        variant="ppo",
+        mapped={"total-timesteps": "budget.timesteps", "seed": "seed", "env-id": "env_id"},
+        budget_bounds=("timesteps",),
+        parameters=(
+            ParameterSpec("total-timesteps", "int", 500000, dest="total_timesteps"),
+            ParameterSpec("learning-rate", "float", 0.00025, dest="learning_rate"),
+            ParameterSpec("num-steps", "int", 128, dest="num_steps"),
+        ),
+    )
     model.take_config({"algorithm": "ppo", "env_id": "CartPole-v1", "seed": 7, "budget": {"timesteps": 4096}})
-    model.use_script("ppo", arguments, "CartPole-v1")
-    assert (model.env_id, model.seed, model.total_timesteps) == ("CartPole-v1", 7, "4096")
+    model.use_parameters(ppo, "CartPole-v1")
+    assert (model.env_id, model.seed, model.budget) == ("CartPole-v1", 7, "4096")
     unknown = model.apply_params(
         {"learning_rate": 0.001, "num-steps": 64, "total_timesteps": 9000, "gamma2": 1}
     )
     assert unknown == ["gamma2"]
     assert model.params.changed() == {"learning-rate": 0.001, "num-steps": 64}
-    assert model.total_timesteps == "9000"
+    assert (model.budget_kind, model.budget) == ("timesteps", "9000")

@@ -19,7 +19,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.cleanrl import CleanRLForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.tabs.wandb import WandbTab
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import files_containing, gym_gui, module_daemon
@@ -204,7 +204,7 @@ def test_the_form_hands_the_key_of_a_wandb_login_to_online_runs(
     netrc = tmp_path / "netrc"
     netrc.write_text(f"machine api.wandb.ai\n  login user\n  password {KEY}\n")
     monkeypatch.setenv("NETRC", str(netrc))
-    form = CleanRLForm("cleanrl", link)
+    form = GeneratedForm("cleanrl", link)
     qtbot.addWidget(form)
     form.wandb_mode_combo.setCurrentText("online")
     assert form.wandb_key_edit.text() == ""

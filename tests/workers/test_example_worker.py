@@ -27,7 +27,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui import presenters
 from gym_gui.ui.control_panel import AGENT
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.worker import WorkerForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.tabs.charts import ChartsTab
@@ -258,18 +258,40 @@ def test_the_window_lists_the_kind_and_trains_it_from_its_generated_form(
     click(roster.viewport(), roster.visualItemRect(item).center())
     assert roster.kind() == KIND
     form = control.forms.currentWidget()
-    assert isinstance(form, WorkerForm)
+    assert isinstance(form, GeneratedForm)
     # The form's parameters are what the plugin's launcher describes, through the daemon.
     qtbot.waitUntil(lambda: form.param_names() == PARAMETERS, timeout=30_000)
     alpha = form.param_editor("alpha")
     assert isinstance(alpha, QLineEdit) and alpha.text() == "0.1"
     type_into(qtbot, alpha, "0.5")
     form.budget_kind_combo.setCurrentText("episodes")
-    form.budget_spin.setValue(1_000_000)  # far more than the test watches: it is cancelled
+    form.budget_edit.setText("1_000_000")  # far more than the test watches: it is cancelled
+    # The section its form spec declares is there, and only that one: a Q-table every 500 steps.
+    rows = form.rows.form_rows
+    assert rows.isRowVisible(form.checkpoint_every_edit)
+    assert not rows.isRowVisible(form.gpu_check.parentWidget()) and not rows.isRowVisible(
+        form.start_from_combo
+    )
+    assert not form.tracking.isVisibleTo(form) and not form.picker.isVisibleTo(form)
+    type_into(qtbot, form.checkpoint_every_edit, "500")
+    # The command the daemon would run, as for every kind.
+    qtbot.waitUntil(lambda: "-m tabular_q_worker" in form.preview.text(), timeout=30_000)
     with qtbot.waitSignal(form.run_submitted, timeout=60_000) as submitted:
         click(form.submit_button)
     run_id = str(submitted.args[0])
-    assert json.loads(client.get_run(run_id).config_json)["params"] == {"alpha": 0.5}
+    submitted_config = json.loads(client.get_run(run_id).config_json)
+    assert submitted_config["params"] == {"alpha": 0.5}
+    assert submitted_config["checkpoints"] == {"every_steps": 500}
+    every = wait_until(
+        lambda: next((a for a in _artifacts(home, run_id) if a.kind == "checkpoint"), None),
+        60,
+        "the first checkpoint of every 500 steps",
+    )
+    assert (every.path, every.step, json.loads(every.meta)) == (
+        "checkpoints/q_table_step500.npy",
+        500,
+        {"requested": False},
+    )
 
     # Its tabs are the ones its plugin names; every step reaches the Live tab, every return the chart.
     click_run(qtbot, window, run_id)
@@ -284,7 +306,14 @@ def test_the_window_lists_the_kind_and_trains_it_from_its_generated_form(
     qtbot.waitUntil(lambda: table.checkpoint_button.isEnabled(), timeout=30_000)
     click(table.checkpoint_button)
     checkpoint = wait_until(
-        lambda: next((a for a in _artifacts(home, run_id) if a.kind == "checkpoint"), None),
+        lambda: next(
+            (
+                a
+                for a in _artifacts(home, run_id)
+                if a.kind == "checkpoint" and json.loads(a.meta)["requested"]
+            ),
+            None,
+        ),
         60,
         "the checkpoint to be reported",
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gym_gui_sdk.contract import FormSpec, Section
 from tabular_q_worker.plugin import PLUGIN
 
 from gym_gui.core.config import RunConfig, parse_run_config
@@ -48,10 +49,12 @@ def test_the_installed_entry_point_gives_gym_gui_this_plugin() -> None:
     assert PLUGIN.tabs(Lane.TELEMETRY) == ("live", "charts", "replay")
 
 
-def test_describe_lists_the_form_parameters(launcher: WorkerLauncher) -> None:
-    parameters = launcher.describe({})["parameters"]
-    assert [p["name"] for p in parameters] == ["alpha", "gamma", "epsilon", "epsilon_decay", "epsilon_min"]
-    assert all(p["type"] == "float" and isinstance(p["default"], float) and p["help"] for p in parameters)
+def test_describe_lists_the_form_parameters_and_its_checkpoints_section(launcher: WorkerLauncher) -> None:
+    form = launcher.describe({})
+    assert [p.name for p in form.parameters] == ["alpha", "gamma", "epsilon", "epsilon_decay", "epsilon_min"]
+    assert all(p.type == "float" and isinstance(p.default, float) and p.help for p in form.parameters)
+    assert form.sections == {Section.CHECKPOINTS} and not form.variant_label
+    assert FormSpec.from_json(form.to_json()) == form  # what gym_gui receives is what it describes
 
 
 def test_a_good_config_is_accepted(launcher: WorkerLauncher) -> None:

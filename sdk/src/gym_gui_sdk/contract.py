@@ -25,6 +25,11 @@ TYPES = (*SCALAR_TYPES, "text", "list[int]", "list[float]", "list[str]", "list[b
 BOOL_STYLES = ("store_true", "store_false", "tyro", "strtobool")
 # What a run's budget counts (RunConfig.budget's fields).
 BUDGET_BOUNDS = ("episodes", "timesteps")
+# describe's query asking for the parameters alone (a sweep's check of its space): ``{ONLY: PARAMETERS, ...}``.
+ONLY = "only"
+PARAMETERS = "parameters"
+# The RunConfig fields a form's starting values may set.
+STARTING_FIELDS = ("algorithm", "env_id", "seed", "budget.episodes", "budget.timesteps")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,99}")
 
 
@@ -256,6 +261,10 @@ class FormSpec:
         gpu_available: whether its interpreter sees a GPU (shown beside the GPU section).
         envs: with a variant, the environments it trains on here; None while that is not known.
         envs_error: why ``envs`` could not be listed ("" when it could).
+        env_dependent: the parameters' defaults depend on the environment: the form asks again
+            (with ``env_id`` in the query) whenever the environment changes.
+        starting: the common fields' values in a form no one has filled yet, by RunConfig field
+            (:data:`STARTING_FIELDS`: the variant's ``algorithm``, ``env_id``, ``seed``, a budget).
     """
 
     variant_label: str = ""
@@ -269,8 +278,19 @@ class FormSpec:
     gpu_available: bool = False
     envs: tuple[EnvChoice, ...] | None = None
     envs_error: str = ""
+    env_dependent: bool = False
+    starting: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for key, value in self.starting.items():
+            wanted = str if key in ("algorithm", "env_id") else int
+            if key not in STARTING_FIELDS:
+                raise _fail("starting", f"{key!r} is not one of {', '.join(STARTING_FIELDS)}")
+            if not _fits(wanted.__name__, value):
+                raise _fail(
+                    "starting",
+                    f"{key} must be {'text' if wanted is str else 'a whole number'}, got {value!r}",
+                )
         if bad := [bound for bound in self.budget_bounds if bound not in BUDGET_BOUNDS]:
             raise _fail("budget_bounds", f"{bad} are not among {', '.join(BUDGET_BOUNDS)}")
         if not self.budget_bounds:
@@ -303,6 +323,8 @@ class FormSpec:
             "gpu_available": self.gpu_available,
             "envs": None if self.envs is None else [vars(env) for env in self.envs],
             "envs_error": self.envs_error,
+            "env_dependent": self.env_dependent,
+            "starting": dict(self.starting),
         }
 
     @classmethod
@@ -320,12 +342,11 @@ class FormSpec:
         for key in ("variant_label", "variant", "note", "envs_error"):
             if not isinstance(data.get(key, ""), str):
                 raise _fail(key, "must be text")
-        if not isinstance(data.get("gpu_available", False), bool):
-            raise _fail("gpu_available", "must be true or false")
-        mapped = data.get("mapped") or {}
-        if not isinstance(mapped, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in mapped.items()
-        ):
+        for key in ("gpu_available", "env_dependent"):
+            if not isinstance(data.get(key, False), bool):
+                raise _fail(key, "must be true or false")
+        mapped = _mapping(data, "mapped")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in mapped.items()):
             raise _fail("mapped", "must map parameter names to RunConfig field names (text to text)")
         try:
             sections = frozenset(Section(name) for name in _list(data, "sections"))
@@ -346,7 +367,16 @@ class FormSpec:
             if envs is None
             else tuple(_record(EnvChoice, item, "envs") for item in _list(data, "envs")),
             envs_error=data.get("envs_error", ""),
+            env_dependent=data.get("env_dependent", False),
+            starting=_mapping(data, "starting"),
         )
+
+
+def _mapping(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise _fail(key, f"expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _list(data: dict[str, Any], key: str) -> list[Any]:

@@ -37,25 +37,21 @@ def algorithms(
         raise ConfigError(
             f"the {description.bundle} bundle is not installed; run `gym-gui bundles install {description.bundle}`"
         )
+    form = description.form
     if algo:
-        arguments = description.details.get("arguments") or {}
-        table = Table("flag", "type", "default", "help", title=f"{algo} ({arguments.get('style', '?')})")
-        for param in arguments.get("params", []):
-            choices = f" {param['choices']}" if param.get("choices") else ""
+        table = Table("flag", "type", "default", "help", title=f"{algo} ({form.note or '?'})")
+        for param in form.parameters:
+            choices = f" {list(param.choices)}" if param.choices else ""
             table.add_row(
-                f"--{param['name']}",
-                f"{param['type']}{choices}",
-                json.dumps(param.get("default")),
-                escape(param.get("help") or ""),
+                param.command_flag, f"{param.type}{choices}", json.dumps(param.default), escape(param.help)
             )
         console.print(table)
-        envs = (description.details.get("envs") or {}).get("envs")
-        if envs is not None:  # the worker's word on what the script trains on in its bundle
-            trains = ", ".join(env["id"] for env in envs if not env.get("reason")) or "none"
+        if form.envs is not None:  # the worker's word on what the script trains on in its bundle
+            trains = ", ".join(form.trainable_envs()) or "none"
             console.print(f"{algo} trains on here: {trains}", markup=False, highlight=False)
         return
     table = Table("algorithm", "environments", "default env", "runnable")
-    for entry in description.details.get("algorithms") or []:
-        runnable = "yes" if entry.get("runnable") else f"[dim]no: {escape(entry.get('reason', ''))}[/]"
-        table.add_row(entry["name"], entry.get("env_family", ""), entry.get("default_env", ""), runnable)
+    for variant in form.variants:
+        runnable = "yes" if variant.runnable else f"[dim]no: {escape(variant.reason)}[/]"
+        table.add_row(variant.name, variant.summary, variant.default_env, runnable)
     console.print(table)

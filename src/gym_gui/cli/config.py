@@ -41,6 +41,12 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
         node[leaf] = value
 
 
+# The parameters `gym-gui train` has flags of its own for, which name files: a script checkout and its
+# interpreter (--scripts-dir, --python). Typed relative, they are made absolute where they were typed:
+# the daemon has another working directory.
+PATH_PARAMS = ("scripts_dir", "python")
+
+
 def build_config(config_file: Path | None, overrides: dict[str, Any], params: list[str]) -> RunConfig:
     """A RunConfig from a JSON file and/or flags: ``overrides`` maps dotted field paths
     (``budget.episodes``) to flag values (None: not given); flags win over the file."""
@@ -55,13 +61,14 @@ def build_config(config_file: Path | None, overrides: dict[str, Any], params: li
             lambda why: ConfigError(f"config file {config_file} is not valid JSON: {why}"),
             lambda _: ConfigError(f"config file {config_file} must hold a JSON object"),
         )
-        source = data.get("source")
-        if isinstance(source, dict):
-            # Paths in a config file are relative to the file, as a user who keeps both together expects.
-            base = config_file.resolve().parent
-            for key in ("scripts_dir", "python"):
-                if isinstance(source.get(key), str) and source[key]:
-                    source[key] = str(base / Path(source[key]).expanduser())
+        # Paths in a config file are relative to the file, as a user who keeps both together expects
+        # (a config written before they were params keeps them under ``source``).
+        base = config_file.resolve().parent
+        for section in ("params", "source"):
+            values = data.get(section)
+            for key in PATH_PARAMS:
+                if isinstance(values, dict) and isinstance(values.get(key), str) and values[key]:
+                    values[key] = str(base / Path(values[key]).expanduser())
     apply_overrides(data, overrides)
     if params:
         data["params"] = {**(data.get("params") or {}), **dict(_parse_param(p) for p in params)}
@@ -109,7 +116,7 @@ RayAddressOption = Annotated[
 
 def scripts_worker() -> str:
     """The one installed worker kind whose runs are chosen from a list of scripts (algorithms)."""
-    kinds = [plugin.spec.kind for plugin in worker_catalog().plugins() if plugin.form == "scripts"]
+    kinds = [plugin.spec.kind for plugin in worker_catalog().plugins() if plugin.form.variant_label]
     if len(kinds) == 1:
         return kinds[0]
     if not kinds:

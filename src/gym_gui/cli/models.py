@@ -14,6 +14,7 @@ from gym_gui.cli.app import app, connect, console, state_markup
 from gym_gui.cli.config import scripts_worker
 from gym_gui.core.errors import ConfigError
 from gym_gui.storage.model_index import DigestCache, ModelEntry, gather_models, group_models
+from gym_gui.workers import worker_catalog
 
 
 @app.command()
@@ -32,7 +33,7 @@ def models(
     by environment and algorithm, each with its run, step, the run's final return, size and sha256."""
     with connect() as client:
         runs = client.list_runs(include_archived=True)
-    entries = gather_models(runs)
+    entries = gather_models(runs, worker_catalog().return_metric)
     chosen = [entry for entry in entries if _matches(entry, env, algo)]
     if not chosen:
         if env is None and algo is None:

@@ -17,6 +17,7 @@ from gym_gui.core.records import (
     EpisodeRecord,
     EventRecord,
     MetricBatch,
+    MetricPoint,
     Resumed,
     Starved,
     StateTransition,
@@ -108,11 +109,16 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     run_id = validate_run_id(run)
     with connect() as client:
         # A warning given before watching began (disk low …) is said first; later ones arrive as events.
-        warning = client.get_run(run_id).record.warning
-        if warning:
-            console.print(f"[yellow]WARNING:[/] {escape(warning)}", soft_wrap=True)
+        record = client.get_run(run_id).record
+        if record.warning:
+            console.print(f"[yellow]WARNING:[/] {escape(record.warning)}", soft_wrap=True)
         stream = client.subscribe(run_id, credits=8)
         view = _WatchView(run_id)
+        # What the run stored before watching began (all of it, for a run that has ended), then live.
+        for point in _stored_metrics(record.run_dir):
+            view.metrics[point.tag] = (point.step, point.value)
+            if not console.is_terminal:
+                print(f"{point.tag}={point.value:.4g} @ {point.step}", flush=True)
         try:
             if console.is_terminal:
                 with Live(view.render(), console=console, refresh_per_second=8) as live:
@@ -136,6 +142,18 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     if view.final is not None:
         reason = f": {escape(view.final.reason)}" if view.final.reason else ""
         console.print(f"run [bold]{run_id}[/] {state_markup(view.final.to_state)}{reason}", soft_wrap=True)
+
+
+def _stored_metrics(run_dir: str) -> list[MetricPoint]:
+    """The last stored point of each of a run's metrics; none while it has no telemetry."""
+    files = RunDir(run_dir) if run_dir else None
+    if files is None or not files.has_telemetry():
+        return []
+    reader = TelemetryReader(files.telemetry_path)
+    try:
+        return reader.latest_metrics()
+    finally:
+        reader.close()
 
 
 class _WatchView:

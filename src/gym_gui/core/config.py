@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from pathlib import PurePath
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -91,6 +90,39 @@ RETIRED: dict[str, frozenset[str]] = {
 }
 
 
+# Settings RunConfig once had that one kind alone read, and that are now that kind's parameters. A
+# config stored before they moved carries them: a value other than the one it had by default moves to
+# ``params`` under the setting's own name (the kind takes it by that name), the rest is dropped.
+MOVED_TO_PARAMS: dict[tuple[str, str], Any] = {
+    ("source", "scripts_dir"): None,
+    ("source", "python"): None,
+    ("resources", "torch_deterministic"): True,
+    ("tracking", "capture_video"): False,
+}
+
+
+def _move_to_params(data: Any) -> Any:
+    """``data`` (a config's JSON form) with the settings of :data:`MOVED_TO_PARAMS` moved into its params."""
+    if not isinstance(data, dict) or not any(
+        isinstance(data.get(section), dict) and name in data[section] for section, name in MOVED_TO_PARAMS
+    ):
+        return data
+    data = {**data, "params": dict(data.get("params") or {})}
+    for (section, name), default in MOVED_TO_PARAMS.items():
+        part = data.get(section)
+        if not isinstance(part, dict) or name not in part:
+            continue
+        part = dict(part)
+        value = part.pop(name)
+        if value != default:
+            data["params"].setdefault(name, value)
+        if part or section != "source":
+            data[section] = part
+        else:
+            del data[section]
+    return data
+
+
 def _drop_retired(section: str, data: Any) -> Any:
     retired = RETIRED[section]
     if isinstance(data, dict) and retired & data.keys():
@@ -125,9 +157,6 @@ class Tracking(_Strict):
         description="The W&B server to log to, for a self-hosted one (what WANDB_BASE_URL takes, "
         "e.g. http://wandb.lab:8080); default: W&B's cloud.",
     )
-    capture_video: bool = Field(
-        default=False, description="Record videos of the agent (CleanRL's --capture-video)."
-    )
 
     @field_validator("wandb_base_url")
     @classmethod
@@ -155,9 +184,6 @@ class Resources(_Strict):
 
     gpu: bool = Field(default=False, description="Use a GPU when one is available.")
     gpu_mandatory: bool = Field(default=False, description="Fail before launch when no GPU is available.")
-    torch_deterministic: bool = Field(
-        default=True, description="Deterministic cuDNN kernels (CleanRL's --torch-deterministic)."
-    )
 
     @model_validator(mode="before")
     @classmethod
@@ -230,32 +256,6 @@ class TelemetryOptions(_Strict):
     )
 
 
-class ScriptSource(_Strict):
-    """Where a script-based worker (CleanRL) takes its scripts and interpreter from."""
-
-    scripts_dir: str | None = Field(
-        default=None,
-        description="A CleanRL checkout (a directory of scripts); default: the bundled cleanrl package.",
-    )
-    python: str | None = Field(
-        default=None, description="The interpreter to run the scripts with; default: the worker bundle's."
-    )
-
-    @field_validator("scripts_dir", "python")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        _field_check(check_path_text, value)
-        # The daemon does not share the caller's working directory: a relative path would name
-        # another place there. Clients resolve what a user typed (the CLI does) before sending it.
-        if not PurePath(value).is_absolute():
-            raise ValueError(
-                f"must be an absolute path (got {value!r}); the daemon has another working directory"
-            )
-        return value
-
-
 class CheckpointOptions(_Strict):
     """When a training run saves its model besides the final one."""
 
@@ -318,7 +318,7 @@ class RunConfig(_Strict):
 
     worker: str = Field(
         pattern=f"^{KIND_PATTERN.pattern}$",
-        description="Worker kind (`gym-gui workers` lists the installed ones), e.g. random or cleanrl.",
+        description="Worker kind (`gym-gui workers` lists the installed ones), e.g. random.",
     )
     env_id: str = Field(
         min_length=1, max_length=200, description="Gymnasium environment id, e.g. FrozenLake-v1."
@@ -326,12 +326,13 @@ class RunConfig(_Strict):
     seed: int | None = Field(default=0, ge=0, le=2**32 - 1, description="Seed of the first episode.")
     budget: Budget = Field(description="How long the run goes on.")
     mode: Literal["train", "evaluate", "play"] = Field(default="train", description="What the run does.")
-    algorithm: str | None = Field(default=None, description="Algorithm (e.g. ppo for CleanRL).")
+    algorithm: str | None = Field(
+        default=None, description="The variant the kind runs, as its form lists them (an algorithm's script)."
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="Algorithm parameters by name.")
     env_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments for gymnasium.make."
     )
-    source: ScriptSource = Field(default_factory=ScriptSource)
     checkpoints: CheckpointOptions = Field(default_factory=CheckpointOptions)
     evaluation: EvaluationOptions | None = Field(
         default=None, description="With mode evaluate: what to play."
@@ -351,6 +352,11 @@ class RunConfig(_Strict):
     executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
     notes: str = Field(default="", max_length=10_000, description="Free text kept with the run.")
     dry_run: bool = Field(default=False, description="Resolve and show what would run, launch nothing.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return _move_to_params(data)
 
     @field_validator("env_id")
     @classmethod

@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gym_gui_sdk.contract import FormSpec
+
 from gym_gui.core.rerun import PackageChange
 from gym_gui.core.states import RunState, SweepState
 
@@ -148,8 +150,8 @@ class SweepDetail:
 class WorkerDescription:
     """What the daemon says of a worker kind: its roster entry, its bundle, and what its plugin offers.
 
-    ``details`` is the plugin's own answer (for CleanRL: the scripts present, whether torch sees
-    a GPU, and one script's arguments when asked), empty while its bundle is not installed.
+    ``form`` is the plugin's answer, typed by the SDK's contract: what its run form offers (for
+    CleanRL: the scripts present, whether torch sees a GPU, and one script's arguments when asked).
     """
 
     kind: str
@@ -159,7 +161,7 @@ class WorkerDescription:
     unavailable_reason: str
     bundle: str
     bundle_installed: bool
-    details: dict[str, Any] = field(default_factory=dict)
+    form: FormSpec = field(default_factory=FormSpec)
 
 
 # ------------------------------------------------------------------ what a client of the daemon sees

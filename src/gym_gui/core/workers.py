@@ -60,6 +60,9 @@ class WorkerSpec:
         default_budget: how long a run goes when its submitter says nothing, as ``(bound, count)``
             with bound ``episodes`` or ``timesteps`` (``gym-gui train`` without ``--episodes`` or
             ``--total-timesteps``, and the form's starting budget); None: the budget must be given.
+        return_metric: the metric tag whose points are its runs' episodic returns (the charts'
+            first curve, a re-run's comparison, a saved model's final return); empty: the total
+            reward of each episode its runs store.
     """
 
     kind: str
@@ -73,6 +76,7 @@ class WorkerSpec:
     description: str = ""
     secrets: tuple[str, ...] = ()
     default_budget: tuple[str, int] | None = None
+    return_metric: str = ""
 
     def __post_init__(self) -> None:
         if not KIND_PATTERN.fullmatch(self.kind):

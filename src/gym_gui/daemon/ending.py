@@ -211,8 +211,8 @@ class Ending:
             original_files = RunDir(self.runs.home.run_dir(original))
             if not original_files.path.is_dir():
                 raise StorageError(f"run {original} was deleted")
-            before = _episodic_returns(original_files)
-            after = _episodic_returns(RunDir(run.run_dir))
+            before = _episodic_returns(original_files, run.spec.return_metric)
+            after = _episodic_returns(RunDir(run.run_dir), run.spec.return_metric)
         except GymGuiError as exc:
             message = f"re-run of {original}: its returns cannot be compared: {exc}"
             self.runs.event(run, "WARNING", message, kind=RERUN_EVENT, data=data)
@@ -274,12 +274,13 @@ class Ending:
             self.runs.publish_row(run.run_id)
 
 
-def _episodic_returns(files: RunDir) -> list[float]:
-    """A run's episodic returns as stored (:meth:`TelemetryReader.episodic_returns`); [] when it stored nothing."""
+def _episodic_returns(files: RunDir, metric: str) -> list[float]:
+    """A run's episodic returns as stored (:meth:`TelemetryReader.episodic_returns`, of its kind's
+    return metric); [] when it stored nothing."""
     if not files.telemetry_path.exists():
         return []
     reader = TelemetryReader(files.telemetry_path)
     try:
-        return reader.episodic_returns()
+        return reader.episodic_returns(metric)
     finally:
         reader.close()

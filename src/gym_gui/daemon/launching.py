@@ -24,7 +24,14 @@ from gym_gui.daemon.executors import Executor, LaunchSpec
 from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.daemon.preview import launch_preview
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.workers import BundleDirectory, LaunchContext, LaunchPlan, WorkerCatalog, WorkerLauncher
+from gym_gui.workers import (
+    BundleDirectory,
+    InterpreterChooser,
+    LaunchContext,
+    LaunchPlan,
+    WorkerCatalog,
+    WorkerLauncher,
+)
 from gym_gui.workers.bundles import app_environment
 
 if TYPE_CHECKING:
@@ -187,7 +194,9 @@ class Launching:
             env, worker_secrets = self._launch_env(run, plan)
             if run.manifest is not None:
                 try:
-                    run.manifest.update(command=plan.argv, cwd=str(run.run_dir), **plan.manifest)
+                    run.manifest.update(
+                        command=plan.argv, cwd=str(run.run_dir), extras=plan.extras, **plan.manifest
+                    )
                 except StorageError as exc:
                     finish(run, RunState.FAILED, f"not launched: {exc}")
                     return None
@@ -206,6 +215,7 @@ class Launching:
                         "env": preview.env,
                         "display": preview.display,
                         **plan.manifest,
+                        "extras": plan.extras,
                     },
                 )
                 finish(run, RunState.COMPLETED, "dry-run")
@@ -286,7 +296,9 @@ class Launching:
     def bundle_ready(self, run: LiveRun, then: Callable[[], None]) -> bool:
         """Whether the bundle a run's worker needs is there; if not, install it and call ``then`` after."""
         bundle = self._bundle_of(run)
-        if bundle is None or run.config.source.python is not None or self.bundles.installed(bundle):
+        launcher = self.launchers.get(run.config.worker)
+        own = isinstance(launcher, InterpreterChooser) and not launcher.uses_bundle(run.config)
+        if bundle is None or own or self.bundles.installed(bundle):
             return True
         self._install_bundle(bundle, then)
         return False

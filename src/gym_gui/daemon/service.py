@@ -292,7 +292,7 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         )
         launcher = self.supervisor.launchers.get(spec.kind)
         if launcher is not None:
-            description.description_json = json.dumps(launcher.describe(dict(request.query)))
+            description.description_json = json.dumps(launcher.describe(dict(request.query)).to_json())
         return description
 
     # ------------------------------------------------------------ sweeps

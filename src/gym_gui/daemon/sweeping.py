@@ -41,7 +41,6 @@ from gym_gui.sweeps.spec import (
     Choices,
     SweepSpec,
     check_space,
-    described_parameters,
     read_spec,
     write_spec,
 )
@@ -430,8 +429,7 @@ class Sweeping:
                 f"sweep spec: field 'config.worker': {config.worker!r} is no worker the daemon launches ({known})"
             )
         query = {ONLY: PARAMETERS, **({"algorithm": config.algorithm} if config.algorithm else {})}
-        parameters, fixed = described_parameters(config.worker, launcher.describe(query))
-        check_space(spec, parameters, fixed)
+        check_space(spec, launcher.describe(query))
         first = {
             name: dist.choices[0] if isinstance(dist, Choices) else dist.low
             for name, dist in spec.space.items()

@@ -298,6 +298,9 @@ class DaemonClient:
         trained = json.loads(detail.config_json or "{}")
         if trained.get("mode", "train") != "train":
             raise ConfigError(f"run {run_id} is not a training run; only those have models to play")
+        # The model plays with the parameters it was trained with (its kind takes what it needs, such
+        # as CleanRL's own interpreter); a config stored by an older gym_gui reads as today's.
+        params = parse_run_config(trained).params
         return parse_run_config(
             {
                 "worker": detail.record.worker,
@@ -307,7 +310,7 @@ class DaemonClient:
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
                 "evaluation": {"run_id": run_id, "checkpoint": checkpoint, "real_time": real_time},
-                "source": trained.get("source") or {},
+                "params": params,
                 "telemetry": {"render_fps": render_fps},
             }
         )

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from gym_gui_sdk import trainer_pb2 as pb
+from gym_gui_sdk.contract import ContractError, FormSpec
 from gym_gui_sdk.encoding import unpack_observations
 from gym_gui_sdk.json_object import json_object
 
@@ -338,13 +339,17 @@ def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
     """The record of a DescribeWorker reply.
 
     Raises:
-        ProtocolViolation: when the plugin's answer is not a JSON object.
+        ProtocolViolation: when the plugin's answer is not JSON or breaks the worker contract.
     """
-    details = json_object(
+    data = json_object(
         message.description_json or "{}",
         lambda why: ProtocolViolation(f"worker description of {message.worker!r} is not JSON: {why}"),
         lambda _: ProtocolViolation(f"worker description of {message.worker!r} is not a JSON object"),
     )
+    try:
+        form = FormSpec.from_json(data)
+    except ContractError as exc:
+        raise ProtocolViolation(f"worker description of {message.worker!r}: {exc}") from None
     return WorkerDescription(
         kind=message.worker,
         display_name=message.display_name,
@@ -353,5 +358,5 @@ def worker_description(message: pb.WorkerDescription) -> WorkerDescription:
         unavailable_reason=message.unavailable_reason,
         bundle=message.bundle,
         bundle_installed=message.bundle_installed,
-        details=details,
+        form=form,
     )

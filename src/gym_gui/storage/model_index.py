@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,8 +43,10 @@ class ModelEntry:
         return self.worker if self.algorithm in ("", self.worker) else f"{self.worker} / {self.algorithm}"
 
 
-def gather_models(runs: Iterable[RunRecord]) -> list[ModelEntry]:
-    """Every saved model of the training runs among ``runs`` (blocking: call it off the GUI thread).
+def gather_models(runs: Iterable[RunRecord], return_metric: Callable[[str], str]) -> list[ModelEntry]:
+    """Every saved model of the training runs among ``runs`` (blocking: call it off the GUI thread);
+    ``return_metric`` names the metric of a worker kind's episodic returns (its spec's
+    ``return_metric``, "" for the stored episodes'), of which each entry's final return is the mean.
 
     Runs without a directory, evaluation and play runs, and runs whose config or manifest cannot be
     read are left out (their own tabs say why); models whose file is gone are listed as missing.
@@ -64,7 +66,7 @@ def gather_models(runs: Iterable[RunRecord]) -> list[ModelEntry]:
             continue
         if not models:
             continue
-        final, count = _final_return(files)
+        final, count = _final_return(files, return_metric(run.worker))
         for model in models:
             file = files.artifact_path(model.path)
             assert file is not None  # models() keeps only paths inside the run
@@ -85,7 +87,7 @@ def gather_models(runs: Iterable[RunRecord]) -> list[ModelEntry]:
     return entries
 
 
-def _final_return(files: RunDir) -> tuple[float | None, int]:
+def _final_return(files: RunDir, metric: str) -> tuple[float | None, int]:
     if not files.has_telemetry():
         return None, 0
     try:
@@ -93,7 +95,7 @@ def _final_return(files: RunDir) -> tuple[float | None, int]:
     except StorageError:
         return None, 0
     try:
-        found = reader.final_return()
+        found = reader.final_return(metric)
     except StorageError:
         found = None
     finally:

@@ -102,8 +102,10 @@ class Manifest(_Tolerant):
     environment: RunEnvironment = Field(default_factory=RunEnvironment)
     command: list[str] = Field(default_factory=list)
     cwd: str = ""
-    script: str | None = None  # CleanRL: the script that trains
-    script_command: list[str] | None = None  # CleanRL: the script's own command line
+    # What the run's kind recorded of it besides the fields every run has (its launcher's
+    # ``LaunchPlan.extras``). Manifests written before kinds had extras keep their own fields at the
+    # top level (unknown fields are kept), and still load.
+    extras: dict[str, Any] = Field(default_factory=dict)
     evaluates: EvaluationOptions | None = None  # an evaluation run: the model it plays
     rerun_of: str | None = None  # a re-run: the run whose config, seed and package set it repeats
     warm_start_from: WarmStartEntry | None = None  # a warm start: the saved model it began from

@@ -23,9 +23,6 @@ from gym_gui.core.records import (
 from gym_gui.storage.telemetry_schema import TELEMETRY_DATABASE, open_telemetry_db
 
 _STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps"
-# The metric CleanRL's scripts log each finished episode's return under (the analytics lane stores
-# no episodes table rows, only this series).
-EPISODIC_RETURN = "charts/episodic_return"
 # A run's final return is the mean of this many of its last episodic returns.
 FINAL_RETURN_EPISODES = 20
 _EPISODE_SELECT = "SELECT episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info FROM episodes"
@@ -124,18 +121,21 @@ class TelemetryReader:
         """Number of stored episode summaries."""
         return int(self._scalar("SELECT COUNT(*) FROM episodes"))
 
-    def episodic_returns(self, last: int | None = None) -> list[float]:
-        """Every finished episode's return, in order (with ``last``, only the last ``last``): the stored
-        episodes' (a telemetry-lane run), else the points of :data:`EPISODIC_RETURN` (a CleanRL run
-        stores no episodes), in step order and, within a step, in the order they were stored (the
-        order the script printed them)."""
+    def episodic_returns(self, metric: str = "", last: int | None = None) -> list[float]:
+        """Every finished episode's return, in order (with ``last``, only the last ``last``): the points
+        of ``metric`` (the run's kind's ``return_metric``: a CleanRL training run stores no episodes), in
+        step order and, within a step, in the order they were stored (the order the script printed
+        them); without any (no metric, or an evaluation run that stores episodes), the stored
+        episodes' total rewards."""
         limit = -1 if last is None else last
-        rows = self._rows("SELECT total_reward FROM episodes ORDER BY episode DESC LIMIT ?", (limit,))
-        if not rows:
+        rows = []
+        if metric:
             rows = self._rows(
                 "SELECT value FROM metrics WHERE tag = ? ORDER BY step DESC, rowid DESC LIMIT ?",
-                (EPISODIC_RETURN, limit),
+                (metric, limit),
             )
+        if not rows:
+            rows = self._rows("SELECT total_reward FROM episodes ORDER BY episode DESC LIMIT ?", (limit,))
         return [float(value) for (value,) in reversed(rows)]
 
     def steps(self, episode: int, start: int = 0, stop: int | None = None) -> list[StepRecord]:
@@ -239,6 +239,15 @@ class TelemetryReader:
         """The largest stored step of each metric tag."""
         return dict(self._rows("SELECT tag, MAX(step) FROM metrics GROUP BY tag"))
 
+    def latest_metrics(self) -> list[MetricPoint]:
+        """The last stored point of each metric tag (the highest step, the last stored of that step), by tag."""
+        rows = self._rows(
+            "SELECT tag, step, wall_time, value FROM metrics WHERE rowid IN "
+            "(SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER (PARTITION BY tag ORDER BY step DESC, rowid DESC)"
+            " AS n FROM metrics) WHERE n = 1) ORDER BY tag"
+        )
+        return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
+
     def metric_tags(self) -> list[str]:
         """The distinct metric tags, sorted."""
         return [tag for (tag,) in self._rows("SELECT DISTINCT tag FROM metrics ORDER BY tag")]
@@ -254,10 +263,10 @@ class TelemetryReader:
         )
         return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
 
-    def final_return(self, last: int = FINAL_RETURN_EPISODES) -> tuple[float, int] | None:
+    def final_return(self, metric: str = "", last: int = FINAL_RETURN_EPISODES) -> tuple[float, int] | None:
         """The mean of the run's last ``last`` episodic returns (:meth:`episodic_returns`) and how many
         there were; None with none."""
-        returns = self.episodic_returns(last)
+        returns = self.episodic_returns(metric, last)
         return (sum(returns) / len(returns), len(returns)) if returns else None
 
     def metric_count(self, tag: str | None = None) -> int:

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from gym_gui_sdk.contract import FormSpec
 from gym_gui_sdk.json_object import json_object
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -293,86 +294,48 @@ def _key(name: str) -> str:
     return name.replace("-", "_")
 
 
-def check_space(
-    spec: SweepSpec, parameters: list[dict[str, Any]], fixed: dict[str, str] | None = None
-) -> None:
-    """Check the search space against the worker's parameters, as its description lists them (each
-    ``{"name", "type", "choices", …}``, the specs the generated form reads).
+def check_space(spec: SweepSpec, form: FormSpec) -> None:
+    """Check the search space against the worker's parameters, as its description lists them (the
+    specs the generated form reads), with the contract's one validator of values.
 
-    A name may be written with ``-`` or ``_``. ``fixed`` names parameters the config sets from one
-    of its own fields (CleanRL's ``mapped``: flag → field): those cannot be swept.
+    A name may be written with ``-`` or ``_``. The form's ``mapped`` names parameters the config sets
+    from one of its own fields (CleanRL's flags: flag → field): those cannot be swept.
 
     Raises:
         ConfigError: naming the field ``space.NAME`` and what is wrong: an unknown name (listing
             the names there are), a range on a non-numeric parameter, a float range on an integer
-            one, a choice the parameter does not offer.
+            one, a bound or a choice the parameter does not take.
     """
-    by_key = {_key(str(p["name"])): p for p in parameters}
-    fixed_keys = {_key(flag): field for flag, field in (fixed or {}).items()}
+    if not form.parameters:
+        raise ConfigError(
+            f"sweep spec: field 'config.worker': {spec.config.worker} describes no parameters to sweep "
+            f"(is its bundle installed? `gym-gui bundles install {spec.config.worker}`)"
+        )
+    by_key = {_key(p.name): p for p in form.parameters}
+    fixed_keys = {_key(flag): field for flag, field in form.mapped.items()}
     for name, dist in spec.space.items():
         where = f"sweep spec: field 'space.{name}'"
         if _key(name) in fixed_keys:
             raise ConfigError(f"{where}: set by the config field '{fixed_keys[_key(name)]}', not swept")
         param = by_key.get(_key(name))
         if param is None:
-            names = ", ".join(
-                sorted(str(p["name"]) for p in parameters if _key(str(p["name"])) not in fixed_keys)
-            )
+            names = ", ".join(sorted(p.name for p in form.parameters if _key(p.name) not in fixed_keys))
             raise ConfigError(f"{where}: the worker has no parameter {name!r}; it has: {names or 'none'}")
-        kind = str(param.get("type") or "str")
-        offered = param.get("choices")
         if isinstance(dist, FloatRange | IntRange):
-            if kind not in _NUMERIC or offered:
+            if param.type not in _NUMERIC or param.choices:
                 raise ConfigError(
-                    f"{where}: a {dist.type} range on a parameter of type {kind}"
-                    + (" with choices" if offered else "")
+                    f"{where}: a {dist.type} range on a parameter of type {param.type}"
+                    + (" with choices" if param.choices else "")
                     + "; give its values as choices"
                 )
-            if isinstance(dist, FloatRange) and kind == "int":
+            if isinstance(dist, FloatRange) and param.type == "int":
                 raise ConfigError(f"{where}: {name} is an integer parameter; use type int")
+            values: list[Any] = [dist.low, dist.high]
         else:
-            for choice in dist.choices:
-                if offered and choice not in offered:
-                    raise ConfigError(f"{where}: {choice!r} is not one of its choices {offered}")
-                if not _fits(kind, choice):
-                    raise ConfigError(f"{where}: {choice!r} is not a value of type {kind}")
-        if name in spec.config.params:
-            raise ConfigError(f"{where}: config.params sets it too; a swept parameter is the trial's")
-
-
-def _fits(kind: str, value: Any) -> bool:
-    if value is None:
-        return True
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind in ("str", "text"):
-        return isinstance(value, str)
-    return True
-
-
-def described_parameters(worker: str, details: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The parameters a worker's description lists and the ones its config fields set (``mapped``).
-
-    A plugin with the generated form answers ``parameters``; CleanRL answers a script's
-    ``arguments`` (asked with ``algorithm``) and ``mapped``.
-
-    Raises:
-        ConfigError: the description lists no parameters (e.g. the worker's bundle is not installed).
-    """
-    if isinstance(details.get("parameters"), list):
-        return list(details["parameters"]), {}
-    arguments = details.get("arguments")
-    if isinstance(arguments, dict) and isinstance(arguments.get("params"), list):
-        mapped = details.get("mapped")
-        return list(arguments["params"]), dict(mapped) if isinstance(mapped, dict) else {}
-    raise ConfigError(
-        f"sweep spec: field 'config.worker': {worker} describes no parameters to sweep "
-        f"(is its bundle installed? `gym-gui bundles install {worker}`)"
-    )
+            values = list(dist.choices)
+        for value in values:
+            if why := param.problem(value):
+                raise ConfigError(f"{where}: {value!r} is not a value of {name}: {why}")
 
 
 # The files of a sweep's directory.

@@ -10,7 +10,7 @@ from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.errors import StorageError
 from gym_gui.storage.run_dir import RunDir, SavedModel
-from gym_gui.ui.presenters import capabilities_of
+from gym_gui.ui.capabilities import capabilities_of
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from gym_gui.storage.comparison import (
     load_series,
 )
 from gym_gui.ui.background import Background
-from gym_gui.ui.tabs.charts import DEFAULT_TAG, faint, new_curve, smoothing_slider
+from gym_gui.ui.tabs.charts import faint, new_curve, smoothing_slider
+from gym_gui.workers import worker_catalog
 
 
 class CompareView(QWidget):
@@ -102,7 +103,8 @@ class CompareView(QWidget):
             return
         self.tag.blockSignals(True)
         self.tag.addItems(tags)
-        self.tag.setCurrentText(DEFAULT_TAG if DEFAULT_TAG in tags else tags[0])
+        returns = worker_catalog().return_metric(loaded[0].info.worker)
+        self.tag.setCurrentText(returns if returns in tags else tags[0])
         self.tag.blockSignals(False)
         self._tag_chosen(self.tag.currentText())
 

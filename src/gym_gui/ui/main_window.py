@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+from gym_gui.ui.capabilities import offers_trained_model
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
@@ -29,19 +30,21 @@ from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
-from gym_gui.ui.presenters import offers_trained_model, tabs_for_run
+from gym_gui.ui.presenters import tabs_for_run
 from gym_gui.ui.runs.cells import WARNING_COLOUR
 from gym_gui.ui.runs.log_drawer import LogDrawer
 from gym_gui.ui.runs.table import RunsTable
 from gym_gui.ui.settings import Settings
 from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
 from gym_gui.ui.study.view import StudyWidget
+from gym_gui.ui.sweep_form.view import SweepDialog
 from gym_gui.ui.tabs.base import RunTab
 
 log = logging.getLogger(__name__)
 
 SHORTCUTS = (
     ("Ctrl+Return", "Start a run from the selected worker's form"),
+    ("Ctrl+Shift+Return", "Start a sweep (the sweep form)"),
     ("Ctrl+.", "Cancel the selected run"),
     ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
     ("Ctrl+H", "Human play"),
@@ -177,6 +180,7 @@ class MainWindow(QMainWindow):
 
         self._pending_select: str | None = None
         self.attach_dialog: AttachStudyDialog | None = None
+        self.sweep_dialog: SweepDialog | None = None
         self.study_docks: list[StudyDock] = []
         self._wire()
         self._menus()
@@ -232,7 +236,10 @@ class MainWindow(QMainWindow):
         human = QAction("Human play", self)
         human.setShortcut(QKeySequence("Ctrl+H"))
         human.triggered.connect(lambda: self.control.set_mode(HUMAN))
-        for action in (start, cancel, human):
+        sweep = QAction("Start sweep…", self)
+        sweep.setShortcut(QKeySequence("Ctrl+Shift+Return"))
+        sweep.triggered.connect(self.start_sweep)
+        for action in (start, sweep, cancel, human):
             run_menu.addAction(action)
         view_menu = self.menuBar().addMenu("&View")
         for index in range(9):
@@ -360,6 +367,18 @@ class MainWindow(QMainWindow):
             self.runs.run_updated.disconnect(self._select_when_known)
             self._pending_select = None
             self.select_run(run.run_id)
+
+    def start_sweep(self) -> SweepDialog:
+        """Run ▸ Start sweep…: the sweep form, its base run of the worker chosen in the roster (one
+        dialog, kept with what was typed, for the window's life)."""
+        if self.sweep_dialog is None:
+            self.sweep_dialog = SweepDialog(self.link, self.settings, self.control.roster.kind(), self)
+            self.sweep_dialog.sweep_started.connect(
+                lambda record: self.statusBar().showMessage(f"sweep {record.sweep_id} started", 10_000)
+            )
+        self.sweep_dialog.show()
+        self.sweep_dialog.raise_()
+        return self.sweep_dialog
 
     # ------------------------------------------------------------ studies
 

@@ -158,7 +158,7 @@ class ModelBrowser(QWidget):
         digests = self.digests
 
         def gather() -> list[ModelEntry]:
-            entries = gather_models(runs)
+            entries = gather_models(runs, worker_catalog().return_metric)
             for entry in entries:
                 if entry.model.exists:
                     try:
@@ -387,7 +387,7 @@ class ImportModelDialog(QDialog):
             if plugin.spec.capabilities.evaluation:
                 self.worker.addItem(plugin.spec.display_name, plugin.spec.kind)
                 if (
-                    plugin.form == "scripts"
+                    plugin.form.variant_label
                 ):  # the kind whose runs are chosen by algorithm, as the CLI's default
                     self.worker.setCurrentIndex(self.worker.count() - 1)
         self.algorithm = QLineEdit("ppo")

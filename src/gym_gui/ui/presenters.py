@@ -8,43 +8,38 @@ from PySide6.QtWidgets import QWidget
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
-from gym_gui.core.states import RunState
 from gym_gui.core.workers import Capabilities, Lane
-from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.forms.kinds import form_for
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.tabs.charts import ChartsTab
+from gym_gui.ui.tabs.checkpoints import CheckpointsTab
+from gym_gui.ui.tabs.live import LiveTab
+from gym_gui.ui.tabs.optuna import OptunaTab, trial_manifest
+from gym_gui.ui.tabs.replay import ReplayTab
+from gym_gui.ui.tabs.tensorboard import TensorBoardTab
+from gym_gui.ui.tabs.wandb import WandbTab
 from gym_gui.workers import LANE_TABS, WorkerPlugin, worker_catalog
 
 ANALYTICS_BANNER = "This worker streams metrics, not steps: its curves are in the Charts tab."
 
 
-def _tab_factories() -> dict[str, Callable[[DaemonLink], RunTab]]:
-    # Imported on first use: the tabs pull in pyqtgraph and QtWebEngine.
-    from gym_gui.ui.tabs.charts import ChartsTab
-    from gym_gui.ui.tabs.checkpoints import CheckpointsTab
-    from gym_gui.ui.tabs.live import LiveTab
-    from gym_gui.ui.tabs.replay import ReplayTab
-    from gym_gui.ui.tabs.tensorboard import TensorBoardTab
-    from gym_gui.ui.tabs.wandb import WandbTab
-
-    return {
-        "live": LiveTab,
-        "charts": ChartsTab,
-        "tensorboard": TensorBoardTab,
-        "wandb": WandbTab,
-        "checkpoints": CheckpointsTab,
-        "replay": ReplayTab,
-    }
+# The tab each name a plugin may list (``workers.api.TABS``) builds.
+TAB_FACTORIES: dict[str, Callable[[DaemonLink], RunTab]] = {
+    "live": LiveTab,
+    "charts": ChartsTab,
+    "tensorboard": TensorBoardTab,
+    "wandb": WandbTab,
+    "checkpoints": CheckpointsTab,
+    "replay": ReplayTab,
+}
 
 
 def build_tabs(names: tuple[str, ...], lane: Lane, link: DaemonLink) -> list[RunTab]:
     """The tabs called ``names``, in that order; on the analytics lane the Live tab says why it
     shows no steps (the Replay tab then replays what the run filmed)."""
-    factories = _tab_factories()
-    tabs = [factories[name](link) for name in names]
+    tabs = [TAB_FACTORIES[name](link) for name in names]
     if lane is Lane.ANALYTICS:
-        from gym_gui.ui.tabs.live import LiveTab
-
         for tab in tabs:
             if isinstance(tab, LiveTab):
                 tab.set_banner(ANALYTICS_BANNER)
@@ -79,8 +74,6 @@ class WorkerPresenter:
         """The "Train new" form of this kind, generated from what the daemon says about it."""
         if not self.spec.available:
             return None
-        from gym_gui.ui.forms.kinds import form_for
-
         return form_for(self.spec.kind, link)
 
 
@@ -107,30 +100,7 @@ def tabs_for_run(run: RunRecord, link: DaemonLink) -> list[RunTab]:
     except GymGuiError:
         lane = Lane(run.lane) if run.lane else Lane.TELEMETRY
         tabs = build_tabs(LANE_TABS[lane], lane, link)
-    from gym_gui.ui.tabs.optuna import OptunaTab, trial_manifest
-
     if trial_manifest(run) is not None:
         instruments = [i for i, tab in enumerate(tabs) if tab.title in ("Charts", "TensorBoard", "W&B")]
         tabs.insert(instruments[-1] + 1 if instruments else len(tabs), OptunaTab(link))
     return tabs
-
-
-def capabilities_of(kind: str) -> Capabilities:
-    """The controls runs of ``kind`` accept (none for a kind no installed plugin declares)."""
-    try:
-        return presenter_for(kind).capabilities
-    except GymGuiError:
-        return Capabilities()
-
-
-def offers_trained_model(run: RunRecord) -> bool:
-    """Whether ``run`` is a finished training run with a saved model to play or to start from: it
-    completed, its kind evaluates models, it is not itself an evaluation, and its directory holds a
-    saved model (a dry run or a failed save has none). Reads the run's manifest."""
-    return bool(
-        run.state is RunState.COMPLETED
-        and capabilities_of(run.worker).evaluation
-        and run.lane != Lane.TELEMETRY.value  # an evaluation run streams steps: it is not trained
-        and run.run_dir
-        and RunDir(run.run_dir).saved_models()
-    )

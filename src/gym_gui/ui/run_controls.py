@@ -15,8 +15,8 @@ from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
 from gym_gui.core.workers import Capabilities, Lane, Launch
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.capabilities import capabilities_of, spec_of
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.presenters import capabilities_of, presenter_for
 
 # What each control's button says it does (its tooltip while it applies).
 DESCRIPTIONS = {
@@ -47,7 +47,7 @@ def rerun_refusal(run: RunRecord) -> str:
     if not run.state.terminal:
         return f"{run.run_id} has not ended; re-run it once it has"
     try:
-        launch = presenter_for(run.worker).spec.launch
+        launch = spec_of(run.worker).launch
     except GymGuiError as exc:
         return str(exc)
     if launch is not Launch.DAEMON:

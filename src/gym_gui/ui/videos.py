@@ -231,7 +231,7 @@ class VideosPanel(QWidget):
     Selecting a video loads it (paused on its first frame); double-clicking plays it.
     """
 
-    EMPTY = "No videos: tick “capture video” in the training form to record some."
+    EMPTY = "No videos: tick capture-video among the script's parameters in the training form to record some."
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

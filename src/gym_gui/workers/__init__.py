@@ -1,11 +1,12 @@
 """Worker kinds as plugins: the interface a worker package implements, the catalog of installed kinds, bundles."""
 
+from gym_gui_sdk.contract import ONLY, PARAMETERS
+
 from gym_gui.workers.api import (
     LANE_TABS,
-    ONLY,
-    PARAMETERS,
     TABS,
     HelperOwner,
+    InterpreterChooser,
     LaunchContext,
     LaunchPlan,
     ModelCheck,
@@ -32,6 +33,7 @@ __all__ = [
     "BundleDirectory",
     "BundleSpec",
     "HelperOwner",
+    "InterpreterChooser",
     "LaunchContext",
     "LaunchPlan",
     "ModelCheck",

@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from gym_gui_sdk.contract import FormSpec
+
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
 from gym_gui.storage.home import Home
 from gym_gui.workers.bundle_directory import BundleDirectory
 from gym_gui.workers.bundles import BundleSpec
 
-# The training forms a plugin may ask for: "worker" is generated from the parameters its launcher
-# describes; "scripts" picks one of the scripts it describes, then generates that script's arguments.
-FORMS = ("worker", "scripts")
 # Tab names a plugin may list; the window maps each to its widget (ui/presenters.py).
 TABS = ("live", "charts", "tensorboard", "wandb", "checkpoints", "replay")
 # The tabs of a lane when the plugin names none: a telemetry-lane run stores every step, so it is
@@ -42,7 +41,11 @@ class LaunchPlan:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
+    # Manifest fields every run has that the launcher knows (``environment``, ``warm_start_from``).
     manifest: dict[str, Any] = field(default_factory=dict)
+    # What the kind records of the run besides them (JSON; CleanRL: its script and the script's
+    # command line), kept as the manifest's ``extras``.
+    extras: dict[str, Any] = field(default_factory=dict)
     # The run's secrets this worker gets (None: all of them); the rest never reach its process.
     secrets: dict[str, str] | None = None
     # The program the worker runs in turn, when it wraps one (CleanRL: the script with its flags);
@@ -77,15 +80,11 @@ class WorkerLauncher(Protocol):
             ConfigError: the run cannot start; it fails before launch with this message.
         """
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """What the worker offers for a form or ``gym-gui algorithms`` (a JSON object; ``query``
-        narrows it, e.g. to one algorithm's arguments). With ``query[ONLY] == PARAMETERS`` (a
-        sweep's check of its space) the launcher may answer its parameters alone."""
-
-
-# describe's query asking for the parameters alone: ``{ONLY: PARAMETERS, ...}``.
-ONLY = "only"
-PARAMETERS = "parameters"
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """What the worker offers for a form, ``gym-gui algorithms`` and a sweep's space (``query``
+        narrows it: ``algorithm`` to one variant's parameters, ``env_id`` to one environment's
+        defaults). With ``query[ONLY] == PARAMETERS`` (a sweep's check of its space) the launcher
+        may answer its parameters alone."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +106,16 @@ class HelperOwner(Protocol):
 
     def close(self) -> None:
         """Stop them: the daemon is stopping. Runs they started go on, as workers do."""
+        ...
+
+
+@runtime_checkable
+class InterpreterChooser(Protocol):
+    """A launcher whose runs may bring an interpreter of their own instead of the kind's bundle
+    (optional; CleanRL's ``params.python``): the daemon installs the bundle only for runs that use it."""
+
+    def uses_bundle(self, config: RunConfig) -> bool:
+        """Whether a run of ``config`` runs in the kind's bundle."""
         ...
 
 
@@ -147,8 +156,8 @@ class ModuleLauncher:
     ) -> LaunchPlan:
         return LaunchPlan(argv=[str(self.python()), "-m", self.module])
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        return {}
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        return FormSpec()
 
 
 LauncherFactory = Callable[[LaunchContext], WorkerLauncher]
@@ -164,7 +173,9 @@ class WorkerPlugin:
         launcher: builds the kind's :class:`WorkerLauncher` for a daemon; None for kinds the
             client drives (human play) or that cannot run yet.
         tabs: the run tabs per lane, by name (:data:`TABS`); lanes left out get :data:`LANE_TABS`.
-        form: the training form the window generates for it (:data:`FORMS`).
+        form: what its run form is without asking the launcher (a ``FormSpec``: its variant label,
+            sections, budget bounds, mapped fields); the launcher's ``describe`` answers the whole
+            form (variants, parameters, environments), from which the window generates it.
     """
 
     def __init__(
@@ -174,7 +185,7 @@ class WorkerPlugin:
         bundle: BundleSpec | None = None,
         launcher: LauncherFactory | None = None,
         tabs: Mapping[Lane, tuple[str, ...]] | None = None,
-        form: str = "worker",
+        form: FormSpec | None = None,
     ) -> None:
         if (bundle.name if bundle is not None else APP_BUNDLE) != spec.bundle and spec.available:
             raise ValueError(
@@ -186,10 +197,10 @@ class WorkerPlugin:
         unknown = {name for names in (tabs or {}).values() for name in names} - set(TABS)
         if unknown:
             raise ValueError(f"worker {spec.kind!r}: unknown tabs {sorted(unknown)}; known: {list(TABS)}")
-        if form not in FORMS:
-            raise ValueError(f"worker {spec.kind!r}: unknown form {form!r}; known: {list(FORMS)}")
+        if form is not None and not isinstance(form, FormSpec):
+            raise ValueError(f"worker {spec.kind!r}: form must be a FormSpec, got {type(form).__name__}")
         self.spec = spec
-        self.form = form
+        self.form = form if form is not None else FormSpec()
         self.bundle = bundle
         self._launcher = launcher
         self._tabs = dict(tabs or {})

@@ -68,6 +68,12 @@ class WorkerCatalog:
     def plugins(self) -> list[WorkerPlugin]:
         return list(self._plugins.values())
 
+    def return_metric(self, kind: str) -> str:
+        """The metric tag of ``kind``'s episodic returns (``WorkerSpec.return_metric``); "" for a kind
+        that has none (its episodes' total rewards are its returns) or that is not installed."""
+        plugin = self._plugins.get(kind)
+        return plugin.spec.return_metric if plugin is not None else ""
+
     def plugin(self, kind: str) -> WorkerPlugin:
         """The plugin of ``kind``.
 

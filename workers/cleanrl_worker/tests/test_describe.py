@@ -25,10 +25,10 @@ RUNNABLE_HERE = [
 _CALL = textwrap.dedent(
     """
     import json, sys
-    from gym_gui_cleanrl_worker import describe, scripts
+    from gym_gui_cleanrl_worker import describe, flags, scripts
     module, func, args = json.loads(sys.stdin.read())
     try:
-        answer = {"ok": getattr({"describe": describe, "scripts": scripts}[module], func)(*args)}
+        answer = {"ok": getattr({"describe": describe, "flags": flags, "scripts": scripts}[module], func)(*args)}
     except ValueError as exc:
         answer = {"error": str(exc)}
     sys.stdout.write(json.dumps(answer))
@@ -384,7 +384,7 @@ def test_validate_coerces_and_refuses_with_the_scripts_own_names(
 ) -> None:
     ok = _call(
         cleanrl_python,
-        "describe",
+        "flags",
         "validate",
         ppo,
         {"learning-rate": "0.001", "cuda": "false", "num_envs": "8", "--total-timesteps": "1e5", "seed": 7},
@@ -393,16 +393,16 @@ def test_validate_coerces_and_refuses_with_the_scripts_own_names(
         "ok": {"learning-rate": 0.001, "cuda": False, "num-envs": 8, "total-timesteps": 100000, "seed": 7}
     }
 
-    assert _call(cleanrl_python, "describe", "validate", ppo, {"learning-rat": "0.1"}) == {
+    assert _call(cleanrl_python, "flags", "validate", ppo, {"learning-rat": "0.1"}) == {
         "error": "unknown parameter --learning-rat for ppo; did you mean --learning-rate?"
     }
-    assert _call(cleanrl_python, "describe", "validate", ppo, {"learning-rate": "fast"}) == {
+    assert _call(cleanrl_python, "flags", "validate", ppo, {"learning-rate": "fast"}) == {
         "error": "--learning-rate: expected a float, got 'fast'"
     }
-    assert _call(cleanrl_python, "describe", "validate", ppo, {"num-envs": "4.5"}) == {
+    assert _call(cleanrl_python, "flags", "validate", ppo, {"num-envs": "4.5"}) == {
         "error": "--num-envs: expected an int, got '4.5'"
     }
-    assert _call(cleanrl_python, "describe", "validate", ppo, {"cuda": "maybe"}) == {
+    assert _call(cleanrl_python, "flags", "validate", ppo, {"cuda": "maybe"}) == {
         "error": "--cuda: expected a bool (true/false), got 'maybe'"
     }
 
@@ -415,7 +415,7 @@ def test_build_argv_for_argparse_scripts(cleanrl_python: Path, ppo: dict[str, An
         "target-kl": None,
         "total-timesteps": 0,
     }
-    argv = _call(cleanrl_python, "describe", "build_argv", ppo, values)["ok"]
+    argv = _call(cleanrl_python, "flags", "build_argv", ppo, values)["ok"]
     assert argv == [
         "--cuda",
         "False",
@@ -461,16 +461,16 @@ def test_build_argv_styles_choices_and_lists(cleanrl_python: Path) -> None:
     }
     argv = _call(
         cleanrl_python,
-        "describe",
+        "flags",
         "build_argv",
         description,
         {"verbose": "yes", "quiet": False, "mode": "b", "device-ids": "1, 2 3"},
     )
     assert argv == {"ok": ["--verbose", "--mode", "b", "--device-ids", "1", "2", "3"]}
-    assert _call(cleanrl_python, "describe", "validate", description, {"mode": "c"}) == {
+    assert _call(cleanrl_python, "flags", "validate", description, {"mode": "c"}) == {
         "error": "--mode: 'c' is not one of a, b"
     }
-    assert _call(cleanrl_python, "describe", "validate", description, {"device-ids": [1, "x"]}) == {
+    assert _call(cleanrl_python, "flags", "validate", description, {"device-ids": [1, "x"]}) == {
         "error": "--device-ids: expected an int, got 'x'"
     }
 
@@ -511,9 +511,9 @@ def test_describe_a_tyro_checkout(tyro_ppo: dict[str, Any]) -> None:
 
 def test_build_argv_for_tyro_scripts(cleanrl_python: Path, tyro_ppo: dict[str, Any], tmp_path: Path) -> None:
     values = {"cuda": "false", "anneal_lr": True, "learning-rate": "1e-3", "env-id": "Acrobot-v1"}
-    argv = _call(cleanrl_python, "describe", "build_argv", tyro_ppo, values)["ok"]
+    argv = _call(cleanrl_python, "flags", "build_argv", tyro_ppo, values)["ok"]
     assert argv == ["--no-cuda", "--env-id", "Acrobot-v1", "--learning-rate", "0.001", "--anneal-lr"]
-    assert _call(cleanrl_python, "describe", "validate", tyro_ppo, {"num-env": 2}) == {
+    assert _call(cleanrl_python, "flags", "validate", tyro_ppo, {"num-env": 2}) == {
         "error": "unknown parameter --num-env for ppo; did you mean --num-envs?"
     }
     run = subprocess.run(
@@ -530,14 +530,14 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     cleanrl_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gym_gui_cleanrl_worker import plugin
+    from gym_gui_cleanrl_worker.form import ScriptSource
     from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
 
-    from gym_gui.core.config import ScriptSource
     from gym_gui.core.errors import ConfigError
     from gym_gui.storage.home import Home
     from gym_gui.workers import ONLY, PARAMETERS, LaunchContext, worker_catalog
     from tests.fixtures import SHARED_BUNDLES
-    from workers.cleanrl_worker.tests.test_runs import cleanrl_config
+    from workers.cleanrl_worker.tests.support import cleanrl_config
 
     bundles = worker_catalog().bundle_directory(Path(SHARED_BUNDLES))
     launcher = CleanRLLauncher(LaunchContext(Home(tmp_path / "h").ensure(), bundles))
@@ -569,7 +569,7 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     assert len(asked) == 3
     # A sweep's check of its space asks for the parameters alone: the definitions already known.
     only = launcher.describe({ONLY: PARAMETERS, "algorithm": "ppo"})
-    assert set(only) == {"arguments", "mapped"} and "learning-rate" in str(only["arguments"])
+    assert only.variant == "ppo" and only.parameter("learning-rate") is not None and not only.variants
     assert len(asked) == 3
 
     # A reinstall of the bundle (a new install time in its marker) is asked again.
@@ -588,8 +588,8 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
     checkout.mkdir()
     script = checkout / "ppo.py"
     script.write_text(Path(launcher.arguments(ScriptSource(), "ppo")["path"]).read_text())
-    own = {"source": {"scripts_dir": str(checkout)}}
-    launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params={"ent-coef": 0.01}, **own))
+    own = {"scripts_dir": str(checkout), "ent-coef": 0.01}
+    launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params=own))
     script.write_text(script.read_text().replace('"--ent-coef"', '"--entropy-coef"'))
     with pytest.raises(ConfigError, match="entropy-coef"):
-        launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params={"ent-coef": 0.01}, **own))
+        launcher.validate(cleanrl_config("ppo", "CartPole-v1", 2000, params=own))

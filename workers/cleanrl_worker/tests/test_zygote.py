@@ -21,7 +21,7 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import module_daemon, stop_daemon, wait_until
-from workers.cleanrl_worker.tests.test_runs import cleanrl_config, script_pid
+from workers.cleanrl_worker.tests.support import cleanrl_config, script_pid
 
 COLD = "the script starts in a new interpreter"
 
@@ -81,7 +81,7 @@ def test_a_forked_run_gives_the_same_returns_and_losses_as_a_run_in_a_new_interp
     assert len(zygote_pids(home)) == 1
     # The same script in the bundle's interpreter, named as another interpreter: it starts cold.
     python = str(Path(SHARED_BUNDLES) / "cleanrl" / "bin" / "python")
-    cold = completed(client, cleanrl_config("ppo", "CartPole-v1", 3000, source={"python": python}))
+    cold = completed(client, cleanrl_config("ppo", "CartPole-v1", 3000, params={"python": python}))
 
     assert COLD not in worker_log(home, warm.run_id)
     assert worker_log(home, cold.run_id).count(COLD) == 1
@@ -166,7 +166,7 @@ def test_a_sweeps_prepare_starts_the_zygote_in_the_background_and_only_for_the_b
     assert isinstance(launcher, HelperOwner)
     try:
         # Scripts of one's own are not the zygote's: nothing starts for them.
-        launcher.prepare(cleanrl_config("ppo", "CartPole-v1", 1000, source={"scripts_dir": str(tmp_path)}))
+        launcher.prepare(cleanrl_config("ppo", "CartPole-v1", 1000, params={"scripts_dir": str(tmp_path)}))
         assert not zygote_pids(home)
         launcher.prepare(cleanrl_config("ppo", "CartPole-v1", 1000))  # returns at once
         wait_until(lambda: len(zygote_pids(home)) == 1, 120, "the prepared zygote to start")

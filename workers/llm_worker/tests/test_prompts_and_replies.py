@@ -10,6 +10,7 @@ import minigrid  # noqa: F401 - registers its ids
 import pytest
 from gym_gui_llm_worker import params, prompts, replies
 from gym_gui_sdk import render
+from gym_gui_sdk.contract import FormSpec
 
 
 def _text(env_id: str, **kwargs: Any) -> tuple[prompts.EnvText, str]:
@@ -144,16 +145,24 @@ def test_request_options_carry_the_schema_of_a_plan() -> None:
 
 
 def test_parameters_are_described_for_the_form_and_checked_by_name() -> None:
-    described = {entry["name"]: entry for entry in params.describe()}
-    assert described["base_url"]["default"] == "http://127.0.0.1:11434/v1"
-    assert described["reply_format"]["choices"] == ["json", "tool", "text"]
-    assert described["system_prompt"]["type"] == "text"
-    assert described["max_tokens"]["type"] == "int" and described["response_cache"]["type"] == "bool"
-    assert json.loads(json.dumps(described))  # a DescribeWorker answer is JSON
-    with pytest.raises(
-        ValueError, match=r"^field 'params.temperature': Input should be less than or equal to 2"
-    ):
+    described = {spec.name: spec for spec in params.describe()}
+    assert described["base_url"].default == "http://127.0.0.1:11434/v1"
+    assert described["reply_format"].choices == ("json", "tool", "text")
+    assert described["system_prompt"].type == "text"
+    assert described["max_tokens"].type == "int" and described["response_cache"].type == "bool"
+    # A DescribeWorker answer is JSON that every client checks against the contract.
+    form = FormSpec(parameters=params.describe({"system_prompt": "Play $env_id."}))
+    assert FormSpec.from_json(json.loads(json.dumps(form.to_json()))) == form
+    assert form.parameter("system_prompt").default == "Play $env_id."  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=r"^field 'params.temperature': must be in \[0, 2\], got 3$"):
         params.parse({"temperature": 3})
+    with pytest.raises(ValueError, match=r"^field 'params.model': must not be empty$"):
+        params.parse({"model": ""})
+    with pytest.raises(ValueError, match=r"^field 'params.resume_from': must be at most 200 characters"):
+        params.parse({"resume_from": "r" * 201})
+    # Numbers given as whole numbers reach the worker as the floats its parameters are.
+    parsed = params.parse({"temperature": 1, "max_tokens": 64})
+    assert parsed.temperature == 1.0 and isinstance(parsed.temperature, float) and parsed.max_tokens == 64
     with pytest.raises(
         ValueError, match=r"^field 'params.api_base': unknown parameter; the parameters are base_url"
     ):

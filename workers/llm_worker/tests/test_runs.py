@@ -156,7 +156,7 @@ def test_the_api_key_reaches_the_endpoint_only(client: DaemonClient, home: Home)
         (
             "FrozenLake-v1",
             {"plan_length": 0},
-            "field 'params.plan_length': Input should be greater than or equal to 1",
+            r"field 'params.plan_length': must be in \[1, 64\], got 0",
         ),
         (
             "FrozenLake-v1",

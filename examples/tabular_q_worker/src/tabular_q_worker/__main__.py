@@ -77,6 +77,8 @@ def _learn(
     max_episodes = budget.get("episodes")
     max_steps = budget.get("timesteps")
     seed = config.get("seed")
+    # The form's "Checkpoint every" (RunConfig.checkpoints, the section the plugin declares).
+    every = (config.get("checkpoints") or {}).get("every_steps")
     total_steps = 0
     episode = 0
     while (max_episodes is None or episode < max_episodes) and (max_steps is None or total_steps < max_steps):
@@ -100,6 +102,10 @@ def _learn(
                 learner.save(run_dir / saved)
                 # "requested" tells `gym-gui checkpoint` (and the window) this is the file it asked for.
                 session.artifact("checkpoint", saved, total_steps, {"requested": True})
+            elif every and total_steps and total_steps % every == 0:
+                saved = checkpoint_path(total_steps)
+                learner.save(run_dir / saved)
+                session.artifact("checkpoint", saved, total_steps, {"requested": False})
             action, random_action = learner.act(int(state))
             next_state, reward, terminated, truncated, info = env.step(action)
             td_error = learner.update(int(state), action, float(reward), int(next_state), bool(terminated))

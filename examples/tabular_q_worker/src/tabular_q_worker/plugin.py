@@ -8,9 +8,9 @@ package that imports gym_gui; the worker process (``__main__``) never does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import gymnasium
+from gym_gui_sdk.contract import FormSpec, Section
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
@@ -51,10 +51,13 @@ class TabularQLauncher(ModuleLauncher):
                     f"{config.env_id} has {what} {space}"
                 )
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The parameters gym_gui's generated form shows, one editor each."""
-        return {"parameters": [parameter.describe() for parameter in PARAMETERS]}
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """The parameters gym_gui's generated form shows, one editor each, and its checkpoints section
+        (a Q-table saved every N steps, besides the one "Checkpoint now" saves)."""
+        return FORM
 
+
+FORM = FormSpec(parameters=PARAMETERS, sections=frozenset({Section.CHECKPOINTS}))
 
 PLUGIN = WorkerPlugin(
     WorkerSpec(
@@ -67,5 +70,6 @@ PLUGIN = WorkerPlugin(
         description="Epsilon-greedy Q-learning on toy-text environments (FrozenLake, CliffWalking, Taxi): an example plugin.",
     ),
     launcher=TabularQLauncher,
+    form=FORM,
     tabs={Lane.TELEMETRY: ("live", "charts", "replay")},
 )

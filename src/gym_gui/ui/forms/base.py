@@ -191,12 +191,17 @@ class RunForm(QWidget):
         self._show_error(message)
         self.submit_failed.emit(message)
 
+    @property
+    def settings_key(self) -> str:
+        """Under which name the form's values are remembered: its kind's (a sweep's base run keeps its own)."""
+        return self.worker_kind
+
     def save_settings(self) -> None:
         self._save_timer.stop()
         try:
-            self.settings.set_form_values(self.worker_kind, self.model.values())
+            self.settings.set_form_values(self.settings_key, self.model.values())
         except (SecretNotStored, TypeError) as exc:  # a bug to fix, never a reason to lose the form
-            log.error("form values of %s not saved: %s", self.worker_kind, exc)
+            log.error("form values of %s not saved: %s", self.settings_key, exc)
 
     def prefill(self, config: dict[str, Any] | None, params: dict[str, Any], origin: str) -> None:
         """Fill the form for a follow-up run: ``config`` (a RunConfig's JSON form, e.g. a study's base
@@ -221,7 +226,7 @@ class RunForm(QWidget):
 
     def restore_settings(self) -> None:
         """Take the remembered values back into the model and show them."""
-        values = self.settings.form_values(self.worker_kind)
+        values = self.settings.form_values(self.settings_key)
         if values:
             self.model.restore(values)
         self._show_model()

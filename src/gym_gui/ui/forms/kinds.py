@@ -1,4 +1,4 @@
-"""The training form of each worker kind, as its plugin asks for it by name."""
+"""The run form of each worker kind: the one generated form, for the kinds the daemon launches."""
 
 from __future__ import annotations
 
@@ -9,15 +9,11 @@ from PySide6.QtWidgets import QWidget
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.workers import Launch
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.forms.cleanrl import CleanRLForm
-from gym_gui.ui.forms.worker import WorkerForm
+from gym_gui.ui.forms.form import GeneratedForm
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
-
-# The forms a plugin may ask for by name (WorkerPlugin.form); "worker" is the generated one.
-_FORMS: dict[str, type[CleanRLForm] | type[WorkerForm]] = {"scripts": CleanRLForm, "worker": WorkerForm}
 
 
 def form_for(worker_kind: str, link: DaemonLink, settings: Settings | None = None) -> QWidget | None:
@@ -27,7 +23,7 @@ def form_for(worker_kind: str, link: DaemonLink, settings: Settings | None = Non
         spec = worker_catalog().spec(worker_kind)
         if spec.launch is not Launch.DAEMON or not spec.available:
             return None
-        return _FORMS[worker_catalog().plugin(worker_kind).form](worker_kind, link, settings)
+        return GeneratedForm(worker_kind, link, settings)
     except GymGuiError as exc:  # e.g. an unreadable home: no form rather than no window
         log.error("no %s form: %s", worker_kind, exc)
         return None

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
+
+from gym_gui_sdk.contract import ParameterSpec
 
 from gym_gui.core.errors import ConfigError
 
@@ -82,26 +84,27 @@ def display(value: Any) -> str:
 
 
 class Param:
-    """One parameter as its worker describes it — a CleanRL script argument, or an entry of a
-    plugin's ``parameters`` (name, type, default, help, choices, flag, boolean style) — and
-    ``raw``, what its field holds: a bool (``check``), a choice (``choice``) or text (``text``, and
-    ``multiline`` for parameters of type ``text``, such as a prompt template).
+    """One parameter as its worker describes it (a :class:`ParameterSpec`: a CleanRL script argument,
+    or one of a plugin's parameters) and ``raw``, what its field holds: a bool (``check``), a choice
+    (``choice``) or text (``text``, and ``multiline`` for parameters of type ``text``, such as a prompt
+    template).
 
     int and float are text validated as typed (so ``1e6`` and an empty "script default" work),
-    lists are text of space-separated items.
+    lists are text of space-separated items; a typed value is then judged by the contract's one
+    validator (:meth:`ParameterSpec.problem`: ranges, choices).
     """
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: ParameterSpec) -> None:
         self.spec = spec
-        self.name: str = spec["name"]
-        self.kind: str = spec.get("type") or "str"
-        self.default: Any = spec.get("default")
-        self.required = bool(spec.get("required"))
-        self.help: str = spec.get("help") or ""
-        self.flag: str = spec.get("flag") or f"--{self.name}"
-        self.bool_style: str | None = spec.get("bool_style")
-        choices = spec.get("choices")
-        self.choices: list[Any] | None = list(choices) if choices else None
+        self.name = spec.name
+        self.kind = spec.type
+        self.default: Any = spec.default
+        self.required = spec.required
+        self.help = spec.help
+        self.group = spec.group
+        self.flag = spec.command_flag
+        self.bool_style = spec.bool_style
+        self.choices: list[Any] | None = list(spec.choices) if spec.choices else None
         self.editor: Editor
         if self.kind == "bool":
             self.editor = "check"
@@ -118,7 +121,7 @@ class Param:
 
     @property
     def is_list(self) -> bool:
-        return self.kind.startswith("list[") and self.kind.endswith("]")
+        return self.spec.is_list
 
     def options(self) -> list[tuple[str, Any]]:
         """A choice parameter's entries (label, value); ``None`` leaves it to the script."""
@@ -152,6 +155,12 @@ class Param:
         Raises:
             ValueError: the reason the field's content is not a value of this parameter.
         """
+        value = self._typed()
+        if value is not None and (why := self.spec.problem(value)):
+            raise ValueError(why)
+        return value
+
+    def _typed(self) -> Any:
         if self.editor == "check":
             checked = bool(self.raw)
             # A store_true flag that defaults to True has no command-line form for False.
@@ -170,12 +179,7 @@ class Param:
                 raise ValueError("a value is required")
             return None
         if self.is_list:
-            items = [item for item in re.split(r"[,\s]+", text) if item]
-            values = [parse_scalar(self.kind[5:-1], item) for item in items]
-            for item in values:
-                if self.choices and item not in self.choices:
-                    raise ValueError(f"{item!r} is not one of {', '.join(map(str, self.choices))}")
-            return values
+            return [parse_scalar(self.spec.item_type, item) for item in re.split(r"[,\s]+", text) if item]
         return parse_scalar(self.kind, text)
 
     def error(self) -> str:
@@ -193,7 +197,7 @@ class Param:
         if self.kind == "bool":
             return bool(self.default)
         if self.is_list and isinstance(self.default, list):
-            return [parse_scalar(self.kind[5:-1], str(v)) for v in self.default]
+            return [parse_scalar(self.spec.item_type, str(v)) for v in self.default]
         return self.default
 
     def changed_value(self) -> tuple[bool, Any]:
@@ -211,11 +215,9 @@ class Param:
 class Params:
     """The parameters of one script or worker kind, in their order."""
 
-    def __init__(self, specs: list[dict[str, Any]] | None = None, skip: frozenset[str] = frozenset()) -> None:
-        self.items: dict[str, Param] = {}
-        for spec in specs or []:
-            if spec["name"] not in skip:
-                self.items[spec["name"]] = Param(spec)
+    def __init__(self, specs: Iterable[ParameterSpec] = (), skip: Iterable[str] = ()) -> None:
+        skipped = frozenset(skip)
+        self.items: dict[str, Param] = {spec.name: Param(spec) for spec in specs if spec.name not in skipped}
 
     def __iter__(self) -> Iterator[Param]:
         return iter(self.items.values())
@@ -234,7 +236,7 @@ class Params:
         spelled either way (``--learning-rate``, ``learning_rate``); None when none is."""
         wanted = key.strip().lstrip("-")
         for param in self:
-            if wanted in (param.name, param.spec.get("dest"), param.flag.lstrip("-")):
+            if wanted in (param.name, param.spec.dest, param.flag.lstrip("-")):
                 return param
         dashed = wanted.replace("_", "-")
         return next((param for param in self if param.name.replace("_", "-") == dashed), None)

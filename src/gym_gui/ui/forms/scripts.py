@@ -1,10 +1,11 @@
-"""The script picker of script-based forms (CleanRL): the scripts the daemon lists, and the
-progress of the bundle they come from while the daemon installs it."""
+"""The variant picker of a form whose kind has variants (CleanRL's scripts): the variants the daemon
+lists, and the progress of the bundle they come from while the daemon installs it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from gym_gui_sdk.contract import Variant
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
@@ -15,7 +16,8 @@ from gym_gui.ui.forms.widgets import greyed
 
 
 class ScriptPicker(QWidget):
-    """The "Algorithm" combo: runnable scripts selectable, the others greyed with their reason.
+    """The variant combo ("Algorithm" for CleanRL): runnable variants selectable, the others greyed
+    with their reason.
 
     Without the bundle there is no script to list: the combo takes a typed name, a note says the
     bundle comes on first use, and :meth:`watch_install` shows the daemon's progress installing it.
@@ -41,11 +43,11 @@ class ScriptPicker(QWidget):
         self.install_run = ""  # the run whose bundle install is shown
         self.bundle = ""  # the bundle the scripts come from, once the daemon named it
         self._install: TelemetrySubscription | None = None
-        row = QFormLayout()
-        row.addRow("Algorithm", self.combo)
+        self.row = QFormLayout()
+        self.row.addRow("Algorithm", self.combo)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
+        layout.addLayout(self.row)
         layout.addWidget(self.bundle_note)
         layout.addWidget(self.install_progress)
 
@@ -62,8 +64,14 @@ class ScriptPicker(QWidget):
 
     # -------------------------------------------------------- what the daemon lists
 
-    def show_scripts(self, algorithms: list[dict[str, Any]], wanted: str) -> str:
-        """List the scripts and select ``wanted`` (else the first runnable one); returns the selected
+    def set_label(self, label: str) -> None:
+        """Name what a variant is (the kind's ``variant_label``)."""
+        text = self.row.labelForField(self.combo)
+        if isinstance(text, QLabel):
+            text.setText(label)
+
+    def show_scripts(self, variants: Sequence[Variant], wanted: str) -> str:
+        """List the variants and select ``wanted`` (else the first runnable one); returns the selected
         name, "" when none can run."""
         self.blockSignals(True)
         try:
@@ -71,17 +79,15 @@ class ScriptPicker(QWidget):
             self.combo.setEditable(False)
             self.bundle_note.hide()
             chosen = -1
-            for info in algorithms:
-                item = QStandardItem(info["name"])
-                item.setData(info["name"], Qt.ItemDataRole.UserRole)
-                if not info.get("runnable", True):
-                    greyed(item, f"cannot run here: {info.get('reason', '')}")
+            for variant in variants:
+                item = QStandardItem(variant.name)
+                item.setData(variant.name, Qt.ItemDataRole.UserRole)
+                if not variant.runnable:
+                    greyed(item, f"cannot run here: {variant.reason}")
                 else:
-                    item.setToolTip(
-                        f"{info.get('env_family', '')} · default env {info.get('default_env', '')}"
-                    )
+                    item.setToolTip(f"{variant.summary} · default env {variant.default_env}")
                 self.model.appendRow(item)
-                if info.get("runnable", True) and (chosen < 0 or info["name"] == wanted):
+                if variant.runnable and (chosen < 0 or variant.name == wanted):
                     chosen = self.model.rowCount() - 1
             self.combo.setCurrentIndex(chosen)
         finally:

@@ -1,12 +1,12 @@
-"""The tracking box: TensorBoard, Weights & Biases and video capture, over a TrackingModel."""
+"""The tracking box: Weights & Biases, over a TrackingModel."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLineEdit, QWidget
 
-from gym_gui.ui.forms.model import WANDB_MODES, TrackingModel
+from gym_gui.ui.forms.sections import WANDB_MODES, TrackingModel
 from gym_gui.ui.forms.widgets import bind
 
 
@@ -38,7 +38,6 @@ class TrackingBox(QGroupBox):
             "For online mode. Empty: the key W&B's own tools use (WANDB_API_KEY, else a `wandb login`). "
             "Handed to this run's worker in its environment only; never written to disk or shown."
         )
-        self.capture_video_check = QCheckBox("Capture video")
         rows = QFormLayout(self)
         rows.addRow("W&&B", self.wandb_mode_combo)
         rows.addRow("W&&B project", self.wandb_project_edit)
@@ -46,7 +45,6 @@ class TrackingBox(QGroupBox):
         rows.addRow("W&&B run name", self.wandb_run_name_edit)
         rows.addRow("W&&B server", self.wandb_server_edit)
         rows.addRow("W&&B API key", self.wandb_key_edit)
-        rows.addRow("", self.capture_video_check)
         self._shows = [
             bind(widget, tracking, name, changed)
             for widget, name in (
@@ -56,7 +54,6 @@ class TrackingBox(QGroupBox):
                 (self.wandb_run_name_edit, "wandb_run_name"),
                 (self.wandb_server_edit, "wandb_server"),
                 (self.wandb_key_edit, "wandb_api_key"),
-                (self.capture_video_check, "capture_video"),
             )
         ]
 

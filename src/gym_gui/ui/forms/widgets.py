@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from gym_gui_sdk.contract import EnvChoice
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontDatabase, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
@@ -26,8 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.envs import ENV_CATALOG
-from gym_gui.ui.forms.model import EXECUTORS, RunModel
+from gym_gui.ui.forms.model import RunModel
 from gym_gui.ui.forms.params import Param, Params
+from gym_gui.ui.forms.sections import EXECUTORS
 
 INVALID_STYLE = "border: 2px solid #d32f2f;"
 
@@ -80,10 +82,10 @@ def env_combo() -> QComboBox:
     return combo
 
 
-def show_env_choices(combo: QComboBox, envs: list[dict[str, str]] | None) -> None:
-    """Fill an env id field. With ``envs`` (``{"id", "reason"}`` each, as a worker says what its script
-    trains on) the ids it trains on are choices, the others follow a separator greyed with their reason,
-    and nothing else can be typed; with None (not known) the catalog's ids, and any id typed in."""
+def show_env_choices(combo: QComboBox, envs: Sequence[EnvChoice] | None) -> None:
+    """Fill an env id field. With ``envs`` (as a worker says what its variant trains on) the ids it
+    trains on are choices, the others follow a separator greyed with their reason, and nothing else can
+    be typed; with None (not known) the catalog's ids, and any id typed in."""
     model = combo.model()
     assert isinstance(model, QStandardItemModel)  # a QComboBox's own model
     combo.blockSignals(True)
@@ -95,13 +97,13 @@ def show_env_choices(combo: QComboBox, envs: list[dict[str, str]] | None) -> Non
                 combo.addItem(env_id)
             return
         for env in envs:
-            if not env.get("reason"):
-                combo.addItem(env["id"])
-        refused = [env for env in envs if env.get("reason")]
+            if not env.reason:
+                combo.addItem(env.id)
+        refused = [env for env in envs if env.reason]
         if refused:
             combo.insertSeparator(combo.count())
         for env in refused:
-            model.appendRow(greyed(QStandardItem(env["id"]), env["reason"]))
+            model.appendRow(greyed(QStandardItem(env.id), env.reason))
     finally:
         combo.blockSignals(False)
 
@@ -271,7 +273,13 @@ class ParamEditors(QGroupBox):
         while self.rows.rowCount():
             self.rows.removeRow(0)
         self.editors = {}
+        group = ""
         for param in params:
+            if param.group != group:  # the kind's groups, each under its heading, in its order
+                group = param.group
+                heading = QLabel(f"<b>{group}</b>" if group else "")
+                heading.setObjectName(f"paramGroup:{group}")
+                self.rows.addRow(heading)
             editor = ParamEditor(param, changed)
             self.editors[param.name] = editor
             label = QLabel(param.name)

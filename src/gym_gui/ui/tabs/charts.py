@@ -28,14 +28,14 @@ from PySide6.QtWidgets import (
 from gym_gui.core.curves import DEFAULT_SMOOTHING, ema
 from gym_gui.core.records import MetricBatch, MetricPoint, RunRecord
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import EPISODIC_RETURN, TelemetryReader
+from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.workers import worker_catalog
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TAG = EPISODIC_RETURN
 REDRAW_MS = 100  # charts redraw at ~10 Hz whatever the stream rate
 X_STEP = "step"
 X_WALL = "wall time"
@@ -402,7 +402,9 @@ class ChartsTab(RunTab):
             self.tags.addItem(item)
         self.tags.sortItems()
         if not self.checked_tags() and self.tags.count():
-            default = self.tags.findItems(DEFAULT_TAG, Qt.MatchFlag.MatchExactly)
+            # The run's returns first (its kind's return metric), else the first tag.
+            metric = worker_catalog().return_metric(self.run.worker) if self.run is not None else ""
+            default = self.tags.findItems(metric, Qt.MatchFlag.MatchExactly) if metric else []
             (default[0] if default else self.tags.item(0)).setCheckState(Qt.CheckState.Checked)
         self.tags.blockSignals(False)
         self._rebuild_plots()

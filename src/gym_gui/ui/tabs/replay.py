@@ -274,7 +274,7 @@ class ReplayTab(RunTab):
     def _no_steps_message(self, default: str) -> str:
         if self.run is not None and self.run.lane == "analytics":
             return (
-                "This worker streams metrics, not steps: with “capture video” ticked in its form, "
+                "This worker streams metrics, not steps: with capture-video ticked in its form, "
                 "the episodes it films replay here."
             )
         return default

@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_gui_cleanrl_worker.form import RETURN_METRIC
+
 log = logging.getLogger(__name__)
 
 # CleanRL's own progress lines, e.g. "global_step=1234, episodic_return=[21.]" and "SPS: 4321".
 _EPISODE_LINE = re.compile(r"global_step=(\d+),\s*episodic_return=\[?\s*([-+0-9.eEnaif]+)\s*\]?")
 _SPS_LINE = re.compile(r"^SPS:\s*([0-9.]+)")
 
-RETURN_TAG = "charts/episodic_return"
+RETURN_TAG = RETURN_METRIC
 SPS_TAG = "charts/SPS"
 
 Point = tuple[str, int, float]

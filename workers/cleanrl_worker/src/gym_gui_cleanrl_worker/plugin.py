@@ -9,18 +9,18 @@ no torch or gym). The rest runs inside the cleanrl bundle, which has no gym_gui.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import logging
 import os
-import re
 import subprocess
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gym_gui.core.config import RunConfig, ScriptSource
+from gym_gui_sdk.contract import FormSpec
+
+from gym_gui.core.config import RunConfig, check_path_text
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
@@ -35,6 +35,11 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui_cleanrl_worker import form as cleanrl_form
+from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
+from gym_gui_cleanrl_worker.flags import resolve_command
+from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_params
+from gym_gui_cleanrl_worker.interpreter import cuda_available, loader_line
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -47,25 +52,7 @@ HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 _ANSWERS_KEPT = 256
-# The script flags gym_gui sets from a RunConfig field (CleanRLLauncher._mapped), each with that field.
-# ``describe`` hands it to forms: they offer these through the config's own fields, never as parameters.
-MAPPED_FLAGS: dict[str, str] = {
-    "exp-name": "algorithm",
-    "env-id": "env_id",
-    "seed": "seed",
-    "total-timesteps": "budget.timesteps",
-    "cuda": "resources.gpu",
-    "torch-deterministic": "resources.torch_deterministic",
-    "track": "tracking.wandb_mode",
-    "wandb-project-name": "tracking.wandb_project",
-    "wandb-entity": "tracking.wandb_entity",
-    "capture-video": "tracking.capture_video",
-}
 
-# The scripts a warm start can load a saved model into, by family (a script belongs to the family
-# its name starts with; the JAX ports have no torch networks): the network the family trains, which
-# the script builds before its optimizer. A dqn script copies its target network from it itself.
-WARM_START_NETWORKS: dict[str, str] = {"ppo": "agent", "dqn": "q_network"}
 
 BUNDLE = BundleSpec(
     name="cleanrl",
@@ -92,19 +79,6 @@ BUNDLE = BundleSpec(
     # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
 )
-
-
-def _loader_line(stderr: str) -> str:
-    """The loader's own first line in a failed load's stderr: its ``error:`` line (a ModelError), else the
-    exception line a traceback ends with (its message's first line), else the last line."""
-    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith("error:"):
-            return line.removeprefix("error:").strip()
-    for line in reversed(lines):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", line):
-            return line
-    return lines[-1].strip() if lines else ""
 
 
 class BundleCall:
@@ -175,7 +149,7 @@ class CleanRLLauncher:
         if source.python:
             python = Path(source.python)
             if not python.is_file():
-                raise ConfigError(f"field 'source.python': no interpreter at {python}")
+                raise ConfigError(f"field 'params.python': no interpreter at {python}")
             return python
         if not self.bundles.installed(self.bundle):
             raise ConfigError(
@@ -188,7 +162,7 @@ class CleanRLLauncher:
             return []
         scripts = Path(source.scripts_dir)
         if not scripts.is_dir():
-            raise ConfigError(f"field 'source.scripts_dir': {scripts} is not a directory")
+            raise ConfigError(f"field 'params.scripts_dir': {scripts} is not a directory")
         return ["--scripts-dir", str(scripts)]
 
     def _ask(self, source: ScriptSource, *args: str) -> Any:
@@ -229,33 +203,29 @@ class CleanRLLauncher:
         too), or is None when the script's environments come from no registry there."""
         return self._ask(source, "--algo", algorithm, "--envs", *ENV_CATALOG)
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The scripts present (``algorithms``), whether torch sees a GPU, the flags gym_gui sets from
-        the config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that
-        script's own ``arguments`` and the environments it trains on (``envs``, :meth:`envs`);
-        ``scripts_dir`` and ``python`` name a user's checkout and interpreter. Empty while the bundle
-        is not installed and no interpreter is named."""
-        source = ScriptSource(
-            scripts_dir=query.get("scripts_dir") or None, python=query.get("python") or None
-        )
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """The scripts present (variants), whether torch sees a GPU, the flags gym_gui sets from the
+        config (``mapped``: flag → RunConfig field), and with ``algorithm`` in ``query`` that script's
+        own arguments (parameters) and the environments it trains on (:meth:`envs`); ``scripts_dir``
+        and ``python`` name a user's checkout and interpreter. No scripts while the bundle is not
+        installed and no interpreter is named."""
+        source = ScriptSource.of(query)
         if source.python is None and not self.bundles.installed(self.bundle):
-            return {}
+            return cleanrl_form.without_bundle()
+        algorithm = query.get("algorithm") or ""
         if query.get(ONLY) == PARAMETERS:  # a sweep's check: the script's arguments and the mapped flags
-            if not query.get("algorithm"):
-                return {"mapped": dict(MAPPED_FLAGS)}
-            return {"arguments": self.arguments(source, query["algorithm"]), "mapped": dict(MAPPED_FLAGS)}
-        description: dict[str, Any] = {
-            "algorithms": self.algorithms(source),
-            "gpu_available": self.gpu_available(source),
-            "mapped": dict(MAPPED_FLAGS),
-        }
-        if query.get("algorithm"):
-            description["arguments"] = self.arguments(source, query["algorithm"])
-            try:
-                description["envs"] = self.envs(source, query["algorithm"])
-            except ConfigError as exc:  # the script's arguments are still worth showing
-                description["envs"] = {"envs": None, "error": f"its environments could not be listed: {exc}"}
-        return description
+            arguments = self.arguments(source, algorithm) if algorithm else {}
+            return cleanrl_form.script_parameters(algorithm, arguments)
+        if not algorithm:
+            return cleanrl_form.form_spec(self.algorithms(source), self.gpu_available(source))
+        arguments = self.arguments(source, algorithm)
+        try:
+            envs = self.envs(source, algorithm)
+        except ConfigError as exc:  # the script's arguments are still worth showing
+            envs = {"envs": None, "error": f"its environments could not be listed: {exc}"}
+        return cleanrl_form.form_spec(
+            self.algorithms(source), self.gpu_available(source), algorithm, arguments, envs
+        )
 
     # ------------------------------------------------------------ checks
 
@@ -272,7 +242,8 @@ class CleanRLLauncher:
             raise ConfigError("field 'budget.timesteps': CleanRL trains for a number of environment steps")
         if config.warm_start is not None:
             self._warm_start(config)
-        if self.bundles.installed(self.bundle) or config.source.python:
+        _check_source(config)
+        if self.bundles.installed(self.bundle) or ScriptSource.of(config.params).python:
             resolved = self._resolve(config, gpu=False)
             with self._lock:
                 self._resolved[(config.model_dump_json(), False)] = resolved
@@ -386,7 +357,7 @@ class CleanRLLauncher:
         except ValueError:
             summary = None
         if not isinstance(summary, dict):
-            reason = _loader_line(result.stderr) or f"exit code {result.returncode}"
+            reason = loader_line(result.stderr) or f"exit code {result.returncode}"
             raise ConfigError(f"{path} is not a loadable CleanRL model for {env_id}: {reason}")
         if summary.get("algo") != algorithm:
             raise ConfigError(f"{path} holds a {summary.get('algo')} model, not {algorithm}")
@@ -404,17 +375,15 @@ class CleanRLLauncher:
 
         The script's definitions come from its interpreter (with the verdict that the script runs
         there and trains on the config's env); the flags are then made here, by the same code."""
-        # The daemon's alone (a submit's): the CLI and the window load this module without it.
-        from gym_gui_cleanrl_worker.describe import resolve_command
-
         assert config.algorithm is not None
         # The verdict (the script runs here, and trains on the env) is a question of its own; the
         # definitions are the form's answer, so a daemon that has shown the form asks only that.
-        self._ask(config.source, "--algo", config.algorithm, "--env-id", config.env_id)
-        description = self.arguments(config.source, config.algorithm)
+        source = ScriptSource.of(config.params)
+        self._ask(source, "--algo", config.algorithm, "--env-id", config.env_id)
+        description = self.arguments(source, config.algorithm)
         try:
             return resolve_command(
-                description, json.loads(json.dumps(config.params)), self._mapped(config, gpu)
+                description, json.loads(json.dumps(script_params(config.params))), self._mapped(config, gpu)
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
@@ -426,9 +395,7 @@ class CleanRLLauncher:
             "exp-name": config.algorithm,
             "env-id": config.env_id,
             "cuda": gpu,
-            "torch-deterministic": config.resources.torch_deterministic,
             "track": config.tracking.wandb_mode != "disabled",
-            "capture-video": config.tracking.capture_video,
         }
         if config.seed is not None:
             mapped["seed"] = config.seed
@@ -445,8 +412,7 @@ class CleanRLLauncher:
         """Whether ``config``'s script can start from the bundle's zygote: the bundle's own interpreter
         and scripts (another's modules are not the ones the zygote imported), and warm starts not
         turned off in the daemon's environment."""
-        source = config.source
-        return source.python is None and source.scripts_dir is None and os.environ.get(WARM_SWITCH) != "0"
+        return ScriptSource.of(config.params).bundled and os.environ.get(WARM_SWITCH) != "0"
 
     def _ensure_zygote(self, python: Path) -> None:
         """Have the bundle's zygote listen (started, or started again after a reinstall); one that cannot
@@ -468,13 +434,17 @@ class CleanRLLauncher:
             self._ensure_zygote(python)
         return {}
 
+    def uses_bundle(self, config: RunConfig) -> bool:
+        """Whether the run's scripts run in the bundle's interpreter (not in ``params.python``)."""
+        return ScriptSource.of(config.params).python is None
+
     def gpu_available(self, source: ScriptSource) -> bool:
         """Whether torch in the scripts' interpreter sees a GPU (asked once per interpreter)."""
-        return _cuda_available(self.python(source))
+        return cuda_available(self.python(source))
 
     def _environment(self, config: RunConfig, python: Path) -> dict[str, Any]:
         """The interpreter the script runs in and its exact package set (pip freeze)."""
-        if config.source.python is None:
+        if ScriptSource.of(config.params).python is None:
             return {
                 "bundle": self.bundle,
                 "python": str(python),
@@ -493,7 +463,7 @@ class CleanRLLauncher:
     def plan(
         self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
     ) -> LaunchPlan:
-        python = self.python(config.source)
+        python = self.python(ScriptSource.of(config.params))
         warnings: list[str] = []
         # MuJoCo renders (videos, evaluation frames) headless through EGL: a daemon has no display.
         env: dict[str, str] = dict(HEADLESS_GL)
@@ -520,7 +490,7 @@ class CleanRLLauncher:
 
         gpu = False
         if config.resources.gpu:
-            gpu = _cuda_available(python)
+            gpu = cuda_available(python)
             if not gpu and config.resources.gpu_mandatory:
                 raise ConfigError(f"a GPU is mandatory for this run, but torch in {python} sees none")
             if not gpu:
@@ -570,44 +540,42 @@ class CleanRLLauncher:
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
         script_argv = [str(python), script, *flags]
-        manifest: dict[str, Any] = {"script": script, "script_command": script_argv}
-        manifest["environment"] = self._environment(config, python)
+        manifest: dict[str, Any] = {"environment": self._environment(config, python)}
         if warm_start is not None:
             manifest["warm_start_from"] = warm_start
         return LaunchPlan(
-            argv=argv, env=env, warnings=warnings, manifest=manifest, secrets=secrets, script_argv=script_argv
+            argv=argv,
+            env=env,
+            warnings=warnings,
+            manifest=manifest,
+            extras={"script": script, "script_command": script_argv},
+            secrets=secrets,
+            script_argv=script_argv,
         )
 
 
-def warm_start_family(algorithm: str | None) -> str | None:
-    """The family of :data:`WARM_START_NETWORKS` a script (by name) belongs to, or None."""
-    if not algorithm or "jax" in algorithm.split("_"):
-        return None
-    for family in WARM_START_NETWORKS:
-        if algorithm == family or algorithm.startswith(f"{family}_"):
-            return family
-    return None
+def _check_source(config: RunConfig) -> None:
+    """Refuse a checkout or interpreter (``params.scripts_dir``, ``params.python``) that names no file.
 
-
-# The device nodes a GPU driver makes (NVIDIA's, ROCm's, WSL's): where none exists no torch build
-# sees a GPU, and asking torch would cost its import (~2 s) on every machine without one.
-_GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
-
-
-@functools.lru_cache(maxsize=16)
-def _cuda_available(python: Path) -> bool:
-    if not any(os.path.exists(device) for device in _GPU_DEVICES):
-        return False
-    try:
-        result = subprocess.run(
-            [str(python), "-c", "import torch; print(torch.cuda.is_available())"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.stdout.strip() == "True"
+    Raises:
+        ConfigError: naming the parameter: not text, not a path, or not absolute (the daemon has
+            another working directory; clients resolve what a user typed before sending it).
+    """
+    for name in SOURCE_PARAMS:
+        value = config.params.get(name)
+        if value is None or value == "":
+            continue
+        field = f"field 'params.{name}'"
+        if not isinstance(value, str):
+            raise ConfigError(f"{field}: expected a path, got {value!r}")
+        try:
+            check_path_text(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{field}: {exc}") from None
+        if not Path(value).is_absolute():
+            raise ConfigError(
+                f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
+            )
 
 
 PLUGIN = WorkerPlugin(
@@ -620,8 +588,9 @@ PLUGIN = WorkerPlugin(
         bundle=BUNDLE.name,
         rank=30,
         description="Real CleanRL scripts (ppo, dqn, sac, …) with their own arguments, metrics and models.",
+        return_metric=cleanrl_form.RETURN_METRIC,
     ),
     bundle=BUNDLE,
     launcher=CleanRLLauncher,
-    form="scripts",
+    form=cleanrl_form.without_bundle(),
 )

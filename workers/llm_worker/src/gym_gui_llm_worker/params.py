@@ -1,109 +1,156 @@
-"""The worker's parameters: one pydantic model, its defaults and help, and the form's description of it.
+"""The worker's parameters: their specs (the SDK's contract), defaults and help, and the values a run gets.
 
-Plain pydantic on purpose: the plugin (in gym_gui's process) checks and describes them, the worker
+Plain Python on purpose: the plugin (in gym_gui's process) checks and describes them, the worker
 process (in the llm bundle) reads them, and neither needs the other's imports for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from dataclasses import dataclass, fields
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from gym_gui_sdk.contract import ParameterSpec, parameter_problems, resolve_parameters
 
 # The environment variable holding the endpoint's API key. It reaches the worker as a run secret
 # only (never stored, never logged, ``***`` in previews); a local server needs none.
 API_KEY_ENV = "LLM_API_KEY"
 
-ReplyFormat = Literal["json", "tool", "text"]
-Fallback = Literal["random", "noop", "repeat"]
+REPLY_FORMATS = ("json", "tool", "text")
+FALLBACKS = ("random", "noop", "repeat")
+_ENDPOINT = "Endpoint"
+_PLAY = "Play"
+_COST = "Cost"
+# Text parameters that may not be empty, and the longest each text may be.
+_NOT_EMPTY = ("base_url", "model")
+_LONGEST = {"system_prompt": 20_000, "resume_from": 200}
 
-
-class LLMParams(BaseModel):
-    """What a run of the LLM worker asks, of which endpoint, and how it plays."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_url: str = Field(
-        default="http://127.0.0.1:11434/v1",
-        min_length=1,
-        description="OpenAI-compatible endpoint (Ollama's by default; vLLM, llama.cpp server, a hosted API).",
-    )
-    model: str = Field(default="llama3.2", min_length=1, description="Model name as the endpoint knows it.")
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
-    max_tokens: int = Field(default=256, ge=1, le=32768, description="Most tokens a reply may have.")
-    timeout: float = Field(default=60.0, gt=0.0, le=3600.0, description="Seconds one request may take.")
-    retries: int = Field(
-        default=3,
-        ge=0,
-        le=20,
-        description="Retries of a request that timed out, hit a rate limit (429, after its Retry-After) "
+PARAMETERS = (
+    ParameterSpec(
+        "base_url",
+        "str",
+        "http://127.0.0.1:11434/v1",
+        "OpenAI-compatible endpoint (Ollama's by default; vLLM, llama.cpp server, a hosted API).",
+        _ENDPOINT,
+    ),
+    ParameterSpec("model", "str", "llama3.2", "Model name as the endpoint knows it.", _ENDPOINT),
+    ParameterSpec("temperature", "float", 0.0, "Sampling temperature.", _ENDPOINT, low=0.0, high=2.0),
+    ParameterSpec("max_tokens", "int", 256, "Most tokens a reply may have.", _ENDPOINT, low=1, high=32768),
+    ParameterSpec(
+        "timeout",
+        "float",
+        60.0,
+        "Seconds one request may take.",
+        _ENDPOINT,
+        low=0.0,
+        high=3600.0,
+        open_low=True,
+    ),
+    ParameterSpec(
+        "retries",
+        "int",
+        3,
+        "Retries of a request that timed out, hit a rate limit (429, after its Retry-After) "
         "or a server error (5xx), with exponential backoff.",
-    )
-    plan_length: int = Field(
-        default=1, ge=1, le=64, description="Most actions one reply may plan (1: one action per call)."
-    )
-    replan_every: int = Field(
-        default=0,
-        ge=0,
-        le=10_000,
-        description="Ask again after this many steps of a plan (0: only when it is used up or an action "
+        _ENDPOINT,
+        low=0,
+        high=20,
+    ),
+    ParameterSpec(
+        "plan_length",
+        "int",
+        1,
+        "Most actions one reply may plan (1: one action per call).",
+        _PLAY,
+        low=1,
+        high=64,
+    ),
+    ParameterSpec(
+        "replan_every",
+        "int",
+        0,
+        "Ask again after this many steps of a plan (0: only when it is used up or an action "
         "changes nothing).",
-    )
-    history: int = Field(default=4, ge=0, le=100, description="Past steps the prompt recalls.")
-    reply_format: ReplyFormat = Field(
-        default="json",
-        description="json: a JSON object under a schema; tool: a tool call; text: a line 'actions: 2, 1'.",
-    )
-    fallback: Fallback = Field(
-        default="random",
-        description="The action taken on a reply that is not a valid action (counted as invalid): random, "
+        _PLAY,
+        low=0,
+        high=10_000,
+    ),
+    ParameterSpec("history", "int", 4, "Past steps the prompt recalls.", _PLAY, low=0, high=100),
+    ParameterSpec(
+        "reply_format",
+        "str",
+        "json",
+        "json: a JSON object under a schema; tool: a tool call; text: a line 'actions: 2, 1'.",
+        _PLAY,
+        choices=REPLY_FORMATS,
+    ),
+    ParameterSpec(
+        "fallback",
+        "str",
+        "random",
+        "The action taken on a reply that is not a valid action (counted as invalid): random, "
         "noop (MiniGrid's done) or repeat (the last action).",
-    )
-    parallel: int = Field(default=4, ge=1, le=64, description="Episodes played at once.")
-    system_prompt: str = Field(
-        default="",
-        max_length=20_000,
-        description="System prompt template ($env_id, $rules, $legend, $actions, $plan_length, "
+        _PLAY,
+        choices=FALLBACKS,
+    ),
+    ParameterSpec("parallel", "int", 4, "Episodes played at once.", _PLAY, low=1, high=64),
+    ParameterSpec(
+        "system_prompt",
+        "text",
+        "",
+        "System prompt template ($env_id, $rules, $legend, $actions, $plan_length, "
         "$reply_format); empty: the environment family's template shipped with the worker.",
-    )
-    price_in: float = Field(default=0.0, ge=0.0, description="USD per million prompt tokens (for the cost).")
-    price_out: float = Field(default=0.0, ge=0.0, description="USD per million reply tokens (for the cost).")
-    response_cache: bool = Field(
-        default=False,
-        description="Answer a request seen before (same model, settings and prompt) from the home's "
+        _PLAY,
+    ),
+    ParameterSpec("price_in", "float", 0.0, "USD per million prompt tokens (for the cost).", _COST, low=0.0),
+    ParameterSpec("price_out", "float", 0.0, "USD per million reply tokens (for the cost).", _COST, low=0.0),
+    ParameterSpec(
+        "response_cache",
+        "bool",
+        False,
+        "Answer a request seen before (same model, settings and prompt) from the home's "
         "response cache, and keep new replies there: a re-run is reproducible and free.",
-    )
-    resume_from: str = Field(
-        default="",
-        max_length=200,
-        description="A cancelled or failed run of the same environment and seed to resume: its replies "
+    ),
+    ParameterSpec(
+        "resume_from",
+        "str",
+        "",
+        "A cancelled or failed run of the same environment and seed to resume: its replies "
         "are replayed without calling the endpoint, then the run goes on.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class LLMParams:
+    """What a run of the LLM worker asks, of which endpoint, and how it plays (every parameter's value)."""
+
+    base_url: str
+    model: str
+    temperature: float
+    max_tokens: int
+    timeout: float
+    retries: int
+    plan_length: int
+    replan_every: int
+    history: int
+    reply_format: str
+    fallback: str
+    parallel: int
+    system_prompt: str
+    price_in: float
+    price_out: float
+    response_cache: bool
+    resume_from: str
+
+
+def describe(defaults: Mapping[str, Any] | None = None) -> tuple[ParameterSpec, ...]:
+    """The parameters as gym_gui's generated form shows them (``defaults`` replace the specs' own
+    where the environment decides them: the system prompt's template)."""
+    chosen = defaults or {}
+    return tuple(
+        ParameterSpec(**{**vars(p), "default": chosen[p.name]}) if p.name in chosen else p for p in PARAMETERS
     )
-
-
-# Form editor types by annotation; choices come from Literal annotations.
-_TYPES: dict[Any, str] = {str: "str", int: "int", float: "float", bool: "bool"}
-# Parameters edited as multi-line text in the form.
-_MULTILINE = frozenset({"system_prompt"})
-
-
-def describe(defaults: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The parameters as gym_gui's generated form shows them, one editor each (``defaults`` replace
-    the model's own where the environment decides them: the system prompt's template)."""
-    described = []
-    for name, field in LLMParams.model_fields.items():
-        choices = list(get_args(field.annotation))
-        entry: dict[str, Any] = {
-            "name": name,
-            "type": "text" if name in _MULTILINE else _TYPES.get(field.annotation, "str"),
-            "default": (defaults or {}).get(name, field.default),
-            "help": field.description or "",
-        }
-        if choices:
-            entry["choices"] = choices
-        described.append(entry)
-    return described
 
 
 def parse(params: Mapping[str, Any]) -> LLMParams:
@@ -112,14 +159,18 @@ def parse(params: Mapping[str, Any]) -> LLMParams:
     Raises:
         ValueError: ``field 'params.NAME': why`` for the first bad or unknown parameter.
     """
-    try:
-        return LLMParams.model_validate(dict(params))
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        name = ".".join(str(part) for part in error["loc"]) or "params"
-        if error["type"] == "extra_forbidden":
-            known = ", ".join(LLMParams.model_fields)
-            raise ValueError(
-                f"field 'params.{name}': unknown parameter; the parameters are {known}"
-            ) from None
-        raise ValueError(f"field 'params.{name}': {error['msg']} (got {error.get('input')!r})") from None
+    problems = parameter_problems(PARAMETERS, params)
+    problems += [(name, "must not be empty") for name in _NOT_EMPTY if params.get(name) == ""]
+    problems += [
+        (name, f"must be at most {longest} characters, got {len(params[name])}")
+        for name, longest in _LONGEST.items()
+        if isinstance(params.get(name), str) and len(params[name]) > longest
+    ]
+    if problems:
+        name, why = problems[0]
+        raise ValueError(f"field 'params.{name}': {why}")
+    values = resolve_parameters(PARAMETERS, params)
+    for parameter in PARAMETERS:
+        if parameter.type == "float":
+            values[parameter.name] = float(values[parameter.name])
+    return LLMParams(**{item.name: values[item.name] for item in fields(LLMParams)})

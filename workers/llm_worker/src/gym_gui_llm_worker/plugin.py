@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gym_gui_sdk.contract import FormSpec
+
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
@@ -109,13 +111,13 @@ class LLMLauncher(ModuleLauncher):
         # The endpoint's key, when the run was given one; no other secret reaches this worker.
         key = secret_env.get(llm_params.API_KEY_ENV)
         secrets = {llm_params.API_KEY_ENV: key} if key else {}
-        manifest = {"llm": {"base_url": params.base_url, "model": params.model}}
-        return LaunchPlan(argv=argv, secrets=secrets, manifest=manifest)
+        extras = {"llm": {"base_url": params.base_url, "model": params.model}}
+        return LaunchPlan(argv=argv, secrets=secrets, extras=extras)
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The parameters the generated form shows, and the templates shipped per family; with
-        ``env_id`` in ``query``, the system prompt's default is that environment's template (the
-        worker uses it when the parameter is left as it is)."""
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """The parameters the generated form shows; with ``env_id`` in ``query``, the system
+        prompt's default is that environment's template (the worker uses it when the parameter is
+        left as it is), so the form asks again when its environment changes."""
         defaults: dict[str, Any] = {}
         env_id = query.get("env_id")
         if env_id:
@@ -125,10 +127,7 @@ class LLMLauncher(ModuleLauncher):
                 family = ""  # the form marks the env id itself
             if family:
                 defaults["system_prompt"] = prompts.template(family)
-        return {
-            "parameters": llm_params.describe(defaults),
-            "templates": {family: prompts.template(family) for family in prompts.FAMILIES},
-        }
+        return FormSpec(parameters=llm_params.describe(defaults), env_dependent=True)
 
 
 PLUGIN = WorkerPlugin(

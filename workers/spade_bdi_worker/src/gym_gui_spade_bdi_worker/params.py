@@ -1,15 +1,16 @@
 """The worker's parameters: names, types, defaults, ranges and help, in one place.
 
-Plain Python on purpose: the plugin (in gym_gui's process) describes and checks them, the worker
-process applies their defaults, and neither needs the other's imports for it.
+Typed with the SDK's contract (``ParameterSpec``), which imports nothing of gym_gui: the plugin (in
+gym_gui's process) describes and checks them, the worker process (in its bundle) applies their
+defaults, and neither needs the other's imports for it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from gym_gui_sdk.contract import ParameterSpec, parameter_problems, resolve_parameters
 
 MODES = ("fast", "deliberate")
 XMPP_SERVERS = ("embedded", "external")
@@ -17,73 +18,51 @@ XMPP_SERVERS = ("embedded", "external")
 PASSWORD_ENV = "XMPP_PASSWORD"
 
 
-@dataclass(frozen=True)
-class Parameter:
-    """One value the user may set: a number in ``[low, high]`` (``(low, high]`` when ``open_low``),
-    a bool, or text (one of ``choices`` when there are some)."""
-
-    name: str
-    kind: str  # "float", "int", "bool" or "str"
-    default: Any
-    help: str
-    low: float = -math.inf
-    high: float = math.inf
-    open_low: bool = False
-    choices: tuple[str, ...] = ()
-
-    def problem(self, value: Any) -> str:
-        """Why ``value`` is not a value of this parameter; empty when it is one."""
-        if self.kind == "bool":
-            return "" if isinstance(value, bool) else f"expected true or false, got {value!r}"
-        if self.kind == "str":
-            if not isinstance(value, str):
-                return f"expected text, got {value!r}"
-            if self.choices and value not in self.choices:
-                return f"must be one of {', '.join(self.choices)}, got {value!r}"
-            return ""
-        if self.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-            return f"expected a whole number, got {value!r}"
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"expected a number, got {value!r}"
-        if not math.isfinite(value):
-            return f"expected a finite number, got {value!r}"
-        too_low = value <= self.low if self.open_low else value < self.low
-        if too_low or value > self.high:
-            return f"must be in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}], got {value!r}"
-        return ""
-
-    def describe(self) -> dict[str, Any]:
-        """The parameter as gym_gui's generated form shows it (one editor per parameter)."""
-        spec: dict[str, Any] = {
-            "name": self.name,
-            "type": self.kind,
-            "default": self.default,
-            "help": self.help,
-        }
-        if self.choices:
-            spec["choices"] = list(self.choices)
-        return spec
-
-
+_LEARNING = "Learning"
+_ENVIRONMENT = "Environment"
+_XMPP = "XMPP server"
 PARAMETERS = (
-    Parameter(
-        "alpha", "float", 0.1, "learning rate: how far one update moves Q(s, a) to its target", 0, 1, True
+    ParameterSpec(
+        "alpha",
+        "float",
+        0.1,
+        "learning rate: how far one update moves Q(s, a) to its target",
+        _LEARNING,
+        low=0,
+        high=1,
+        open_low=True,
     ),
-    Parameter("gamma", "float", 0.99, "discount of the next state's value", 0, 1),
-    Parameter("epsilon_start", "float", 1.0, "probability of a random action in the first episode", 0, 1),
-    Parameter("epsilon_end", "float", 0.01, "epsilon never decays below this", 0, 1),
-    Parameter(
-        "epsilon_decay", "float", 0.999, "epsilon is multiplied by this after each episode", 0, 1, True
+    ParameterSpec("gamma", "float", 0.99, "discount of the next state's value", _LEARNING, low=0, high=1),
+    ParameterSpec(
+        "epsilon_start",
+        "float",
+        1.0,
+        "probability of a random action in the first episode",
+        _LEARNING,
+        low=0,
+        high=1,
     ),
-    Parameter(
+    ParameterSpec("epsilon_end", "float", 0.01, "epsilon never decays below this", _LEARNING, low=0, high=1),
+    ParameterSpec(
+        "epsilon_decay",
+        "float",
+        0.999,
+        "epsilon is multiplied by this after each episode",
+        _LEARNING,
+        low=0,
+        high=1,
+        open_low=True,
+    ),
+    ParameterSpec(
         "max_steps",
         "int",
         0,
         "steps per episode before it is cut short (0: the environment's own limit)",
-        0,
-        10**6,
+        _ENVIRONMENT,
+        low=0,
+        high=10**6,
     ),
-    Parameter(
+    ParameterSpec(
         "mode",
         "str",
         "fast",
@@ -91,45 +70,60 @@ PARAMETERS = (
         "deliberate: every step goes through the reasoning cycle (its beliefs and intention are stored)",
         choices=MODES,
     ),
-    Parameter(
-        "checkpoint_every", "int", 0, "save the Q-table every N episodes (0: only at the end)", 0, 10**9
+    ParameterSpec(
+        "checkpoint_every",
+        "int",
+        0,
+        "save the Q-table every N episodes (0: only at the end)",
+        low=0,
+        high=10**9,
     ),
-    Parameter("success_window", "int", 100, "episodes the success rate is averaged over", 1, 10**6),
-    Parameter(
+    ParameterSpec(
+        "success_window",
+        "int",
+        100,
+        "episodes the success rate is averaged over",
+        _LEARNING,
+        low=1,
+        high=10**6,
+    ),
+    ParameterSpec(
         "asl", "str", "", "the agent's plans: an absolute path to an .asl file (empty: the shipped plans)"
     ),
-    Parameter("map", "str", "", "FrozenLake only: 4x4, 8x8, or the rows of a map, e.g. SFFF/FHFH/FFFH/HFFG"),
-    Parameter("slippery", "bool", True, "FrozenLake only: the ice makes the agent slide"),
-    Parameter(
+    ParameterSpec(
+        "map",
+        "str",
+        "",
+        "FrozenLake only: 4x4, 8x8, or the rows of a map, e.g. SFFF/FHFH/FFFH/HFFG",
+        _ENVIRONMENT,
+    ),
+    ParameterSpec("slippery", "bool", True, "FrozenLake only: the ice makes the agent slide", _ENVIRONMENT),
+    ParameterSpec(
         "warm_start",
         "str",
         "",
         "start from a saved Q-table: RUN_ID (its final table) or RUN_ID/checkpoints/FILE",
     ),
-    Parameter(
+    ParameterSpec(
         "xmpp_server",
         "str",
         "embedded",
         "embedded: an XMPP server on loopback started with the worker; external: the server below "
         f"(its password in the run's environment as {PASSWORD_ENV})",
+        _XMPP,
         choices=XMPP_SERVERS,
     ),
-    Parameter("xmpp_host", "str", "", "external XMPP server: host name or address"),
-    Parameter("xmpp_port", "int", 5222, "external XMPP server: client port", 1, 65535),
-    Parameter("xmpp_jid", "str", "", "external XMPP server: the agent's account, e.g. bdi@example.org"),
+    ParameterSpec("xmpp_host", "str", "", "external XMPP server: host name or address", _XMPP),
+    ParameterSpec("xmpp_port", "int", 5222, "external XMPP server: client port", _XMPP, low=1, high=65535),
+    ParameterSpec(
+        "xmpp_jid", "str", "", "external XMPP server: the agent's account, e.g. bdi@example.org", _XMPP
+    ),
 )
-BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
 
 
 def problems(params: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(name, why)`` for every unknown or bad parameter in ``params``; empty when all are fine."""
-    found: list[tuple[str, str]] = []
-    for name, value in params.items():
-        parameter = BY_NAME.get(name)
-        if parameter is None:
-            found.append((name, f"unknown parameter; the parameters are {', '.join(BY_NAME)}"))
-        elif problem := parameter.problem(value):
-            found.append((name, problem))
+    found = parameter_problems(PARAMETERS, params)
     if found:
         return found
     values = resolve(params)
@@ -152,4 +146,4 @@ def problems(params: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     """Every parameter's value: the one given, else its default."""
-    return {p.name: params.get(p.name, p.default) for p in PARAMETERS}
+    return resolve_parameters(PARAMETERS, params)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from gym_gui_sdk.contract import FormSpec
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, InvalidRunId
@@ -127,12 +128,12 @@ class SpadeBDILauncher(ModuleLauncher):
                 )
             secrets[PASSWORD_ENV] = secret_env[PASSWORD_ENV]
         return LaunchPlan(
-            argv=argv, secrets=secrets, manifest={"q_table_source": str(source) if source else None}
+            argv=argv, secrets=secrets, extras={"q_table_source": str(source) if source else None}
         )
 
-    def describe(self, query: Mapping[str, str]) -> dict[str, Any]:
-        """The parameters gym_gui's generated form shows, one editor each."""
-        return {"parameters": [parameter.describe() for parameter in PARAMETERS]}
+    def describe(self, query: Mapping[str, str]) -> FormSpec:
+        """The parameters gym_gui's generated form shows, one editor each; a run counts episodes."""
+        return FormSpec(parameters=PARAMETERS, budget_bounds=("episodes", "timesteps"))
 
 
 PLUGIN = WorkerPlugin(
