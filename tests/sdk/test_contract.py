@@ -10,6 +10,7 @@ from gym_gui_sdk.contract import (
     ContractError,
     EnvChoice,
     FormSpec,
+    ManifestExtras,
     ParameterSpec,
     Section,
     Variant,
@@ -130,3 +131,16 @@ def test_a_client_refuses_a_form_that_breaks_the_contract(data: object, message:
     with pytest.raises(ContractError) as caught:
         FormSpec.from_json(data)
     assert message in str(caught.value)
+
+
+def test_manifest_extras_hold_json_by_word_keys() -> None:
+    extras = ManifestExtras(
+        {"script": "/b/ppo.py", "script_command": ["python", "ppo.py"], "llm": {"model": "m"}}
+    )
+    assert json.loads(json.dumps(extras.to_json())) == extras.to_json()
+    with pytest.raises(ContractError, match="key 'two words' must be a word"):
+        ManifestExtras({"two words": 1})
+    with pytest.raises(ContractError, match="manifest extras: seen: a set is not a JSON value"):
+        ManifestExtras({"seen": {1, 2}})
+    with pytest.raises(ContractError, match="manifest extras: loss: nan is not a finite number"):
+        ManifestExtras({"loss": [1.0, float("nan")]})

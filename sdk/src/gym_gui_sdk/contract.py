@@ -403,3 +403,41 @@ def _record(cls: type[Any], data: Any, where: str) -> Any:
     if key not in data:
         raise _fail(where, "each needs its name (id)")
     return cls(**data)
+
+
+@dataclass(frozen=True)
+class ManifestExtras:
+    """What a kind records of a run besides the fields every run's manifest has (CleanRL: its script
+    and the script's command line): JSON values by key, kept as the manifest's ``extras``.
+
+    Raises:
+        ContractError: a key that is not a word, or a value JSON cannot hold (naming the key).
+    """
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, value in self.values.items():
+            if not isinstance(key, str) or not _NAME.fullmatch(key):
+                raise _fail("manifest extras", f"key {key!r} must be a word of letters, digits, _, - or .")
+            if (why := _json_problem(value)) is not None:
+                raise _fail(f"manifest extras: {key}", why)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why ``value`` is not a JSON value (None when it is one: text, a finite number, a bool, null,
+    and lists and objects of them)."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value!r} is not a finite number"
+    if isinstance(value, list | tuple):
+        return next((why for item in value if (why := _json_problem(item)) is not None), None)
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            return "an object's keys must be text"
+        return next((why for item in value.values() if (why := _json_problem(item)) is not None), None)
+    return f"a {type(value).__name__} is not a JSON value"

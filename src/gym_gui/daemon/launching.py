@@ -195,7 +195,7 @@ class Launching:
             if run.manifest is not None:
                 try:
                     run.manifest.update(
-                        command=plan.argv, cwd=str(run.run_dir), extras=plan.extras, **plan.manifest
+                        command=plan.argv, cwd=str(run.run_dir), extras=plan.extras.to_json(), **plan.manifest
                     )
                 except StorageError as exc:
                     finish(run, RunState.FAILED, f"not launched: {exc}")
@@ -215,7 +215,7 @@ class Launching:
                         "env": preview.env,
                         "display": preview.display,
                         **plan.manifest,
-                        "extras": plan.extras,
+                        "extras": plan.extras.to_json(),
                     },
                 )
                 finish(run, RunState.COMPLETED, "dry-run")

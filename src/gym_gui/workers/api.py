@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import FormSpec, ManifestExtras
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
@@ -43,9 +43,9 @@ class LaunchPlan:
     warnings: list[str] = field(default_factory=list)  # shown to the user as WARNING events
     # Manifest fields every run has that the launcher knows (``environment``, ``warm_start_from``).
     manifest: dict[str, Any] = field(default_factory=dict)
-    # What the kind records of the run besides them (JSON; CleanRL: its script and the script's
-    # command line), kept as the manifest's ``extras``.
-    extras: dict[str, Any] = field(default_factory=dict)
+    # What the kind records of the run besides them (CleanRL: its script and the script's command
+    # line), kept as the manifest's ``extras``.
+    extras: ManifestExtras = field(default_factory=ManifestExtras)
     # The run's secrets this worker gets (None: all of them); the rest never reach its process.
     secrets: dict[str, str] | None = None
     # The program the worker runs in turn, when it wraps one (CleanRL: the script with its flags);

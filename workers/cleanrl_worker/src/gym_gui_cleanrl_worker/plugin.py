@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import FormSpec, ManifestExtras
 
 from gym_gui.core.config import RunConfig, check_path_text
 from gym_gui.core.envs import ENV_CATALOG
@@ -548,7 +548,7 @@ class CleanRLLauncher:
             env=env,
             warnings=warnings,
             manifest=manifest,
-            extras={"script": script, "script_command": script_argv},
+            extras=ManifestExtras({"script": script, "script_command": script_argv}),
             secrets=secrets,
             script_argv=script_argv,
         )

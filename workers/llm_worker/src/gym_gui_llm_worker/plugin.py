@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import FormSpec, ManifestExtras
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -111,7 +111,7 @@ class LLMLauncher(ModuleLauncher):
         # The endpoint's key, when the run was given one; no other secret reaches this worker.
         key = secret_env.get(llm_params.API_KEY_ENV)
         secrets = {llm_params.API_KEY_ENV: key} if key else {}
-        extras = {"llm": {"base_url": params.base_url, "model": params.model}}
+        extras = ManifestExtras({"llm": {"base_url": params.base_url, "model": params.model}})
         return LaunchPlan(argv=argv, secrets=secrets, extras=extras)
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:

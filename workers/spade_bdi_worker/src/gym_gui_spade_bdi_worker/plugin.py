@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import FormSpec, ManifestExtras
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, InvalidRunId
@@ -128,7 +128,9 @@ class SpadeBDILauncher(ModuleLauncher):
                 )
             secrets[PASSWORD_ENV] = secret_env[PASSWORD_ENV]
         return LaunchPlan(
-            argv=argv, secrets=secrets, extras={"q_table_source": str(source) if source else None}
+            argv=argv,
+            secrets=secrets,
+            extras=ManifestExtras({"q_table_source": str(source) if source else None}),
         )
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
