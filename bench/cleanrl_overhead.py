@@ -13,7 +13,7 @@ drift of the machine and warm caches favour neither side):
 
 Both sides run exactly the same flags: the daemon's own mapping of the config (seed, env id,
 total timesteps, cuda False, ...) is resolved once per algorithm by a dry run and read from its
-manifest.json ("script_command"); every real run's manifest is checked to hold the same. Both get
+manifest.json (its extras' "script_command"); every real run's manifest is checked to hold the same. Both get
 the environment the daemon gives a worker: the daemon's allow-list taken from this process's
 environment, the thread pool sizes it gives (``OMP_NUM_THREADS`` and friends: the caller's when set,
 else the CPUs shared by the runs that may go at once), PYTHONUNBUFFERED and the SDL dummy drivers as
@@ -239,10 +239,11 @@ def run_config(algo: str, steps: int, *, dry_run: bool = False) -> RunConfig:
 
 
 def script_command(home: Home, run_id: str) -> list[str]:
+    # The CleanRL kind records its script's command among the manifest's extras.
     manifest = json.loads((home.run_dir(run_id) / "manifest.json").read_text())
-    command = manifest.get("script_command")
+    command = (manifest.get("extras") or {}).get("script_command")
     if not isinstance(command, list) or len(command) < 2:
-        raise BenchError(f"run {run_id}: manifest.json has no script_command")
+        raise BenchError(f"run {run_id}: manifest.json's extras have no script_command")
     return [str(part) for part in command]
 
 
