@@ -44,7 +44,7 @@ class Section(StrEnum):
     GPU = "gpu"  # use a GPU, fail without one (``resources``)
     WARM_START = "warm_start"  # start training from another run's saved model (``warm_start``)
     CHECKPOINTS = "checkpoints"  # save the model every N steps (``checkpoints.every_steps``)
-    DATASETS = "datasets"  # record or read episodes as a dataset
+    DATASETS = "datasets"  # record or read episodes as a dataset (the offline lane; no form rows yet)
 
 
 def _fail(where: str, message: str) -> ContractError:
