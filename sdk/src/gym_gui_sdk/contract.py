@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -295,8 +296,8 @@ class FormSpec:
             raise _fail("budget_bounds", f"{bad} are not among {', '.join(BUDGET_BOUNDS)}")
         if not self.budget_bounds:
             raise _fail("budget_bounds", "a run's budget must count something")
-        names = [parameter.name for parameter in self.parameters]
-        if twice := sorted({name for name in names if names.count(name) > 1}):
+        counts = Counter(parameter.name for parameter in self.parameters)
+        if twice := sorted(name for name, count in counts.items() if count > 1):
             raise _fail("parameters", f"{twice} are described twice")
 
     def parameter(self, name: str) -> ParameterSpec | None:
