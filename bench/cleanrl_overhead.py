@@ -66,15 +66,15 @@ from _daemon import fresh_home, release  # bench/ is on sys.path when a bench ru
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.states import RunState
-
-# Private, but it is the daemon's own allow-list: importing it keeps the raw side's environment
-# equal to the worker's even when the list changes.
-from gym_gui.daemon.launching import worker_base_env
 from gym_gui.daemon.live import SupervisorSettings
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR, Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import worker_catalog
+
+# Private, but it is the daemon's own allow-list: importing it keeps the raw side's environment
+# equal to the worker's even when the list changes.
+from gym_gui.workers.process_env import worker_base_env
 
 GOAL = 0.98
 BUNDLE = "cleanrl"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import secrets
 import threading
 import time
@@ -33,34 +32,12 @@ from gym_gui.workers import (
     WorkerLauncher,
 )
 from gym_gui.workers.bundles import app_environment
+from gym_gui.workers.process_env import worker_base_env
 
 if TYPE_CHECKING:
     from gym_gui.daemon.ray_jobs import RayExecutor
 
 log = logging.getLogger(__name__)
-
-# Variables a worker inherits from the daemon's environment; everything else is set explicitly.
-_INHERITED_ENV = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "TMPDIR",
-    "USER",
-    "OPENBLAS_CORETYPE",
-    "OPENBLAS_L2_SIZE",
-    "CUDA_VISIBLE_DEVICES",
-)
-
-
-def worker_base_env(thread_env: dict[str, str]) -> dict[str, str]:
-    """What every worker's environment starts from, before its run's own variables: the allow-listed
-    variables of the daemon's environment, the thread pool sizes (``SupervisorSettings.thread_env``),
-    unbuffered output and SDL's dummy drivers (a worker has no screen or sound)."""
-    env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
-    env.update(thread_env)
-    env.update({"PYTHONUNBUFFERED": "1", "SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"})
-    return env
 
 
 class Launching:

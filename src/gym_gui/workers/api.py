@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from gym_gui_sdk.contract import FormSpec, ManifestExtras
+from gym_gui_sdk.operator import OperatorCard
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.workers import APP_BUNDLE, Lane, Launch, WorkerSpec
@@ -128,6 +129,55 @@ class ModelImporter(Protocol):
 
         Raises:
             ConfigError: it cannot be loaded so, with the loader's own first line.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class OperatorSource:
+    """What an operator is made of: a finished run's model, or a kind's parameters alone.
+
+    Attributes:
+        run_id: the run whose model it is ("" when it comes from a config file, ``llm:CONFIG.json``).
+        config: that run's stored config (or the config file's).
+        model: the model file, checked by gym_gui against the digest recorded when it was saved;
+            None for a kind whose runs leave no model (a language model's operator is its parameters).
+        model_path: the model's path inside the run as its manifest names it ("" for none).
+    """
+
+    run_id: str
+    config: RunConfig
+    model: Path | None = None
+    model_path: str = ""
+
+
+@dataclass(frozen=True)
+class OperatorPlan:
+    """How to start an operator's process (``gym_gui_sdk.operator.serve`` at its other end).
+
+    ``card`` says what it acts on as known without loading the model (listing many operators must
+    stay cheap); the process's own card, sent once its model is loaded, is the one the seat checks.
+    ``secrets`` names the variables of the starter's environment the process gets (a model
+    endpoint's key), never written anywhere.
+    """
+
+    card: OperatorCard
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class OperatorLauncher(Protocol):
+    """A launcher whose kind's runs can take the seat as operators (optional): a trained model that
+    acts, a language model's configuration."""
+
+    def operator(self, source: OperatorSource) -> OperatorPlan:
+        """The card and command of the operator ``source`` makes, without loading its model.
+
+        Raises:
+            ConfigError: it cannot be an operator (no model of a kind that can act, a model file
+                of another format), naming what is wrong.
         """
         ...
 
