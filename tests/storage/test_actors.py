@@ -17,8 +17,8 @@ from gym_gui.storage.telemetry_schema import (
     ACTORS_SINCE,
     MIGRATIONS,
     SCHEMA_VERSION,
-    TELEMETRY_DATABASE,
     STEP_TABLE,
+    TELEMETRY_DATABASE,
     insert_rows,
 )
 from gym_gui.storage.telemetry_writer import TelemetryWriter
