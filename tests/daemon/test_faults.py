@@ -106,6 +106,14 @@ def packed(seq: int, data: bytes, dtype: str, shape: list[int], json_too: bool =
     return message
 
 
+def acted(seq: int, actor: list[int], proposed_action: list[str]) -> pb.WorkerMessage:
+    """A two-step batch saying who acted (the columns as given, of any length)."""
+    message = steps(seq, 0, [0, 1])
+    message.steps.actor.extend(actor)
+    message.steps.proposed_action.extend(proposed_action)
+    return message
+
+
 BAD_STREAMS = {
     "out of order": [started(1), steps(3, 0, [0])],
     "columns differ": [
@@ -133,6 +141,16 @@ BAD_STREAMS = {
     "a step batch has both packed and JSON observations": [
         started(1),
         packed(2, bytes(16), "<f4", [4], json_too=True),
+    ],
+    "step batch field actor has value 3; it must be one of 0 not recorded, 1 operator, 2 human": [
+        started(1),
+        acted(2, [1, 3], ["", ""]),
+    ],
+    "step batch columns differ in length: step=2, actor=1": [started(1), acted(2, [2], ['"0"', ""])],
+    "step batch columns differ in length: step=2, actor=0": [started(1), acted(2, [], ['"0"', ""])],
+    "step batch field proposed_action is set on a step whose actor is 0 (not recorded)": [
+        started(1),
+        acted(2, [0, 1], ['"0"', ""]),
     ],
 }
 

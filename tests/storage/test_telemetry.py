@@ -13,6 +13,7 @@ import pytest
 
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import (
+    ACTOR_COLUMNS,
     STEP_COLUMNS,
     ArtifactRecord,
     EpisodeRecord,
@@ -249,7 +250,7 @@ def test_reader_seeks_the_middle_of_a_million_step_episode(tmp_path: Path) -> No
     n = 1_000_000
     conn.execute("BEGIN")
     conn.executemany(
-        "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        telemetry_schema.insert_sql(*telemetry_schema.STEP_TABLE, 1),
         ((0, s, s * 0.5, 0, 0, "0", "[]", "{}", None, float(s)) for s in range(n)),
     )
     conn.execute("COMMIT")
@@ -416,7 +417,7 @@ def test_database_settings(writer: TelemetryWriter, db_path: Path) -> None:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(steps)")]
         metric_indexes = [row[1] for row in conn.execute("PRAGMA index_list(metrics)")]
     conn.close()
-    assert tuple(columns) == STEP_COLUMNS
+    assert tuple(columns) == STEP_COLUMNS + ACTOR_COLUMNS
     assert "metrics_tag_step" in metric_indexes
 
 

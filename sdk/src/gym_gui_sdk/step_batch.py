@@ -1,5 +1,5 @@
-"""The records waiting for a worker's next batch: its steps (numeric observations packed as bytes),
-episodes and metrics, and the Publish message they become."""
+"""The records waiting for a worker's next batch: its steps (numeric observations packed as bytes, who
+acted where the worker says), episodes and metrics, and the Publish message they become."""
 
 from __future__ import annotations
 
@@ -14,6 +14,27 @@ from gym_gui_sdk import trainer_pb2 as pb
 
 # A step batch is sent early once its render payloads and observations reach this size.
 BATCH_BYTES = 2 * 1024 * 1024
+# Who chose a step's action, each at its code on the wire (StepBatch.actor): "" (0) the step does not
+# say, "operator" (1) a model, an LLM or a baseline choosing, "human" (2) a person who took over.
+ACTORS = ("", "operator", "human")
+_ACTOR_CODES = {actor: code for code, actor in enumerate(ACTORS)}
+
+
+def actor_code(actor: str, proposed_action: str) -> int:
+    """The wire code of ``actor``, checked with the operator's ``proposed_action`` it comes with.
+
+    Raises:
+        ValueError: ``actor`` is not one of :data:`ACTORS`, or a proposed action comes without an actor.
+        TypeError: ``proposed_action`` is not text.
+    """
+    code = _ACTOR_CODES.get(actor) if type(actor) is str else None
+    if code is None:
+        raise ValueError(f"actor {actor!r} is not one of {', '.join(map(repr, ACTORS))}")
+    if type(proposed_action) is not str:
+        raise TypeError(f"proposed_action must be JSON text, got {type(proposed_action).__name__}")
+    if proposed_action and not code:
+        raise ValueError(f"proposed_action {proposed_action!r} given without an actor: say who acted")
+    return code
 
 
 class StepBatch:
@@ -41,6 +62,9 @@ class StepBatch:
         # Steps as (episode, step, reward, terminated, truncated, action, observation, info, render,
         # wall_time); an observation is JSON text, or the bytes of an array packed under ``pack``.
         self.rows: list[tuple[Any, ...]] = []
+        # Who acted, by row, for the rows that say: (actor code, proposed action). Most runs never
+        # fill it, and their batches carry no actor columns.
+        self.actors: dict[int, tuple[int, str]] = {}
         self.episodes: list[dict[str, Any]] = []  # an Episode message's fields each
         self.metrics: list[dict[str, Any]] = []  # a Metric message's fields each
         self.text = 0  # observations among the rows that are JSON text (the others are packed)
@@ -76,6 +100,11 @@ class StepBatch:
         self.nbytes = spec[0].itemsize * math.prod(spec[1])
         self._set_limit()
         return True
+
+    def set_actor(self, row: int, code: int, proposed_action: str) -> None:
+        """Record who acted at row ``row``: ``code`` is :func:`actor_code`'s (checked by the caller)."""
+        self.actors[row] = (code, proposed_action)
+        self.bytes += len(proposed_action)
 
     def observation(self, observation: Any) -> str | bytes:
         """A step's observation as it waits in the batch: packed bytes, or JSON text.
@@ -113,6 +142,12 @@ class StepBatch:
             batch.info.extend(info)
             batch.render.extend(render)
             batch.wall_time.extend(wall_time)
+            if self.actors:
+                codes, proposed = [0] * len(rows), [""] * len(rows)
+                for row, (code, offered) in self.actors.items():
+                    codes[row], proposed[row] = code, offered
+                batch.actor.extend(codes)
+                batch.proposed_action.extend(proposed)
             text = self.text
             if text == len(rows):
                 batch.observation.extend(observation)

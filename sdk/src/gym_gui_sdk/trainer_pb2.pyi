@@ -299,7 +299,7 @@ class ShutdownResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class StepBatch(_message.Message):
-    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics", "observation_array", "observation_dtype", "observation_shape")
+    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics", "observation_array", "observation_dtype", "observation_shape", "actor", "proposed_action")
     EPISODE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     REWARD_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +315,8 @@ class StepBatch(_message.Message):
     OBSERVATION_ARRAY_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_DTYPE_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    PROPOSED_ACTION_FIELD_NUMBER: _ClassVar[int]
     episode: _containers.RepeatedScalarFieldContainer[int]
     step: _containers.RepeatedScalarFieldContainer[int]
     reward: _containers.RepeatedScalarFieldContainer[float]
@@ -330,7 +332,9 @@ class StepBatch(_message.Message):
     observation_array: bytes
     observation_dtype: str
     observation_shape: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ..., observation_array: _Optional[bytes] = ..., observation_dtype: _Optional[str] = ..., observation_shape: _Optional[_Iterable[int]] = ...) -> None: ...
+    actor: _containers.RepeatedScalarFieldContainer[int]
+    proposed_action: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ..., observation_array: _Optional[bytes] = ..., observation_dtype: _Optional[str] = ..., observation_shape: _Optional[_Iterable[int]] = ..., actor: _Optional[_Iterable[int]] = ..., proposed_action: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Episode(_message.Message):
     __slots__ = ("episode", "seed", "has_seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info")

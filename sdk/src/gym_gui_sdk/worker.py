@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -17,12 +17,12 @@ from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_HOME, ENV_RUN_ID, ENV_RUN_TOKEN,
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.channel import WorkerError
 from gym_gui_sdk.session_link import Registration, SessionLink
-from gym_gui_sdk.step_batch import StepBatch
+from gym_gui_sdk.step_batch import ACTORS, StepBatch, actor_code
 
 Phase = pb.Lifecycle.Phase
 
 # Importers name these here, with the session.
-__all__ = ["Phase", "Registration", "WorkerError", "WorkerSession", "exit_now", "run_worker"]
+__all__ = ["ACTORS", "Phase", "Registration", "WorkerError", "WorkerSession", "exit_now", "run_worker"]
 
 
 class WorkerSession(SessionLink):
@@ -138,6 +138,9 @@ class WorkerSession(SessionLink):
         info: str = "{}",
         render: bytes = b"",
         wall_time: float | None = None,
+        *,
+        actor: str = "",
+        proposed_action: str = "",
     ) -> None:
         """Record one step; ``action`` and ``info`` are JSON text (see :mod:`encoding`).
 
@@ -145,9 +148,18 @@ class WorkerSession(SessionLink):
         with the batch's others of its dtype and shape (its bytes are taken now, so the env may
         reuse its buffer; the daemon writes the JSON :func:`encoding.dumps` gives), anything else is
         encoded here by :func:`encoding.dumps`.
+
+        ``actor`` says who chose the action where an operator plays and a person may take over: one
+        of :data:`ACTORS` (``""``: the step does not say); ``proposed_action`` the action (JSON) the
+        operator proposed where the person overrode it.
+
+        Raises:
+            ValueError: ``actor`` is not one of :data:`ACTORS`, or a proposed action comes without one.
         """
         with self._lock:
             batch = self._batch
+            # Checked before anything is taken: a refused step leaves the batch as it was.
+            who = actor_code(actor, proposed_action) if actor or proposed_action else 0
             # The common case first, in as few operations as a step can take: an env's array of the
             # dtype and shape the batch already packs. Its bytes count as the batch's row count does.
             if (
@@ -159,6 +171,8 @@ class WorkerSession(SessionLink):
             else:
                 observation = batch.observation(observation)
             rows = batch.rows
+            if who:
+                batch.set_actor(len(rows), who, proposed_action)
             rows.append(
                 (
                     episode,
@@ -190,25 +204,48 @@ class WorkerSession(SessionLink):
         info: Sequence[str] | None = None,
         render: Sequence[bytes] | None = None,
         wall_time: Sequence[float] | None = None,
+        *,
+        actor: Sequence[str] | None = None,
+        proposed_action: Sequence[str] | None = None,
     ) -> None:
         """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
 
         Each column holds one value per step, as :meth:`step` takes them; ``observation`` may also
         be one numeric array whose rows are the steps' observations (a vector env's), packed as
         its bytes in one go. ``info`` defaults to
-        ``"{}"``, ``render`` to no payload and ``wall_time`` to now for every step. The steps go
-        into batches of at most ``batch_steps`` as :meth:`step`'s do.
+        ``"{}"``, ``render`` to no payload, ``wall_time`` to now, ``actor`` and ``proposed_action``
+        to ``""`` for every step. The steps go into batches of at most ``batch_steps`` as
+        :meth:`step`'s do.
 
         Raises:
-            ValueError: when the columns differ in length.
+            ValueError: when the columns differ in length, or an actor is not one of :data:`ACTORS`
+                (then nothing is recorded).
         """
         n = len(step)
         info = ["{}"] * n if info is None else info
         render = [b""] * n if render is None else render
         wall_time = [time.time()] * n if wall_time is None else wall_time
-        columns = (episode, reward, terminated, truncated, action, observation, info, render, wall_time)
+        columns: tuple[Sized, ...] = (
+            episode,
+            reward,
+            terminated,
+            truncated,
+            action,
+            observation,
+            info,
+            render,
+            wall_time,
+        )
+        who: list[int] = []  # the steps' actor codes, when the call says who acted
+        proposed: Sequence[str] = ()
+        if actor is not None or proposed_action is not None:
+            actor = [""] * n if actor is None else actor
+            proposed = [""] * n if proposed_action is None else proposed_action
+            columns += (actor, proposed)
         if any(len(column) != n for column in columns):
             raise ValueError(f"step columns differ in length: {n} steps but {[len(c) for c in columns]}")
+        if actor is not None:  # checked before any step is recorded: a refused call records nothing
+            who = [actor_code(a, p) for a, p in zip(actor, proposed, strict=True)]
         # A vector env's observations as one numeric array (a row a step): its bytes, cut in rows.
         block = observation if type(observation) is np.ndarray and observation.ndim >= 1 else None
         spec = encoding.pack_spec(block[0]) if block is not None and n else None
@@ -242,6 +279,10 @@ class WorkerSession(SessionLink):
                         strict=True,
                     )
                 )
+                first = len(batch.rows) - (end - start)
+                for index in range(start, end) if who else ():
+                    if who[index]:
+                        batch.set_actor(first + index - start, who[index], proposed[index])
                 batch.bytes += sum(map(len, render[part]))
                 if len(batch.rows) >= batch.limit or (batch.bytes and batch.full()):
                     self._flush_steps_locked()

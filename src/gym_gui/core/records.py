@@ -25,7 +25,16 @@ STEP_COLUMNS: tuple[str, ...] = (
     "wall_time",
 )
 
-StepRow = tuple[int, int, float, bool, bool, str, str, str, bytes | None, float]
+# Who acted at a step and what the operator proposed where a person overrode it (see StepRecord):
+# the columns after STEP_COLUMNS of a step that says.
+ACTOR_COLUMNS: tuple[str, ...] = ("actor", "proposed_action")
+
+# A step row: its STEP_COLUMNS, then its ACTOR_COLUMNS when the step says who acted. Most runs'
+# steps do not, and their rows carry nothing for it on the wire or to storage.
+StepRow = (
+    tuple[int, int, float, bool, bool, str, str, str, bytes | None, float]
+    | tuple[int, int, float, bool, bool, str, str, str, bytes | None, float, str, str]
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,26 @@ class StepRecord:
     info: str  # JSON object
     render: bytes | None
     wall_time: float
+    # Who chose the action, where the worker says (an operator a person may take over from): one of
+    # gym_gui_sdk's ACTORS, "operator" or "human", or "" when the step does not say.
+    actor: str = ""
+    proposed_action: str = ""  # JSON: the operator's action where the person overrode it, else ""
+
+
+@dataclass(frozen=True)
+class EpisodeInterventions:
+    """How often a person took over from the operator in one episode, counted over its steps that
+    say who acted."""
+
+    episode: int
+    steps: int  # the episode's steps that say who acted
+    human: int  # of those, the steps a person acted
+    interventions: int  # the times a person took over: runs of consecutive human steps
+
+    @property
+    def rate(self) -> float:
+        """The share of the steps that a person acted, in [0, 1]."""
+        return self.human / self.steps if self.steps else 0.0
 
 
 @dataclass(frozen=True)

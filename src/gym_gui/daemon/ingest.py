@@ -156,7 +156,7 @@ class StreamIngest:
             self._check_order(rows)
             if self._store_steps and rows:
                 if not self._store_render:
-                    rows = [(*row[:8], None, row[9]) for row in rows]
+                    rows = [(*row[:8], None, *row[9:]) for row in rows]
                 size = batch.ByteSize()
                 if batch.observation_dtype:  # packed observations became JSON text here: count that
                     size += sum(len(row[6]) for row in rows)

@@ -9,6 +9,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.contract import ContractError, FormSpec
 from gym_gui_sdk.encoding import unpack_observations
 from gym_gui_sdk.json_object import json_object
+from gym_gui_sdk.step_batch import ACTORS
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
@@ -263,10 +264,11 @@ def telemetry_event(event: pb.TelemetryEvent) -> TelemetryEvent | None:
 
 
 def step_rows(batch: pb.StepBatch) -> list[StepRow]:
-    """The rows of a column-wise step batch, in storage column order.
+    """The rows of a column-wise step batch, in storage column order: each with who acted and the
+    operator's proposal (``ACTOR_COLUMNS``) when the batch says who acted, without them otherwise.
 
     Raises:
-        ProtocolViolation: when the columns differ in length or a step index is negative.
+        ProtocolViolation: when the columns differ in length, or an actor is not a known code.
     """
     n = len(batch.step)
     observations: Sequence[str] = batch.observation
@@ -290,25 +292,52 @@ def step_rows(batch: pb.StepBatch) -> list[StepRow]:
         "render": len(batch.render),
         "wall_time": len(batch.wall_time),
     }
+    actors = bool(batch.actor or batch.proposed_action)
+    if actors:  # sent together, for every step, or not at all
+        lengths["actor"] = len(batch.actor)
+        lengths["proposed_action"] = len(batch.proposed_action)
     bad = [f"{name}={length}" for name, length in lengths.items() if length != n]
     if bad:
         raise ProtocolViolation(f"step batch columns differ in length: step={n}, " + ", ".join(bad))
     renders = [r or None for r in batch.render]
-    return list(
-        zip(
-            batch.episode,
-            batch.step,
-            batch.reward,
-            batch.terminated,
-            batch.truncated,
-            batch.action,
-            observations,
-            batch.info,
-            renders,
-            batch.wall_time,
-            strict=True,
-        )
-    )
+    columns = [
+        batch.episode,
+        batch.step,
+        batch.reward,
+        batch.terminated,
+        batch.truncated,
+        batch.action,
+        observations,
+        batch.info,
+        renders,
+        batch.wall_time,
+    ]
+    if actors:
+        columns += [step_actors(batch), batch.proposed_action]
+    return list(zip(*columns, strict=True))
+
+
+def step_actors(batch: pb.StepBatch) -> list[str]:
+    """Who acted at each step of ``batch`` (one of ``ACTORS``), from its ``actor`` codes.
+
+    Raises:
+        ProtocolViolation: naming the field, for a code that is not one of ``ACTORS``' or for a
+            proposed action at a step that does not say who acted.
+    """
+    try:
+        actors = [ACTORS[code] for code in batch.actor]
+    except IndexError:
+        wrong = next(code for code in batch.actor if code >= len(ACTORS))
+        known = ", ".join(f"{code} {actor or 'not recorded'}" for code, actor in enumerate(ACTORS))
+        raise ProtocolViolation(
+            f"step batch field actor has value {wrong}; it must be one of {known}"
+        ) from None
+    for actor, proposed in zip(actors, batch.proposed_action, strict=True):
+        if proposed and not actor:
+            raise ProtocolViolation(
+                "step batch field proposed_action is set on a step whose actor is 0 (not recorded)"
+            )
+    return actors
 
 
 def episode_record(message: pb.Episode) -> EpisodeRecord:

@@ -13,16 +13,37 @@ from typing import Any
 
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import (
+    ACTOR_COLUMNS,
     STEP_COLUMNS,
     ArtifactRecord,
+    EpisodeInterventions,
     EpisodeRecord,
     EventRecord,
     MetricPoint,
     StepRecord,
 )
-from gym_gui.storage.telemetry_schema import TELEMETRY_DATABASE, open_telemetry_db
+from gym_gui.storage.database import schema_version
+from gym_gui.storage.telemetry_schema import ACTORS_SINCE, TELEMETRY_DATABASE, open_telemetry_db
 
-_STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS)} FROM steps"
+_STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS + ACTOR_COLUMNS)} FROM steps"
+# A file from before ACTORS_SINCE has no actor columns: its steps say nothing of who acted.
+_STEP_SELECT_BEFORE_ACTORS = f"SELECT {', '.join(STEP_COLUMNS)}, '', '' FROM steps"
+# Consecutive steps of one episode with the same actor, among the steps that say (the partial
+# index steps_actor holds exactly those): a new span where the actor changes or a step is missing.
+_ACTOR_SPANS = (
+    "SELECT MIN(step), MAX(step) + 1, actor FROM ("
+    " SELECT step, actor, SUM(fresh) OVER (ORDER BY step) AS span FROM ("
+    "  SELECT step, actor, (actor IS NOT LAG(actor) OVER w OR step != LAG(step) OVER w + 1) AS fresh"
+    "  FROM steps WHERE episode = ? AND step >= ? AND actor != '' WINDOW w AS (ORDER BY step)))"
+    " GROUP BY span ORDER BY span"
+)
+# Per episode: its steps that say who acted, those a person acted, and the times a person took over.
+_INTERVENTIONS = (
+    "SELECT episode, COUNT(*), SUM(actor = 'human'), SUM(actor = 'human' AND before IS NOT 'human') FROM ("
+    " SELECT episode, actor, LAG(actor) OVER (PARTITION BY episode ORDER BY step) AS before"
+    " FROM steps WHERE actor != '')"
+    " GROUP BY episode ORDER BY episode"
+)
 # A run's final return is the mean of this many of its last episodic returns.
 FINAL_RETURN_EPISODES = 20
 _EPISODE_SELECT = "SELECT episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info FROM episodes"
@@ -54,7 +75,16 @@ class TelemetryReader:
         if conn is None:
             conn = open_telemetry_db(self._path, readonly=True)
             self._local.conn = conn
+            self._local.actors = schema_version(conn) >= ACTORS_SINCE
         return conn
+
+    def _has_actors(self) -> bool:
+        """Whether the file's steps table has the actor columns (a file of an older version has not)."""
+        self._conn()
+        return bool(self._local.actors)
+
+    def _step_select(self) -> str:
+        return _STEP_SELECT if self._has_actors() else _STEP_SELECT_BEFORE_ACTORS
 
     def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         try:
@@ -82,7 +112,20 @@ class TelemetryReader:
 
     @staticmethod
     def _step(row: tuple[Any, ...]) -> StepRecord:
-        episode, step, reward, terminated, truncated, action, observation, info, render, wall_time = row
+        (
+            episode,
+            step,
+            reward,
+            terminated,
+            truncated,
+            action,
+            observation,
+            info,
+            render,
+            wall_time,
+            actor,
+            proposed_action,
+        ) = row
         return StepRecord(
             episode,
             step,
@@ -94,6 +137,8 @@ class TelemetryReader:
             info,
             render,
             wall_time,
+            actor,
+            proposed_action,
         )
 
     def episodes(self, offset: int = 0, limit: int | None = None) -> list[EpisodeRecord]:
@@ -140,13 +185,12 @@ class TelemetryReader:
 
     def steps(self, episode: int, start: int = 0, stop: int | None = None) -> list[StepRecord]:
         """Steps ``start <= step < stop`` of ``episode`` in step order (a primary-key range: immediate)."""
+        select = self._step_select()
         if stop is None:
-            rows = self._rows(
-                f"{_STEP_SELECT} WHERE episode = ? AND step >= ? ORDER BY step", (episode, start)
-            )
+            rows = self._rows(f"{select} WHERE episode = ? AND step >= ? ORDER BY step", (episode, start))
         else:
             rows = self._rows(
-                f"{_STEP_SELECT} WHERE episode = ? AND step >= ? AND step < ? ORDER BY step",
+                f"{select} WHERE episode = ? AND step >= ? AND step < ? ORDER BY step",
                 (episode, start, stop),
             )
         return [self._step(row) for row in rows]
@@ -157,7 +201,7 @@ class TelemetryReader:
         Raises:
             StorageError: naming the episode and step when it is not stored.
         """
-        rows = self._rows(f"{_STEP_SELECT} WHERE episode = ? AND step = ?", (episode, step))
+        rows = self._rows(f"{self._step_select()} WHERE episode = ? AND step = ?", (episode, step))
         if not rows:
             raise StorageError(
                 f"{TELEMETRY_DATABASE} {self._path}: step {step} of episode {episode} is not stored"
@@ -191,6 +235,39 @@ class TelemetryReader:
     def steps_per_episode(self) -> dict[int, int]:
         """Stored steps of each episode that has any, by episode number."""
         return dict(self._rows("SELECT episode, COUNT(*) FROM steps GROUP BY episode ORDER BY episode"))
+
+    def actor_spans(self, episode: int, start: int = 0) -> list[tuple[int, int, str]]:
+        """Who acted in ``episode`` from step ``start`` on: ``(first, stop, actor)`` for each run of
+        consecutive steps ``first <= step < stop`` with the same ``actor``, in step order. Steps that
+        do not say who acted are in no span (a run whose steps never say has none).
+
+        Read from the index of the steps that say, not from the steps' rows.
+        """
+        if not self._has_actors():
+            return []
+        rows = self._rows(_ACTOR_SPANS, (episode, start))
+        return [(int(first), int(stop), str(actor)) for first, stop, actor in rows]
+
+    def interventions(self) -> list[EpisodeInterventions]:
+        """For each episode with steps that say who acted, in episode order: those steps, the ones
+        a person acted, and how many times a person took over from the operator.
+
+        One aggregate over the index of the steps that say (empty for a run whose steps never do).
+        """
+        if not self._has_actors():
+            return []
+        return [
+            EpisodeInterventions(episode, steps, human, taken)
+            for episode, steps, human, taken in self._rows(_INTERVENTIONS)
+        ]
+
+    def intervention_rate(self) -> float | None:
+        """The share of the run's steps that say who acted that a person acted, in [0, 1]; None when
+        no step says."""
+        if not self._has_actors():
+            return None
+        steps, human = self._rows("SELECT COUNT(*), SUM(actor = 'human') FROM steps WHERE actor != ''")[0]
+        return human / steps if steps else None
 
     def last_step_key(self) -> tuple[int, int] | None:
         """The largest stored ``(episode, step)``, or None when no step is stored."""

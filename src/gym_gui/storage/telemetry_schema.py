@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui.core.errors import StorageError
-from gym_gui.core.records import STEP_COLUMNS
+from gym_gui.core.records import ACTOR_COLUMNS, STEP_COLUMNS
 from gym_gui.storage.database import (
     BUSY_TIMEOUT_MS,
     Migration,
@@ -87,11 +87,23 @@ MIGRATIONS: list[Migration] = [
         """,
         "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
     ),
+    sql_migration(
+        # Who acted at each step (ACTOR_COLUMNS). Adding a column with a default rewrites no row: a
+        # step stored before reads "" for both, as does one of the runs whose steps do not say.
+        "ALTER TABLE steps ADD COLUMN actor TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE steps ADD COLUMN proposed_action TEXT NOT NULL DEFAULT ''",
+        # Only the steps that say who acted: empty for most runs (an insert of theirs adds nothing to
+        # it), and what the intervention counts read instead of every step's row.
+        "CREATE INDEX steps_actor ON steps (episode, step, actor) WHERE actor != ''",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# The version from which the steps table has ACTOR_COLUMNS (a reader reads "" for them before it).
+ACTORS_SINCE = 2
 
 # The tables the writer appends to, with the columns it fills (its rows' tuples follow this order).
 STEP_TABLE = ("steps", STEP_COLUMNS)
+ACTOR_STEP_TABLE = ("steps", STEP_COLUMNS + ACTOR_COLUMNS)  # the rows of steps that say who acted
 EPISODE_TABLE = (
     "episodes",
     ("episode", "seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info"),
@@ -114,11 +126,13 @@ def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connecti
     """Open a run's telemetry database in autocommit mode (``isolation_level=None``).
 
     Read-write: creates the file if missing, switches it to WAL and runs any pending
-    migrations. Read-only (``mode=ro``): never creates or migrates anything.
+    migrations. Read-only (``mode=ro``): never creates or migrates anything; a file of an older
+    version opens as it is (a run stored before an upgrade), its reader reading what that version
+    holds (see :data:`ACTORS_SINCE`).
 
     Raises:
         StorageError: the file has a newer schema than this code (it is not changed); or,
-            read-only, the file is missing or not yet at :data:`SCHEMA_VERSION`.
+            read-only, the file is missing or not initialised (version 0).
     """
     path = Path(path)
     target = len(MIGRATIONS)
@@ -147,10 +161,10 @@ def open_telemetry_db(path: Path, *, readonly: bool = False) -> sqlite3.Connecti
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         found = refuse_newer(conn, path, target, TELEMETRY_DATABASE)
         if readonly:
-            if found < target:
+            if found == 0:
                 raise StorageError(
-                    f"{TELEMETRY_DATABASE} {path} has schema version {found}, older than {target}; it is not "
-                    "initialised yet, or open it once for writing (the daemon does) to upgrade it"
+                    f"{TELEMETRY_DATABASE} {path} has schema version 0, older than {target}: it is not "
+                    "initialised yet (its writer, the daemon's, creates the tables when the run starts)"
                 )
         else:
             enable_wal(conn, path, TELEMETRY_DATABASE)

@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui.core.errors import DiskFull, StorageError
-from gym_gui.core.records import ArtifactRecord, EpisodeRecord, EventRecord, MetricPoint, StepRow
+from gym_gui.core.records import (
+    STEP_COLUMNS,
+    ArtifactRecord,
+    EpisodeRecord,
+    EventRecord,
+    MetricPoint,
+    StepRow,
+)
 from gym_gui.storage.database import rollback
 from gym_gui.storage.space import disk_full, is_disk_full
 from gym_gui.storage.telemetry_schema import (
+    ACTOR_STEP_TABLE,
     ARTIFACT_TABLE,
     EPISODE_TABLE,
     EVENT_TABLE,
@@ -32,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 # Kinds of queued items. The payload is already in the shape executemany wants, so the writer
 # thread does no per-row work.
-_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(7)
+_STEPS, _ACTOR_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(8)
 # Bytes of step rows one writer may hold queued (see TelemetryWriter.put_steps): with the message
 # size limit (gym_gui_sdk.channel.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
@@ -136,7 +144,8 @@ class TelemetryWriter:
             raise _again(self._error)
 
     def put_steps(self, rows: Sequence[StepRow], size: int = 0) -> None:
-        """Queue step rows (tuples in :data:`~gym_gui.core.records.STEP_COLUMNS` order).
+        """Queue step rows (tuples in :data:`~gym_gui.core.records.STEP_COLUMNS` order, each followed
+        by its ``ACTOR_COLUMNS`` when the rows say who acted: one width for all of ``rows``).
 
         Blocks while the queue is full, or while ``size`` (the bytes the rows hold, e.g. the size of
         the message they came in) would take the bytes waiting past ``max_pending_bytes``.
@@ -145,7 +154,7 @@ class TelemetryWriter:
             StorageError: when the writer has failed or is closed.
         """
         if rows:
-            self._put(_STEPS, rows, size)
+            self._put(_ACTOR_STEPS if len(rows[0]) > len(STEP_COLUMNS) else _STEPS, rows, size)
 
     def put_episode(self, episode: EpisodeRecord) -> None:
         """Queue an episode summary. Blocks while the queue is full.
@@ -416,6 +425,7 @@ class TelemetryWriter:
     def _transaction(conn: sqlite3.Connection, items: list[tuple[int, Any, int]]) -> tuple[int, int, int]:
         """Write ``items`` in one transaction (one executemany per table); returns what was stored."""
         steps: list[Sequence[StepRow]] = []
+        actor_steps: list[Sequence[StepRow]] = []
         episodes: list[tuple[Any, ...]] = []
         metrics: list[list[tuple[Any, ...]]] = []
         events: list[tuple[Any, ...]] = []
@@ -424,6 +434,8 @@ class TelemetryWriter:
         for kind, payload, _ in items:
             if kind == _STEPS:
                 steps.append(payload)
+            elif kind == _ACTOR_STEPS:
+                actor_steps.append(payload)
             elif kind == _EPISODE:
                 episodes.append(payload)
             elif kind == _METRICS:
@@ -438,6 +450,8 @@ class TelemetryWriter:
         try:
             if steps:
                 insert_rows(conn, STEP_TABLE, list(chain.from_iterable(steps)))
+            if actor_steps:
+                insert_rows(conn, ACTOR_STEP_TABLE, list(chain.from_iterable(actor_steps)))
             if episodes:
                 insert_rows(conn, EPISODE_TABLE, episodes)
             if metrics:
@@ -452,7 +466,7 @@ class TelemetryWriter:
         except BaseException:
             rollback(conn)
             raise
-        return sum(map(len, steps)), len(episodes), sum(map(len, metrics))
+        return sum(map(len, steps)) + sum(map(len, actor_steps)), len(episodes), sum(map(len, metrics))
 
 
 def _again(error: StorageError) -> StorageError:

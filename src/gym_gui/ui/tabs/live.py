@@ -320,7 +320,7 @@ class LiveTab(RunTab):
         self._schedule_frame()
 
     def _offer_step(self, row: StreamRow) -> None:
-        episode, step, _reward, _terminated, _truncated, action, _obs, info, _render, _wall = row
+        episode, step, _reward, _terminated, _truncated, action, _obs, info, *_ = row
         self.panes.offer(episode, step, action, info)
 
     # ------------------------------------------------------------ other events

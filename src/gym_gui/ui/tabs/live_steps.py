@@ -107,9 +107,7 @@ def batch_rows(batch: StepBatch, limit: int) -> list[StepRow]:
     start = max(0, len(batch.rows) - limit)
     return [
         (episode, step, action, reward, terminated, truncated, info)
-        for episode, step, reward, terminated, truncated, action, _obs, info, _render, _wall in batch.rows[
-            start:
-        ]
+        for episode, step, reward, terminated, truncated, action, _obs, info, *_ in batch.rows[start:]
     ]
 
 
