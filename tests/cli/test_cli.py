@@ -17,7 +17,7 @@ import pytest
 
 from gym_gui.core.daemon_file import read_daemon_file
 from gym_gui.core.processes import process_alive
-from gym_gui.play.human import HumanSession
+from gym_gui.play.seat import Seat
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -319,7 +319,7 @@ def test_pause_and_resume_from_the_cli_hold_the_process_and_go_on_from_the_same_
 def test_a_worker_that_cannot_pause_is_refused_in_one_line(home: Path) -> None:
     assert gym_gui("daemon", "start", home=home).returncode == 0
     client = DaemonClient.connect(home, autostart=False)
-    session = HumanSession(client, "FrozenLake-v1", seed=0)
+    session = Seat(client, "FrozenLake-v1", seed=0)
     try:
         session.start()
         wait_until(lambda: client.get_run(session.run_id).record.state == "RUNNING", 30, "human play to run")

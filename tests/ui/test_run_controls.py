@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.processes import process_alive
-from gym_gui.play.human import HumanSession
+from gym_gui.play.seat import Seat
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.ui.daemon_link import DaemonLink
@@ -135,7 +135,7 @@ def test_the_live_tab_render_rate_starts_the_frames_of_a_pixel_env(
 def test_controls_a_worker_cannot_take_are_disabled_and_say_why(
     qtbot: QtBot, window: MainWindow, client: DaemonClient
 ) -> None:
-    session = HumanSession(client, "FrozenLake-v1", seed=0)
+    session = Seat(client, "FrozenLake-v1", seed=0)
     try:
         session.start()
         table = window.runs

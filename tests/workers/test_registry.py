@@ -64,9 +64,10 @@ LATER_SET = {"tp_later": "tp_plugins:LATER"}
 
 def test_the_installed_catalog_is_the_roster_in_order() -> None:
     catalog = worker_catalog()
-    assert catalog.kinds == ["human", "spade_bdi", "llm", "cleanrl", "random"]
+    assert catalog.kinds == ["human", "operator", "spade_bdi", "llm", "cleanrl", "random"]
     assert [e.display_name for e in catalog.roster()] == [
         "Human-Only",
+        "Operator",
         "Spade BDI Worker",
         "LLM Multi-Step Worker",
         "CleanRL Worker",
@@ -100,7 +101,7 @@ def test_broken_and_conflicting_plugins_are_listed_with_their_error(
     catalog = load_catalog()
 
     # gym_gui's own kinds are all there and unchanged.
-    assert catalog.kinds == ["human", "spade_bdi", "llm", "cleanrl", "random"]
+    assert catalog.kinds == ["human", "operator", "spade_bdi", "llm", "cleanrl", "random"]
     assert catalog.spec("random").display_name == "Random Baseline"
     broken = {b.name: b for b in catalog.broken}
     assert set(broken) == set(BROKEN_SET)

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 # isort: off
 from gym_gui.cli import daemon, bundles
-from gym_gui.cli import runs, models, algorithms, workers, views, compare, manage, first_steps, sweeps
+from gym_gui.cli import (
+    runs,
+    models,
+    operators,
+    algorithms,
+    workers,
+    views,
+    compare,
+    manage,
+    first_steps,
+    sweeps,
+)
 
 # isort: on
 from gym_gui.cli.app import app, main
@@ -28,6 +39,7 @@ __all__ = [
     "main",
     "manage",
     "models",
+    "operators",
     "runs",
     "sweeps",
     "views",

@@ -346,6 +346,11 @@ class RunConfig(_Strict):
         max_length=200,
         description="The run this one re-runs (same config, seed and package set); its returns are compared at the end.",
     )
+    comparison: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        description="The comparison it is one side of (an arena session, an evaluation batch): its runs open together.",
+    )
     tracking: Tracking = Field(default_factory=Tracking)
     resources: Resources = Field(default_factory=Resources)
     telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)

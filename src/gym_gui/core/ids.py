@@ -52,7 +52,8 @@ def validate_env_id(env_id: str) -> str:
     return env_id
 
 
-def _component(text: str) -> str:
+def path_component(text: str) -> str:
+    """``text`` made safe as one file name: runs of other characters than [A-Za-z0-9._-] become "-"."""
     cleaned = _UNSAFE.sub("-", text).strip("-.")
     return cleaned or "x"
 
@@ -81,7 +82,12 @@ def make_run_id(
     stamp = int(time.time()) if unix_time is None else unix_time
     seed_part = "none" if seed is None else str(seed)
     base = "__".join(
-        [_component(env_id)[:80], _component(worker_or_algo)[:60], _component(seed_part), str(stamp)]
+        [
+            path_component(env_id)[:80],
+            path_component(worker_or_algo)[:60],
+            path_component(seed_part),
+            str(stamp),
+        ]
     )
     return validate_run_id(_free(base, exists))
 
@@ -100,4 +106,4 @@ def make_sweep_id(
 ) -> str:
     """A fresh sweep id, ``{name}__{unix_time}`` (``-2``, ``-3`` … appended while taken)."""
     stamp = int(time.time()) if unix_time is None else unix_time
-    return validate_sweep_id(_free(f"{_component(name)[:120]}__{stamp}", exists))
+    return validate_sweep_id(_free(f"{path_component(name)[:120]}__{stamp}", exists))

@@ -1,4 +1,5 @@
-"""The Human-Only worker kind: the window plays the environment by keyboard and publishes like any worker."""
+"""The kinds whose runs a client drives: Human-Only (a person plays by keyboard) and Operator (an
+operator plays, a person may take over; arena panes and evaluation batches); each publishes like any worker."""
 
 from __future__ import annotations
 
@@ -15,5 +16,20 @@ HUMAN = WorkerPlugin(
         launch=Launch.CLIENT,
         rank=0,
         description="You play by keyboard in the centre view; every episode is a stored, replayable run.",
+    )
+)
+
+OPERATOR = WorkerPlugin(
+    WorkerSpec(
+        kind="operator",
+        display_name="Operator",
+        lane=Lane.TELEMETRY,
+        capabilities=Capabilities(),
+        launch=Launch.CLIENT,
+        rank=1,
+        description=(
+            "A trained model, a language model or the random baseline plays while you watch or take "
+            "over (Hybrid, Arena, evaluation batches); every step says who acted."
+        ),
     )
 )

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 # Fields of a run's config that do not change what is learned: runs differing only in these are
 # repetitions of one experiment. Tracking (TensorBoard, W&B, video capture) only changes where the
 # same numbers are also sent.
-IGNORED_FOR_GROUPING = ("seed", "notes", "tracking", "dry_run")
+IGNORED_FOR_GROUPING = ("seed", "notes", "tracking", "dry_run", "comparison")
 
 Series = tuple[np.ndarray, np.ndarray]  # (steps, values) of one metric of one run
 

@@ -64,6 +64,11 @@ class Home:
         return self._root / "runs"
 
     @property
+    def operators_dir(self) -> Path:
+        """Where operator processes (a model answering a seat) write their standard error, one log each."""
+        return self._root / "operators"
+
+    @property
     def sweeps_dir(self) -> Path:
         """Where each sweep keeps its spec and (by default) its study's SQLite file."""
         return self._root / "sweeps"

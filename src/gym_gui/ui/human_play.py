@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.envs import Action, EnvEntry, KeyBinding, env_entry
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
-from gym_gui.play.human import HumanSession, Outcome
+from gym_gui.play.seat import Outcome, Seat
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_view import EnvView
@@ -60,7 +60,7 @@ class _Op:
     kind: str  # "start", "step", "close"
     generation: int
     action: Any = None
-    session: HumanSession | None = None
+    session: Seat | None = None
 
 
 class HumanPlayWidget(QWidget):
@@ -71,7 +71,7 @@ class HumanPlayWidget(QWidget):
     discrete actions; the clipped sum of all held for continuous ones); with no key held they
     send ``entry.idle_action``, or wait when it is None (CartPole has no no-op).
 
-    Every episode is one :class:`HumanSession`, i.e. one ``human`` run in the daemon. Its calls
+    Every episode is one :class:`Seat`, i.e. one ``human`` run in the daemon. Its calls
     (start, step, close) run one at a time through ``link.call`` so the GUI thread never waits —
     not even for the end of an episode, when the session waits for the daemon to confirm
     storage. A key pressed when no episode is playing starts one.
@@ -86,7 +86,7 @@ class HumanPlayWidget(QWidget):
         self.link = link
         self.render_fps = render_fps
         self.entry: EnvEntry | None = None
-        self.session: HumanSession | None = None
+        self.session: Seat | None = None
         self.outcome: Outcome | None = None
         self.phase = IDLE
         self._generation = 0
@@ -404,8 +404,8 @@ class HumanPlayWidget(QWidget):
                 return
             env_id, seed, render_fps = entry.env_id, op.action, self.render_fps
 
-            def work(client: DaemonClient) -> tuple[HumanSession, Outcome]:
-                session = HumanSession(client, env_id, seed=seed, render_fps=render_fps)
+            def work(client: DaemonClient) -> tuple[Seat, Outcome]:
+                session = Seat(client, env_id, seed=seed, render_fps=render_fps)
                 try:
                     return session, session.start()
                 except BaseException:
@@ -459,7 +459,7 @@ class HumanPlayWidget(QWidget):
         finally:
             self._next()
 
-    def _started(self, op: _Op, result: tuple[HumanSession, Outcome]) -> None:
+    def _started(self, op: _Op, result: tuple[Seat, Outcome]) -> None:
         session, outcome = result
         if op.generation != self._generation:
             # Superseded while it started (another env, another Start): leave it at once.

@@ -1,0 +1,154 @@
+"""`gym-gui operators` (whatever can act, and whether it can act on an env) and `gym-gui arena`
+(an evaluation batch: every operator on the same seeds, headless, with its numbers)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Column, Table
+
+from gym_gui.cli.app import app, connect, console, err_console, open_home
+from gym_gui.core.errors import ConfigError
+from gym_gui.core.ids import validate_env_id
+from gym_gui.play.batch import DEFAULT_SLOTS, EpisodeResult, EvaluationBatch, OperatorResult
+from gym_gui.play.operators import Operators
+from gym_gui.play.seat import Seeds
+from gym_gui.workers import worker_catalog
+
+
+@app.command()
+def operators(
+    env: Annotated[
+        str | None,
+        typer.Option(help="Say for each operator whether it can act on this environment, and why not."),
+    ] = None,
+) -> None:
+    """Everything that can take the seat: the random baseline, a person, and every finished run whose
+    model can act (a CleanRL model, a Spade BDI Q-table, a language model's run), with what it acts on."""
+    if env is not None:
+        validate_env_id(env)
+    with connect() as client:
+        listing = Operators(open_home(), worker_catalog(), client.list_runs).listing(env)
+    columns: list[Column | str] = ["operator", "kind", Column("source run", overflow="fold"), "acts on"]
+    table = Table(*columns, *([f"on {env}"] if env else []))
+    for entry in listing:
+        card = entry.card
+        if card is None:
+            acts_on = "-"
+        else:
+            learned = f" (learned on {', '.join(card.env_ids)})" if card.env_ids else ""
+            acts_on = f"{card.observation} → {card.action}{learned}"
+        row = [
+            escape(entry.ref.text if card is None or not card.source_run else card.name),
+            card.kind if card else "-",
+            escape(card.source_run if card else entry.ref.run_id),
+            escape(acts_on),
+        ]
+        if env:
+            row.append("[green]usable[/]" if entry.usable else f"[red]no:[/] {escape(entry.problem)}")
+        elif card is None:
+            row[-1] = f"[red]{escape(entry.problem)}[/]"
+        table.add_row(*row)
+    console.print(table)
+
+
+@app.command()
+def arena(
+    operator_names: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="OPERATOR...",
+            help="Operators to compare: RUN, RUN:CHECKPOINT, random or llm:CONFIG.json (`gym-gui operators` lists them).",
+        ),
+    ],
+    env: Annotated[str, typer.Option(help="The environment every operator plays, e.g. FrozenLake-v1.")],
+    episodes: Annotated[int, typer.Option(min=1, max=1_000_000, help="Episodes per operator.")] = 100,
+    seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="The first episode's seed.")] = 0,
+    seeds: Annotated[
+        Seeds,
+        typer.Option(help="fixed: the same seed every episode; procedural: seed, seed+1, …"),
+    ] = Seeds.PROCEDURAL,
+    slots: Annotated[
+        int, typer.Option(min=1, max=256, help="Episodes each operator plays at once (one request for all).")
+    ] = DEFAULT_SLOTS,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Also write every episode's numbers to this JSON file.")
+    ] = None,
+) -> None:
+    """Play every operator on the same seed sequence, headless, each as a run of its own (grouped by
+    one comparison id), and print per operator its mean return with a 95 % confidence interval,
+    success rate and mean length."""
+    validate_env_id(env)
+    if json_file is not None and not json_file.parent.is_dir():
+        raise ConfigError(f"--json {json_file}: the directory {json_file.parent} does not exist")
+    home = open_home()
+    with connect() as client:
+        catalog = Operators(home, worker_catalog(), client.list_runs)
+        choices = [catalog.choose(name, env) for name in operator_names]
+
+        def progress(index: int, episode: EpisodeResult) -> None:
+            done = len(batch.results[index].episodes)
+            if done % max(1, episodes // 10) == 0 or done == episodes:
+                err_console.print(
+                    f"{escape(batch.results[index].name)}: {done}/{episodes} episodes", highlight=False
+                )
+
+        batch = EvaluationBatch(
+            client, choices, env, episodes, seed, seeds=seeds, slots=slots, on_episode=progress
+        )
+        results = batch.run()
+    console.print(_table(results, env, episodes, seed, seeds))
+    for result in results:
+        if result.run_id:
+            console.print(
+                f"{result.name}: run {result.run_id}", highlight=False, markup=False, soft_wrap=True
+            )
+    console.print(f"comparison {batch.comparison}", highlight=False, markup=False, soft_wrap=True)
+    if json_file is not None:
+        report = {
+            "env_id": env,
+            "episodes": episodes,
+            "seed": seed,
+            "seeds": seeds.value,
+            "comparison": batch.comparison,
+            "operators": [result.to_json() for result in results],
+        }
+        json_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    failed = [result for result in results if result.error]
+    if failed:
+        for result in failed:
+            err_console.print(f"error: {escape(result.operator)}: {escape(result.error)}", highlight=False)
+        raise typer.Exit(1)
+
+
+def _table(results: list[OperatorResult], env: str, episodes: int, seed: int, seeds: Seeds) -> Table:
+    fallbacks = any(result.fallbacks for result in results)
+    table = Table(
+        Column("operator", overflow="fold"),
+        Column("episodes", justify="right"),
+        Column("mean return ± 95 % CI", justify="right"),
+        Column("success", justify="right"),
+        Column("mean length", justify="right"),
+        *([Column("fallbacks", justify="right")] if fallbacks else []),
+        title=f"{env}: {episodes} episodes from seed {seed} ({seeds.value})",
+    )
+    for result in results:
+        rate = result.success_rate
+        row = [
+            escape(result.name),
+            str(len(result.episodes)),
+            "-" if not result.episodes else f"{result.mean_return:.4g} ± {_number(result.ci95)}",
+            "-" if rate is None else f"{rate:.1%}",
+            "-" if not result.episodes else f"{result.mean_length:.1f}",
+        ]
+        table.add_row(*row, *([str(result.fallbacks)] if fallbacks else []))
+    return table
+
+
+def _number(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value:.3g}"
