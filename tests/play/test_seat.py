@@ -84,3 +84,22 @@ def test_a_persons_own_seat_records_no_actor_and_seats_check_their_operator(
     assert [(s.actor, s.proposed_action) for s in steps] == [("", "")]
     with pytest.raises(ConfigError, match="a hybrid seat needs an operator"):
         Seat(client, "FrozenLake-v1", control=Control.HYBRID)
+
+
+def test_a_persons_seat_of_several_episodes_is_one_run_on_the_seed_sequence(client: DaemonClient) -> None:
+    # The Arena seats a person for its whole session: one run, as each operator's, seeds 3, 4.
+    seat = Seat(client, "FrozenLake-v1", seed=3, episodes=2, comparison="arena-test")
+    seat.start()
+    for episode in range(2):
+        if episode:
+            seat.next_episode()
+        while not seat.episode_over:
+            seat.step(0)
+    assert seat.finished
+    _, episodes = stored(client, seat.run_id)
+    assert [(e.episode, e.seed) for e in episodes] == [(0, 3), (1, 4)]
+    record = client.get_run(seat.run_id).record
+    assert (record.worker, record.state.value) == ("human", "COMPLETED")
+    assert RunDir(record.run_dir).read_config().comparison == "arena-test"
+    with pytest.raises(ConfigError, match="at least one episode, got 0"):
+        Seat(client, "FrozenLake-v1", episodes=0)

@@ -112,9 +112,11 @@ class _Episode:
 class Seat:
     """Plays ``env_id`` for a person, an operator or both, and records its episodes as one run.
 
-    A person alone (``choice`` None) plays one episode per run, a ``human`` run. With an operator the
-    run is an ``operator`` run of many episodes (:meth:`next_episode`) until :meth:`close`. Every call
-    may block (a model answering, the daemon storing): the window calls them off its GUI thread.
+    A person alone (``choice`` None) plays one episode per run, a ``human`` run, unless ``episodes``
+    asks for more (a person's pane in the Arena: one run for the session, as each operator's). With an
+    operator the run is an ``operator`` run of many episodes (:meth:`next_episode`) until :meth:`close`.
+    Every call may block (a model answering, the daemon storing): the window calls them off its GUI
+    thread.
     """
 
     def __init__(
@@ -128,7 +130,7 @@ class Seat:
         seeds: Seeds = Seeds.PROCEDURAL,
         render_fps: float = 15.0,
         comparison: str | None = None,
-        episodes: int = 1000,
+        episodes: int | None = None,  # default: 1 for a person, 1000 with an operator
         secret_env: dict[str, str] | None = None,
     ) -> None:
         if choice is None and control is not Control.HUMAN:
@@ -143,7 +145,9 @@ class Seat:
         self.seeds = seeds
         self.render_fps = render_fps
         self.comparison = comparison
-        self.episodes = 1 if choice is None else episodes
+        self.episodes = episodes if episodes is not None else 1 if choice is None else 1000
+        if self.episodes < 1:
+            raise ConfigError(f"a seat plays at least one episode, got {self.episodes}")
         self.secret_env = secret_env
         self.env = make_env(env_id, render_mode="rgb_array")
         self.render_kind = render.render_kind_of(self.env)
@@ -195,7 +199,7 @@ class Seat:
         return self._reset()
 
     def next_episode(self) -> Outcome:
-        """Start the run's next episode (an operator's seat), seeded by :attr:`seeds`."""
+        """Start the run's next episode (a seat of several episodes), seeded by :attr:`seeds`."""
         if self.finished or self._episode is not None:
             raise RuntimeError("the episode in play is not over, or the seat is closed")
         return self._reset()
@@ -280,9 +284,9 @@ class Seat:
         return outcome
 
     def close(self, reason: str = "") -> None:
-        """Leave: an operator's run that played whole episodes is COMPLETED, a run left in the middle
-        of its only episode is CANCELLED (what was played stays stored)."""
-        if self._episodes_played and self.choice is not None:
+        """Leave: a run of several episodes that played whole ones is COMPLETED, a run left in the
+        middle of its only episode is CANCELLED (what was played stays stored)."""
+        if self._episodes_played and (self.choice is not None or self.episodes > 1):
             self._finish(Phase.COMPLETED, reason or f"{self._episodes_played} episodes played")
         else:
             self._finish(Phase.CANCELLED, reason or "player left the episode")
@@ -359,8 +363,11 @@ class Seat:
             seed=episode.seed,
             info=encoding.dumps(info),
         )
-        if self.choice is None or self._episodes_played >= self.episodes:
-            self._finish(Phase.COMPLETED, "episode played" if self.choice is None else "every episode played")
+        if self._episodes_played >= self.episodes:
+            self._finish(
+                Phase.COMPLETED,
+                "every episode played" if self.episodes > 1 or self.choice else "episode played",
+            )
 
     def _finish(self, phase: Phase, message: str) -> None:
         if self.finished:
