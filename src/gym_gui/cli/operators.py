@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,14 @@ from rich.table import Column, Table
 from gym_gui.cli.app import app, connect, console, err_console, open_home
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.ids import validate_env_id
-from gym_gui.play.batch import DEFAULT_SLOTS, EpisodeResult, EvaluationBatch, OperatorResult
+from gym_gui.play.batch import (
+    DEFAULT_SLOTS,
+    SUMMARY_COLUMNS,
+    EpisodeResult,
+    EvaluationBatch,
+    OperatorResult,
+    summary_cells,
+)
 from gym_gui.play.operators import Operators
 from gym_gui.play.seat import Seeds
 from gym_gui.workers import worker_catalog
@@ -130,25 +136,11 @@ def _table(results: list[OperatorResult], env: str, episodes: int, seed: int, se
     fallbacks = any(result.fallbacks for result in results)
     table = Table(
         Column("operator", overflow="fold"),
-        Column("episodes", justify="right"),
-        Column("mean return ± 95 % CI", justify="right"),
-        Column("success", justify="right"),
-        Column("mean length", justify="right"),
+        *(Column(title, justify="right") for title in SUMMARY_COLUMNS),
         *([Column("fallbacks", justify="right")] if fallbacks else []),
         title=f"{env}: {episodes} episodes from seed {seed} ({seeds.value})",
     )
     for result in results:
-        rate = result.success_rate
-        row = [
-            escape(result.name),
-            str(len(result.episodes)),
-            "-" if not result.episodes else f"{result.mean_return:.4g} ± {_number(result.ci95)}",
-            "-" if rate is None else f"{rate:.1%}",
-            "-" if not result.episodes else f"{result.mean_length:.1f}",
-        ]
+        row = [escape(result.name), *summary_cells(result)]
         table.add_row(*row, *([str(result.fallbacks)] if fallbacks else []))
     return table
-
-
-def _number(value: float) -> str:
-    return "-" if not math.isfinite(value) else f"{value:.3g}"

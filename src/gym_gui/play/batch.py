@@ -119,6 +119,23 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+SUMMARY_COLUMNS = ("episodes", "mean return ± 95 % CI", "success", "mean length")
+
+
+def summary_cells(result: OperatorResult) -> tuple[str, str, str, str]:
+    """An operator's numbers as `gym-gui arena` prints them and the window's batch table shows them,
+    one text per :data:`SUMMARY_COLUMNS` ("-" where there is nothing to say)."""
+    rate = result.success_rate
+    played = bool(result.episodes)
+    ci95 = result.ci95
+    return (
+        str(len(result.episodes)),
+        f"{result.mean_return:.4g} ± {f'{ci95:.3g}' if math.isfinite(ci95) else '-'}" if played else "-",
+        "-" if rate is None else f"{rate:.1%}",
+        f"{result.mean_length:.1f}" if played else "-",
+    )
+
+
 def new_comparison_id(prefix: str) -> str:
     """A fresh comparison id: what it compares, when, and a few random letters."""
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
