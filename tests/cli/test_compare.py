@@ -110,6 +110,26 @@ def test_no_smoothing_compares_the_raw_points(runs: Runs) -> None:
     assert _row(raw.stdout, seeds[0]).split("│")[-2] != _row(smoothed.stdout, seeds[0]).split("│")[-2]
 
 
+def test_runs_compare_their_stored_episodes_by_episode_number(runs: Runs) -> None:
+    # What a person's or an operator's runs (which log no metric) compare by: each stored episode's return.
+    home, seeds = runs.home, runs.seeds
+    result = gym_gui(
+        "compare", *seeds, "--metric", "episodes/total_reward", "--smoothing", "0", home=home.root
+    )
+    assert result.returncode == 0, result.stderr
+    totals = []
+    for run_id in seeds:
+        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+        try:
+            totals.append(reader.episodes()[-1].total_reward)
+        finally:
+            reader.close()
+    row = _row(result.stdout, seeds[0]).split("│")
+    # The last episode (29) is the last step all three reached; its mean ± std over the seeds.
+    assert row[-3].strip() == "29"
+    assert row[-2].strip() == f"{np.mean(totals):.4g} ± {np.std(totals):.4g}"
+
+
 def test_bad_input_is_one_line(runs: Runs, tmp_path: Path) -> None:
     root, seeds, dry = runs.home.root, runs.seeds, runs.dry
     assert_one_line_error(

@@ -44,7 +44,10 @@ def compare(
         str,
         typer.Option(
             metavar="TAG",
-            help="The metric, e.g. charts/episodic_return (`gym-gui show RUN` lists a run's metrics).",
+            help=(
+                "The metric, e.g. charts/episodic_return (`gym-gui show RUN` lists a run's metrics), or "
+                "episodes/total_reward: the stored episodes' returns by episode number."
+            ),
         ),
     ],
     smoothing: Annotated[

@@ -25,6 +25,11 @@ IGNORED_FOR_GROUPING = ("seed", "notes", "tracking", "dry_run", "comparison")
 
 Series = tuple[np.ndarray, np.ndarray]  # (steps, values) of one metric of one run
 
+# Not a metric a worker logs: the stored episodes' total rewards by episode number, offered for every run
+# that stores episodes, so runs that log no metric (a person's, an operator's) compare too: an arena's
+# runs played the same seeds episode by episode.
+EPISODE_TOTALS = "episodes/total_reward"
+
 
 @dataclass(frozen=True)
 class ComparedRun:
@@ -53,6 +58,8 @@ def load_runs(runs: Iterable[RunRecord]) -> list[ComparedRun]:
             reader = TelemetryReader(files.telemetry_path)
             try:
                 tags = reader.metric_tags()
+                if reader.episode_count():
+                    tags = sorted({*tags, EPISODE_TOTALS})
             finally:
                 reader.close()
         try:
@@ -73,7 +80,8 @@ def common_tags(runs: Iterable[ComparedRun]) -> list[str]:
 
 
 def load_series(runs: Iterable[ComparedRun], tag: str) -> dict[str, Series]:
-    """The points of metric ``tag`` of each run that stores telemetry, by run id (blocking)."""
+    """The points of metric ``tag`` of each run that stores telemetry, by run id (blocking); for
+    :data:`EPISODE_TOTALS`, each stored episode's total reward at its episode number."""
     series = {}
     for run in runs:
         files = RunDir(run.info.run_dir)
@@ -81,14 +89,43 @@ def load_series(runs: Iterable[ComparedRun], tag: str) -> dict[str, Series]:
             continue
         reader = TelemetryReader(files.telemetry_path)
         try:
-            points = reader.metrics(tag)
+            series[run.info.run_id] = (
+                _episode_totals(reader) if tag == EPISODE_TOTALS else _points(reader, tag)
+            )
         finally:
             reader.close()
-        series[run.info.run_id] = (
-            np.fromiter((p.step for p in points), dtype=np.float64, count=len(points)),
-            np.fromiter((p.value for p in points), dtype=np.float64, count=len(points)),
-        )
     return series
+
+
+def _points(reader: TelemetryReader, tag: str) -> Series:
+    points = reader.metrics(tag)
+    return (
+        np.fromiter((p.step for p in points), dtype=np.float64, count=len(points)),
+        np.fromiter((p.value for p in points), dtype=np.float64, count=len(points)),
+    )
+
+
+def _episode_totals(reader: TelemetryReader) -> Series:
+    episodes = reader.episodes()
+    return (
+        np.fromiter((e.episode for e in episodes), dtype=np.float64, count=len(episodes)),
+        np.fromiter((e.total_reward for e in episodes), dtype=np.float64, count=len(episodes)),
+    )
+
+
+def runs_of_comparison(runs: Iterable[RunRecord], comparison: str) -> list[RunRecord]:
+    """The runs among ``runs`` whose stored config is one side of ``comparison`` (an arena session, an
+    evaluation batch), in the order given (blocking: reads each run's config)."""
+    found = []
+    for info in runs:
+        if not info.run_dir:
+            continue
+        try:
+            if RunDir(info.run_dir).read_config().comparison == comparison:
+                found.append(info)
+        except StorageError:
+            continue  # a run without a readable config is no side of anything
+    return found
 
 
 def group_by_experiment(runs: Iterable[ComparedRun], run_ids: Iterable[str]) -> list[list[ComparedRun]]:

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from gym_gui.core.curves import Band, ema, mean_std_band
 from gym_gui.core.records import RunRecord
 from gym_gui.storage.comparison import (
+    EPISODE_TOTALS,
     ComparedRun,
     Series,
     common_tags,
@@ -104,7 +105,9 @@ class CompareView(QWidget):
         self.tag.blockSignals(True)
         self.tag.addItems(tags)
         returns = worker_catalog().return_metric(loaded[0].info.worker)
-        self.tag.setCurrentText(returns if returns in tags else tags[0])
+        # Runs that log no return metric (a person's, an operator's) compare their stored episodes.
+        fallback = EPISODE_TOTALS if EPISODE_TOTALS in tags else tags[0]
+        self.tag.setCurrentText(returns if returns in tags else fallback)
         self.tag.blockSignals(False)
         self._tag_chosen(self.tag.currentText())
 
@@ -126,6 +129,7 @@ class CompareView(QWidget):
         if generation != self._generation:
             return
         self._series = series
+        self.plot.setLabel("bottom", "episode" if self.tag.currentText() == EPISODE_TOTALS else "step")
         self._draw()
 
     # ------------------------------------------------------------ drawing
