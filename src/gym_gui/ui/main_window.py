@@ -21,7 +21,10 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.comparison import runs_of_comparison
 from gym_gui.storage.home import Home
+from gym_gui.ui.arena.view import ArenaView
+from gym_gui.ui.background import Background
 from gym_gui.ui.capabilities import offers_trained_model
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
@@ -45,6 +48,7 @@ log = logging.getLogger(__name__)
 SHORTCUTS = (
     ("Ctrl+Return", "Start a run from the selected worker's form"),
     ("Ctrl+Shift+Return", "Start a sweep (the sweep form)"),
+    ("Ctrl+Shift+A", "The Arena: operators side by side on shared seeds, evaluation batches"),
     ("Ctrl+.", "Cancel the selected run"),
     ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
     ("Ctrl+H", "Human play"),
@@ -116,6 +120,7 @@ FIRST_ENV = "FrozenLake-v1"
 # The left dock's width on a first start: a run's form is the main thing there, so it starts wide; the
 # user widens or narrows it, and the next window opens as it was left (Settings: the window's state).
 CONTROL_WIDTH = 480
+ARENA_WIDTH = 900  # the Arena's dock on first showing: room for its panes side by side
 
 
 class MainWindow(QMainWindow):
@@ -177,6 +182,10 @@ class MainWindow(QMainWindow):
         # The checkpoint browser: a dock beside the runs it reads, like Compare, shown from View.
         self.models = ModelBrowser(link, self._all_runs)
         self.models_dock = self._side_dock("Saved models", "modelsDock", self.models)
+        # The Arena: operators side by side and evaluation batches, a wide dock shown from Run.
+        self.arena = ArenaView(link)
+        self.arena_dock = self._side_dock("Arena", "arenaDock", self.arena)
+        self._reads = Background(self, workers=1, name="window-reads")
 
         self._pending_select: str | None = None
         self.attach_dialog: AttachStudyDialog | None = None
@@ -220,6 +229,8 @@ class MainWindow(QMainWindow):
         self.run_view.run_requested.connect(self.show_run_in_table)
         self.run_view.train_requested.connect(self.train_with)
         self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
+        self.arena.comparison_requested.connect(self.open_comparison)
+        self.runs.comparison_requested.connect(self.open_comparison)
 
     def _menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -239,7 +250,10 @@ class MainWindow(QMainWindow):
         sweep = QAction("Start sweep…", self)
         sweep.setShortcut(QKeySequence("Ctrl+Shift+Return"))
         sweep.triggered.connect(self.start_sweep)
-        for action in (start, sweep, cancel, human):
+        arena = QAction("Arena…", self)
+        arena.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        arena.triggered.connect(self.show_arena)
+        for action in (start, sweep, cancel, human, arena):
             run_menu.addAction(action)
         view_menu = self.menuBar().addMenu("&View")
         for index in range(9):
@@ -248,7 +262,7 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, i=index: self.run_view.tabs.setCurrentIndex(i))
             view_menu.addAction(action)
         view_menu.addSeparator()
-        for dock in (self.control_dock, self.runs_dock, self.compare_dock, self.models_dock):
+        for dock in (self.control_dock, self.runs_dock, self.compare_dock, self.models_dock, self.arena_dock):
             view_menu.addAction(dock.toggleViewAction())  # a closed dock comes back from here
         self.models_action = QAction("Browse saved models", self)
         self.models_action.setShortcut(QKeySequence("Ctrl+M"))
@@ -313,6 +327,43 @@ class MainWindow(QMainWindow):
             self.models.refresh()
         self.models_dock.show()
         self.models_dock.raise_()
+
+    def show_arena(self) -> ArenaView:
+        """Run ▸ Arena…: the Arena's dock in front, wide enough for its panes."""
+        first = not self.arena_dock.isVisible()
+        self.arena_dock.show()
+        self.arena_dock.raise_()
+        if first:
+            self.resizeDocks([self.arena_dock], [ARENA_WIDTH], Qt.Orientation.Horizontal)
+        return self.arena
+
+    def open_comparison(self, comparison: str) -> None:
+        """Select every run of ``comparison`` (an arena session, a batch) in the runs table: Compare
+        overlays them, the first one's Replay tab opens (each other's is a click away)."""
+        if not comparison:
+            return
+        runs = self._all_runs()
+
+        def found(members: list[RunRecord]) -> None:
+            if not members:
+                self.statusBar().showMessage(
+                    f"no run of comparison {comparison} is in the runs table", 10_000
+                )
+                return
+            self.runs.select([run.run_id for run in members])
+            self.select_run(members[0].run_id)
+            tabs = self.run_view.tabs
+            replay = next((i for i in range(tabs.count()) if tabs.tabText(i) == "Replay"), -1)
+            if replay >= 0:
+                tabs.setCurrentIndex(replay)
+            self.statusBar().showMessage(f"comparison {comparison}: {len(members)} runs", 10_000)
+
+        self._reads.run(
+            lambda: runs_of_comparison(runs, comparison),
+            found,
+            lambda message: self.statusBar().showMessage(f"comparison {comparison}: {message}", 10_000),
+            name="comparison runs",
+        )
 
     def _all_runs(self) -> list[RunRecord]:
         """Every run the runs table holds (the window's one store of runs)."""
@@ -473,5 +524,6 @@ class MainWindow(QMainWindow):
         for dock in list(self.study_docks):
             dock.study.stop()
         self.human_play.close_session()
+        self.arena.stop()
         self.link.close()
         super().closeEvent(event)

@@ -53,6 +53,7 @@ class RunActions(QWidget):
 
     exported = Signal(str, str)  # run id, archive path
     message = Signal(str)  # the outcome of the last action, for a status bar
+    comparison_requested = Signal(str)  # a comparison id (an arena session's, a batch's): open its runs
 
     def __init__(self, link: DaemonLink, model: RunsModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -125,6 +126,10 @@ class RunActions(QWidget):
     def current_run_id(self) -> str | None:
         raise NotImplementedError
 
+    def comparison_of(self, run_id: str) -> str:
+        """The comparison the run is one side of, "" for none (or not known yet)."""
+        raise NotImplementedError
+
     def _run_updated(self, info: RunRecord) -> None:
         raise NotImplementedError
 
@@ -166,6 +171,13 @@ class RunActions(QWidget):
             action.setEnabled(button.isEnabled())
             action.setToolTip(button.toolTip())
             action.triggered.connect(button.click)
+        selected = self.selected_run_ids()
+        comparison = self.comparison_of(selected[0]) if len(selected) == 1 else ""
+        if comparison:
+            menu.addSeparator()
+            action = menu.addAction("Open its comparison")
+            action.setToolTip(f"Select every run of comparison {comparison}: Compare and Replay open them")
+            action.triggered.connect(lambda: self.comparison_requested.emit(comparison))
         menu.setToolTipsVisible(True)
         return menu
 

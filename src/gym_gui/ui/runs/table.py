@@ -3,6 +3,7 @@ from the daemon, with the row actions of :class:`RunActions` above it."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,16 @@ def _latest_metric(path: Path, tag: str, since_step: int | None) -> tuple[int, f
     return (points[-1].step, points[-1].value) if points else None
 
 
+def _comparison(config_json: str) -> str:
+    """The comparison id a run's config (as GetRun gives it) names, "" for none."""
+    try:
+        config = json.loads(config_json or "{}")
+    except ValueError:
+        return ""
+    comparison = config.get("comparison") if isinstance(config, dict) else None
+    return comparison if isinstance(comparison, str) else ""
+
+
 class RunsTable(RunActions):
     """Every run of the home, current through the link's WatchRuns stream.
 
@@ -88,6 +99,7 @@ class RunsTable(RunActions):
         self.proxy.setSourceModel(self.model)
         self._in_flight: set[str] = set()
         self._warning = ""
+        self._comparisons: dict[str, str] = {}  # run id → its config's comparison id, from GetRun
 
         self.view = QTableView()
         self.view.setObjectName("runsTable")
@@ -164,6 +176,7 @@ class RunsTable(RunActions):
         self.run_updated.emit(info)
 
     def _run_removed(self, run_id: str) -> None:
+        self._comparisons.pop(run_id, None)
         self.model.remove(run_id)
         self._update_buttons()
         self._update_warning()
@@ -212,6 +225,7 @@ class RunsTable(RunActions):
 
         def done(result: tuple[RunDetail, tuple[int, float] | None]) -> None:
             self._in_flight.discard(run_id)
+            self._comparisons[run_id] = _comparison(result[0].config_json)
             self.model.set_figures(run_id, *result)
             self._update_warning()
 
@@ -233,6 +247,9 @@ class RunsTable(RunActions):
 
     def info(self, run_id: str) -> RunRecord | None:
         return self.model.info(run_id)
+
+    def comparison_of(self, run_id: str) -> str:
+        return self._comparisons.get(run_id, "")
 
     def state_of(self, run_id: str) -> RunState | None:
         info = self.model.info(run_id)
