@@ -13,7 +13,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-scale screenshots proto clean
+.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-arena bench-scale screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -93,6 +93,9 @@ bench-llm: install
 
 bench-sweep: install bundles
 	$(BIN)/python bench/sweep_overhead.py
+
+bench-arena: install bundles
+	$(BIN)/python bench/arena.py
 
 bench-scale: install
 	$(BIN)/python bench/scale.py
