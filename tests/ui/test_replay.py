@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 from gym_gui_sdk.render import decode_payload
-from gym_gui_sdk.worker import WorkerSession
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
@@ -23,6 +22,7 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.actor_strip import ACTOR_COLOURS
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.replay_model import WINDOW
+from tests.support import publish_acted_run
 from tests.ui.test_human_play import play_frozenlake_episode, wait_for_state
 
 
@@ -168,35 +168,9 @@ def test_seeking_a_200k_step_episode_is_immediate(
 def test_the_timeline_colours_each_step_by_who_acted(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient
 ) -> None:
-    config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 2}})
-    record, token = client.submit(config)
-    session = WorkerSession(client.info.address, record.run_id, token)
-    session.start()
-    session.started("none")
     # Episode 0: the operator plays 10 steps, a person takes over for 5 (overriding action 0), the
     # operator plays the last 5. Episode 1: steps that do not say who acted.
-    acts = "o" * 10 + "h" * 5 + "o" * 5
-    for step, c in enumerate(acts):
-        human = c == "h"
-        session.step(
-            0,
-            step,
-            0.0,
-            step == 19,
-            False,
-            "1",
-            "0",
-            actor="human" if human else "operator",
-            proposed_action="0" if human else "",
-        )
-    session.episode(0, steps=20, total_reward=0.0, terminated=True, truncated=False, started_at=0.0)
-    for step in range(5):
-        session.step(1, step, 0.0, step == 4, False, "1", "0")
-    session.episode(1, steps=5, total_reward=0.0, terminated=True, truncated=False, started_at=1.0)
-    session.finish()
-    final = client.wait_for_end(record.run_id, timeout=60)
-    assert final.state is RunState.COMPLETED, final.reason
-
+    final = publish_acted_run(client, "o" * 10 + "h" * 5 + "o" * 5, "-" * 5)
     tab = make_tab(qtbot, link, final)
     qtbot.waitUntil(lambda: tab.episode == 0 and tab.actor_strip.isVisible(), timeout=5_000)
     strip = tab.actor_strip
