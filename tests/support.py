@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import read_daemon_file
@@ -126,6 +127,35 @@ def run_record(run_id: str, state: RunState, **fields: Any) -> RunRecord:
         "created_at": 0.0,
     }
     return RunRecord(run_id=run_id, state=state, **{**defaults, **fields})
+
+
+# The letters of publish_acted_run's episodes: who acted at a step ("": the step does not say).
+ACTED = {"o": "operator", "h": "human", "-": ""}
+
+
+def publish_acted_run(client: DaemonClient, *episodes: str) -> RunRecord:
+    """A run published by a hand-built session (of the human kind), one episode per string and a step
+    per letter of :data:`ACTED`: ``o`` the operator acted, ``h`` a person did (overriding the
+    operator's proposed action ``0``), ``-`` the step does not say. Returns its record once COMPLETED."""
+    config = parse_run_config(
+        {"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": len(episodes)}}
+    )
+    record, token = client.submit(config)
+    session = WorkerSession(client.info.address, record.run_id, token)
+    session.start()
+    session.started("none")
+    for episode, letters in enumerate(episodes):
+        for step, letter in enumerate(letters):
+            last = step == len(letters) - 1
+            proposed = "0" if letter == "h" else ""
+            session.step(
+                episode, step, 0.0, last, False, "1", "0", actor=ACTED[letter], proposed_action=proposed
+            )
+        session.episode(episode, len(letters), 0.0, True, False, started_at=float(episode))
+    session.finish()
+    final = client.wait_for_end(record.run_id, timeout=60)
+    assert final.state is RunState.COMPLETED, final.reason
+    return final
 
 
 def stop_daemon(client: DaemonClient) -> None:
