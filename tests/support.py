@@ -9,11 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from gym_gui_sdk.operator import OperatorProcess
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import read_daemon_file
@@ -25,6 +26,8 @@ from gym_gui.daemon.server import DaemonServer
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.workers import OperatorPlan
+from gym_gui.workers.process_env import worker_base_env
 
 T = TypeVar("T")
 
@@ -247,3 +250,13 @@ def non_loopback_ipv4() -> str:
             if not address.startswith("127."):
                 return address
     raise AssertionError("this machine has no IPv4 address beyond loopback to listen on")
+
+
+def start_operator(
+    plan: OperatorPlan, log_path: Path, secret_env: Mapping[str, str] | None = None
+) -> OperatorProcess:
+    """A kind's operator process started from its plan as gym_gui starts one: the base environment,
+    the plan's variables and the secrets it names (taken from ``secret_env``)."""
+    given = secret_env or {}
+    secrets = {name: given[name] for name in plan.secrets if name in given}
+    return OperatorProcess(plan.argv, worker_base_env({}) | plan.env | secrets, log_path, name=plan.card.name)
