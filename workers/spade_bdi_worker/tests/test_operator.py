@@ -49,7 +49,7 @@ def table_path(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def launcher(spade_bundle: None) -> SpadeBDILauncher:
     bundles = worker_catalog().bundle_directory(Path(SHARED_BUNDLES))
     return SpadeBDILauncher(LaunchContext(Home(), bundles))
