@@ -9,11 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from gym_gui_sdk.operator import Operator
 from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import RunConfig, parse_run_config
@@ -23,9 +24,11 @@ from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.daemon.live import SupervisorSettings
 from gym_gui.daemon.server import DaemonServer
+from gym_gui.play.operators import OperatorChoice, OperatorRef
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.workers import OperatorPlan
 
 T = TypeVar("T")
 
@@ -277,3 +280,12 @@ def non_loopback_ipv4() -> str:
             if not address.startswith("127."):
                 return address
     raise AssertionError("this machine has no IPv4 address beyond loopback to listen on")
+
+
+def start_operator(
+    plan: OperatorPlan, log_dir: Path, secret_env: Mapping[str, str] | None = None
+) -> Operator:
+    """A kind's operator process started from its plan as gym_gui starts one (``OperatorChoice.start``:
+    the base environment, the plan's variables and only the secrets it names, from ``secret_env``)."""
+    choice = OperatorChoice(OperatorRef(plan.card.source_run or plan.card.name), plan.card, plan, log_dir)
+    return choice.start(None, secret_env=dict(secret_env or {}))
