@@ -36,4 +36,6 @@ def operator_card(params: LLMParams, text: EnvText, source_run: str = "") -> Ope
         env_ids=(text.env_id,),
         inputs=tuple(inputs),
         deterministic=params.temperature == 0 and params.response_cache,
+        # Its prompt describes this env: another with the same actions would be misdescribed.
+        env_bound=True,
     )
