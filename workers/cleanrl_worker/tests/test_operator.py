@@ -216,12 +216,27 @@ def test_a_file_that_is_no_model_is_refused_with_the_loaders_message(
 
 
 def test_the_plugins_card_says_what_the_model_acts_on_without_starting_it(
-    cleanrl_daemon: tuple[DaemonClient, Home], runs: dict[str, str]
+    cleanrl_daemon: tuple[DaemonClient, Home], runs: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from gym_gui_cleanrl_worker import interpreter
+
     client, home = cleanrl_daemon
     launcher = _launcher(home)
     source = _source(home, runs["ppo"])
+    asked: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counted(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        asked.append(list(args))  # the bundle's interpreter still answers: this only counts
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(interpreter.subprocess, "run", counted)
     plan = launcher.operator(source)
+    # One question to the bundle's env table, kept for the next card of a model on the same env.
+    assert [args[1:] for args in asked] == [
+        ["-m", "gym_gui_cleanrl_worker.describe", "--algo", "ppo", "--spaces", "CartPole-v1"]
+    ]
+    assert launcher.operator(source) == plan and len(asked) == 1
     assert _processes_mentioning(str(source.model)) == []
     assert plan.card == OperatorCard(
         name="ppo",
