@@ -11,7 +11,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gym_gui_sdk.operator import OperatorCard, OperatorProcess, OperatorRefused, SpaceSpec, Turn
+from gym_gui_sdk.operator import (
+    OperatorCard,
+    OperatorError,
+    OperatorProcess,
+    OperatorRefused,
+    SpaceSpec,
+    Turn,
+)
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.errors import ConfigError
@@ -133,6 +140,13 @@ def test_a_ppo_model_plays_cartpole_in_gym_guis_env_as_its_policy_does_two_episo
         assert (card.observation, card.action) == (SpaceSpec("Box", shape=(4,)), SpaceSpec("Discrete", n=2))
         assert card.deterministic
         episodes = _play(operator, "CartPole-v1", [SEED, SEED + 1])
+        # An observation the network cannot take is refused in words, and the operator goes on.
+        with pytest.raises(OperatorError) as refused:
+            operator.act([Turn(0, [0.1, 0.2])])
+        assert str(refused.value) == (
+            "ppo: ppo on CartPole-v1 expects Box(4,) observations; it was given an observation of shape (2,)"
+        )
+        assert operator.act([Turn(0, episodes[0]["observations"][0])])[0].action == episodes[0]["actions"][0]
     finally:
         operator.close()
     assert all(isinstance(action, int) for episode in episodes for action in episode["actions"])

@@ -18,7 +18,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from gym_gui_sdk.operator import Decision, OperatorCard, OperatorRefused, SpaceSpec, Turn, serve
+from gym_gui_sdk.operator import (
+    Decision,
+    OperatorCard,
+    OperatorError,
+    OperatorRefused,
+    SpaceSpec,
+    Turn,
+    serve,
+)
 
 from gym_gui_cleanrl_worker.evaluate import Policy, load_policy
 from gym_gui_cleanrl_worker.model_file import ModelError
@@ -119,8 +127,17 @@ class PolicyOperator:
         """Nothing to seed: the policy draws no random numbers."""
 
     def act(self, turns: Sequence[Turn]) -> list[Decision]:
-        batch = self._observe(np.stack([np.asarray(turn.observation, dtype=np.float32) for turn in turns]))
-        actions = self.policy.act_batch(batch)
+        """The policy's actions for the turns' observations, in one forward pass.
+
+        Raises:
+            OperatorError: an observation is not of the card's shape (the network would fail on it).
+        """
+        batch = np.stack([np.asarray(turn.observation, dtype=np.float32) for turn in turns])
+        expected = self.card.observation
+        if expected.kind == "Box" and batch.shape[1:] != expected.shape:
+            got = f"an observation of shape {batch.shape[1:]}"
+            raise OperatorError(f"{self.card.title} expects {expected} observations; it was given {got}")
+        actions = self.policy.act_batch(self._observe(batch))
         # Discrete actions are ints already; a Box action goes out as a list of floats.
         return [Decision(a if isinstance(a, int) else np.asarray(self._taken(a)).tolist()) for a in actions]
 
