@@ -15,8 +15,8 @@ procedural seeds from 0.
   starting that interpreter until it exits.
 
 Printed: each side's steps and seconds, whether both sides played the same episodes, the CleanRL
-policy's own time per step (median of single-observation ``act`` calls, in its interpreter) against
-its 2 ms budget, and last the ratio plain ÷ gym_gui (goal ≥ 0.8).
+policy's own time per step (``bench/operator_policy.py``'s measure: single observations, in its
+interpreter) against its 2 ms budget and a plain torch forward, and last the ratio plain ÷ gym_gui (goal ≥ 0.8).
 
     .venv/bin/python bench/arena.py [--episodes 200] [--ppo-steps 20000] [--bdi-episodes 3000] [--keep]
 """
@@ -38,6 +38,7 @@ import gymnasium as gym
 import numpy as np
 from _daemon import fresh_home, release  # bench/ is on sys.path when a bench runs as a script
 from cleanrl_overhead import BenchError, find_bundles, worker_env
+from operator_policy import measure
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
@@ -55,7 +56,7 @@ FROZENLAKE = "FrozenLake-v1"
 
 PLAIN_PPO = textwrap.dedent(
     """
-    import json, statistics, sys, time
+    import json, sys
     import gymnasium as gym
     from gym_gui_cleanrl_worker.evaluate import load_policy
 
@@ -72,14 +73,7 @@ PLAIN_PPO = textwrap.dedent(
             steps += 1
             done = terminated or truncated
         returns.append(total)
-    # The policy's own time per step: single observations, as a seat asks.
-    obs, _ = env.reset(seed=0)
-    times = []
-    for _ in range(2000):
-        start = time.perf_counter()
-        policy.act(obs)
-        times.append(time.perf_counter() - start)
-    print(json.dumps({"steps": steps, "returns": returns, "act_ms": 1000 * statistics.median(times)}))
+    print(json.dumps({"steps": steps, "returns": returns}))
     """
 )
 
@@ -129,7 +123,7 @@ def plain_q_table(path: Path, env_id: str, episodes: int) -> tuple[int, list[flo
     return steps, returns
 
 
-def plain_ppo(python: Path, model: Path, episodes: int) -> tuple[int, list[float], float]:
+def plain_ppo(python: Path, model: Path, episodes: int) -> tuple[int, list[float]]:
     done = subprocess.run(
         [str(python), "-c", PLAIN_PPO, str(model), CARTPOLE, str(episodes)],
         capture_output=True,
@@ -141,7 +135,7 @@ def plain_ppo(python: Path, model: Path, episodes: int) -> tuple[int, list[float
     if done.returncode != 0:
         raise BenchError(f"the plain PPO loop failed: {done.stderr.strip().splitlines()[-1:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return int(result["steps"]), list(result["returns"]), float(result["act_ms"])
+    return int(result["steps"]), list(result["returns"])
 
 
 def model_file(home: Home, run_id: str) -> Path:
@@ -211,13 +205,13 @@ def main(argv: list[str] | None = None) -> int:
 
         start = time.perf_counter()
         random_steps, random_returns = plain_random(CARTPOLE, episodes)
-        ppo_steps, ppo_returns, act_ms = plain_ppo(
-            worker_catalog().bundle_directory(bundles).python("cleanrl"), model_file(home, ppo), episodes
-        )
+        python = worker_catalog().bundle_directory(bundles).python("cleanrl")
+        ppo_steps, ppo_returns = plain_ppo(python, model_file(home, ppo), episodes)
         again_steps, _ = plain_random(CARTPOLE, episodes)
         q_steps, q_returns = plain_q_table(model_file(home, table), FROZENLAKE, episodes)
         plain = time.perf_counter() - start
         plain_steps = [random_steps, ppo_steps, again_steps, q_steps]
+        policy = measure(str(python), str(model_file(home, ppo)), 3000)
     finally:
         release(client, root, options.keep)
 
@@ -237,8 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"plain loops:     {sum(plain_steps)} steps in {plain:.2f} s ({sum(plain_steps) / plain:,.0f} steps/s)"
     )
+    act_ms, forward_ms = policy["ours_ns"] / 1e6, policy["reference_ns"] / 1e6
     print(
-        f"CleanRL PPO MLP policy's own time per step: {act_ms:.3f} ms = {act_ms / POLICY_BUDGET_MS:.2f} of the {POLICY_BUDGET_MS:g} ms budget"
+        f"CleanRL PPO MLP policy's own time per step: {act_ms * 1000:.1f} µs = {act_ms / POLICY_BUDGET_MS:.3f} "
+        f"of the {POLICY_BUDGET_MS:g} ms budget, {act_ms / forward_ms:.2f}x a plain torch forward"
     )
     ratio = (sum(gym_steps) / through) / (sum(plain_steps) / plain)
     print(f"batch ÷ plain (steps/s): {ratio:.3f} (goal ≥ {GOAL})")
