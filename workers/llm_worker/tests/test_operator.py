@@ -205,7 +205,8 @@ def test_what_cannot_be_an_operator_is_refused_naming_why(
 ) -> None:
     with ChatServer(fixed(0), models=("another-model",)) as server:
         with pytest.raises(
-            OperatorRefused, match=rf"^{MODEL}: model '{MODEL}' is not served at .*it serves: another-model$"
+            OperatorRefused,
+            match=rf"^{MODEL} on FrozenLake-v1: model '{MODEL}' is not served at .*it serves: another-model$",
         ):
             start(started, plan_of(launcher, server.url), tmp_path)
         with pytest.raises(ConfigError, match=r"field 'params\.temperature'"):

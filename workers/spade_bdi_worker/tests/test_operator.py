@@ -163,7 +163,7 @@ def test_a_damaged_table_is_refused_by_the_plugin_and_by_the_process_naming_it(
     expected = rf"Q-table {table_path} is corrupt: its table does not match its sha256"
     with pytest.raises(ConfigError, match=expected):
         plan_of(launcher, table_path)
-    with pytest.raises(OperatorRefused, match=rf"^q-table: {expected}"):
+    with pytest.raises(OperatorRefused, match=rf"^q-table on FrozenLake-v1: {expected}"):
         start_operator(plan, tmp_path)
     with pytest.raises(ConfigError, match="run bdi-run-1 has no Q-table to play"):
         launcher.operator(OperatorSource("bdi-run-1", bdi_config(), None))

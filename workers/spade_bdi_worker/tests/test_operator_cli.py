@@ -26,8 +26,11 @@ def test_a_q_table_run_is_an_operator_and_a_mismatch_is_refused_before_anything_
     listed = gym_gui("operators", "--env", "CartPole-v1", home=home.root)
     assert listed.returncode == 0, listed.stderr
     line = next(line for line in listed.stdout.splitlines() if run in line)
-    assert "Discrete(16) → Discrete(4)" in line
-    assert "q-table on FrozenLake-v1 expects Discrete(16) observations; CartPole-v1 gives Box(4,)" in line
+    assert "Discrete(16) → Discrete(4)" in line and "no (1)" in line
+    assert (
+        "(1) q-table on FrozenLake-v1 expects Discrete(16) observations; CartPole-v1 gives Box(4,)"
+        in listed.stdout
+    )
 
     before = len(client.list_runs())
     assert_one_line_error(
