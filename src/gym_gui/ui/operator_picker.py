@@ -49,9 +49,9 @@ class OperatorPicker(QWidget):
         group.setExclusive(True)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for mode in Control:
-            button = QPushButton(CONTROL_TITLES[mode])
-            button.setObjectName(f"control{CONTROL_TITLES[mode]}")
+        for mode, title in CONTROL_TITLES.items():
+            button = QPushButton(title)
+            button.setObjectName(f"control{title}")
             button.setCheckable(True)
             # The switch must not take the keyboard from the game.
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)

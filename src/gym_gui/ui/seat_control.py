@@ -23,6 +23,7 @@ TAKEOVER_KEY = "T"
 # The most steps a second the view plays, whatever the env's own rate.
 MAX_RATE = 60.0
 
+# The switch, in its order.
 CONTROL_TITLES = {Control.HUMAN: "Human", Control.HYBRID: "Hybrid", Control.AGENT: "Agent"}
 
 
