@@ -13,7 +13,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-scale screenshots proto clean
+.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-arena bench-scale bench-operator screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -94,8 +94,14 @@ bench-llm: install
 bench-sweep: install bundles
 	$(BIN)/python bench/sweep_overhead.py
 
+bench-arena: install bundles
+	$(BIN)/python bench/arena.py
+
 bench-scale: install
 	$(BIN)/python bench/scale.py
+
+bench-operator: install bundles
+	$(BIN)/python bench/operator_policy.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
 # SCENES="bdi llm" renders only those (scripts/screenshots.py names them).

@@ -1,7 +1,8 @@
 """Render the cockpit's main views into PNG files (`make screenshots`, a real window under Xvfb).
 
 A fresh temporary GYM_GUI_HOME and a real daemon, one scene after the other: ``human`` (a human
-FrozenLake episode and its replay), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
+FrozenLake episode and its replay), ``hybrid`` (the random operator driving Taxi while a held key
+takes over), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
 short CleanRL PPO run's charts, saved models and captured videos), ``bdi`` (a deliberate Spade BDI
 run live, with its value map and its mind), ``llm`` (an LLM run live with its conversation,
 against the test suite's chat server) and ``optuna`` (a study made by ``cleanrl_utils.tuner``,
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT))  # the suite's chat server
 
 from gym_gui.core.config import parse_run_config  # noqa: E402
 from gym_gui.core.states import RunState  # noqa: E402
+from gym_gui.play.seat import Control  # noqa: E402
 from gym_gui.protocol.client import DaemonClient  # noqa: E402
 from gym_gui.storage.home import Home  # noqa: E402
 from gym_gui.ui.control_panel import AGENT, HUMAN  # noqa: E402
@@ -112,6 +114,25 @@ def human_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
     open_tab(window, "Replay")
     settle(1)
     shoot(window, out, "replay")
+
+
+def hybrid_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """Hybrid on Taxi: the random operator drives at the env's rate, then a held key takes over."""
+    window.control.set_mode(HUMAN)
+    window.control.env_picker.set_env("Taxi-v4")
+    play = window.human_play
+    play.set_mode(Control.HYBRID)
+    pump(lambda: play.picker.operator() == "random", 60, "the operator listing")
+    play.start_episode()
+    pump(lambda: play.session_ready(), 60, "the hybrid episode")
+    pump(lambda: play.outcome is not None and play.outcome.step >= 6, 30, "the operator's steps")
+    play.press("Down")
+    pump(lambda: play.control.interventions >= 2, 30, "the person's steps")
+    shoot(window, out, "hybrid")
+    play.release("Down")
+    run_id = play.run_id
+    play.close_session()
+    pump(lambda: client.get_run(run_id).record.state != "RUNNING", 30, "the hybrid run to end")
 
 
 def live_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
@@ -240,6 +261,7 @@ def optuna_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
 
 SCENES: dict[str, Callable[[MainWindow, DaemonClient, Path], None]] = {
     "human": human_scene,
+    "hybrid": hybrid_scene,
     "live": live_scene,
     "cleanrl": cleanrl_scene,
     "bdi": bdi_scene,

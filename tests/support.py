@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from gym_gui_sdk.operator import Operator
+from gym_gui_sdk.worker import WorkerSession
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import read_daemon_file
@@ -22,9 +24,11 @@ from gym_gui.core.records import RunRecord
 from gym_gui.core.states import RunState
 from gym_gui.daemon.live import SupervisorSettings
 from gym_gui.daemon.server import DaemonServer
+from gym_gui.play.operators import OperatorChoice, OperatorRef
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
+from gym_gui.workers import OperatorPlan
 
 T = TypeVar("T")
 
@@ -126,6 +130,35 @@ def run_record(run_id: str, state: RunState, **fields: Any) -> RunRecord:
         "created_at": 0.0,
     }
     return RunRecord(run_id=run_id, state=state, **{**defaults, **fields})
+
+
+# The letters of publish_acted_run's episodes: who acted at a step ("": the step does not say).
+ACTED = {"o": "operator", "h": "human", "-": ""}
+
+
+def publish_acted_run(client: DaemonClient, *episodes: str) -> RunRecord:
+    """A run published by a hand-built session (of the human kind), one episode per string and a step
+    per letter of :data:`ACTED`: ``o`` the operator acted, ``h`` a person did (overriding the
+    operator's proposed action ``0``), ``-`` the step does not say. Returns its record once COMPLETED."""
+    config = parse_run_config(
+        {"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": len(episodes)}}
+    )
+    record, token = client.submit(config)
+    session = WorkerSession(client.info.address, record.run_id, token)
+    session.start()
+    session.started("none")
+    for episode, letters in enumerate(episodes):
+        for step, letter in enumerate(letters):
+            last = step == len(letters) - 1
+            proposed = "0" if letter == "h" else ""
+            session.step(
+                episode, step, 0.0, last, False, "1", "0", actor=ACTED[letter], proposed_action=proposed
+            )
+        session.episode(episode, len(letters), 0.0, True, False, started_at=float(episode))
+    session.finish()
+    final = client.wait_for_end(record.run_id, timeout=60)
+    assert final.state is RunState.COMPLETED, final.reason
+    return final
 
 
 def stop_daemon(client: DaemonClient) -> None:
@@ -247,3 +280,12 @@ def non_loopback_ipv4() -> str:
             if not address.startswith("127."):
                 return address
     raise AssertionError("this machine has no IPv4 address beyond loopback to listen on")
+
+
+def start_operator(
+    plan: OperatorPlan, log_dir: Path, secret_env: Mapping[str, str] | None = None
+) -> Operator:
+    """A kind's operator process started from its plan as gym_gui starts one (``OperatorChoice.start``:
+    the base environment, the plan's variables and only the secrets it names, from ``secret_env``)."""
+    choice = OperatorChoice(OperatorRef(plan.card.source_run or plan.card.name), plan.card, plan, log_dir)
+    return choice.start(None, secret_env=dict(secret_env or {}))

@@ -77,6 +77,12 @@ SCRIPT = [
         says="COMPLETED",
     ),
     Step("gym-gui models", says="final.cleanrl_model"),
+    Step("gym-gui operators --env CartPole-v1", says="usable"),
+    Step(
+        "gym-gui arena RUN random --env CartPole-v1 --episodes 20 --seed 0 --json batch.json",
+        run="ppo",
+        says="mean return ± 95 % CI",
+    ),
     Step(
         "gym-gui compare RUN RUN --metric charts/episodic_return --plot returns.png",
         run="ppo warm",
@@ -190,6 +196,7 @@ def test_every_readme_command_runs_as_written(home: Home, tmp_path: Path) -> Non
             elif "--config run.json" in step.command:
                 runs["detached"] = made[0]
         assert (tmp_path / "run.tar.gz").stat().st_size > 0
+        assert len(json.loads((tmp_path / "batch.json").read_text())["operators"][0]["episodes"]) == 20
         assert (tmp_path / "returns.png").read_bytes().startswith(b"\x89PNG")
         assert Home(home.root).run_dir(runs["frozenlake"]).is_dir()
     finally:

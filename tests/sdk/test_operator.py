@@ -152,6 +152,14 @@ def test_a_mismatch_says_what_the_operator_expects_and_what_the_env_gives() -> N
         is None
     )
     assert OperatorCard.from_json(card.to_json()) == card
+    llm = OperatorCard(
+        name="qwen", kind="llm", action=SpaceSpec("Discrete", n=4), env_ids=("FrozenLake-v1",), env_bound=True
+    )
+    assert llm.problem("FrozenLake-v1", SpaceSpec("Discrete", n=16), SpaceSpec("Discrete", n=4)) is None
+    assert llm.problem("CliffWalking-v1", SpaceSpec("Discrete", n=48), SpaceSpec("Discrete", n=4)) == (
+        "qwen is set up for FrozenLake-v1 only; CliffWalking-v1 is another"
+    )
+    assert OperatorCard.from_json(llm.to_json()) == llm
     with pytest.raises(ValueError, match="field 'name'"):
         OperatorCard.from_json({**card.to_json(), "name": ""})
     with pytest.raises(ValueError, match=r"space kind .Tuple."):

@@ -1,12 +1,15 @@
 """The LLM Multi-Step Worker in the window: picked in the roster, started from its generated form against
 the test chat server, watched live (the lake drawn, beside it the conversation of each step) in the Live
-tab, and replayed with the prompt and reply of each step's call, the later steps of a plan included."""
+tab, and replayed with the prompt and reply of each step's call, the later steps of a plan included, and the
+image a vision model was sent."""
 
 from __future__ import annotations
 
+import base64
 import json
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, Qt, QUrl
+from PySide6.QtGui import QImage, QTextDocument
 from PySide6.QtWidgets import QLineEdit, QPlainTextEdit
 from pytestqt.qtbot import QtBot
 
@@ -22,7 +25,7 @@ from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.replay import ReplayTab
 from tests.ui.test_replay import make_tab
 from tests.ui.test_scenario import click, click_run, open_tab, type_into
-from workers.llm_worker.tests.chat_server import MODEL, ChatServer, solver
+from workers.llm_worker.tests.chat_server import MODEL, ChatServer, fixed, solver
 from workers.llm_worker.tests.support import completed, llm_config, stored
 
 KEY = "sk-window-7d3a91"
@@ -142,3 +145,34 @@ def test_replay_shows_the_call_of_each_step_of_a_plan(
         assert (
             "its first action" if index == 0 else f"action {index + 1} of its plan"
         ) in tab.panes.conversation.text()
+
+
+def test_the_conversation_shows_the_image_a_call_was_sent(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient, home: Home
+) -> None:
+    # observation_input both: each call sends the text and the rendered frame as an image part.
+    with ChatServer(fixed(2)) as server:
+        run = completed(client, llm_config(server.url, episodes=1, observation_input="both"))
+    content = server.completions()[0].body["messages"][1]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url"]
+    assert "Map (top row first):" in content[0]["text"]
+    url = content[1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    sent = QImage.fromData(base64.b64decode(url.removeprefix("data:image/png;base64,")))
+    assert sent.width() > 0
+
+    # The call's record keeps the image with the message it went with.
+    saved = stored(home, run.run_id)
+    assert saved.llm(saved.steps[0])["prompt"]["messages"][0]["image"] == url.removeprefix(
+        "data:image/png;base64,"
+    )
+    tab = make_tab(qtbot, link, run)
+    tab.select_episode(0)
+    tab.seek(0)
+    pane = tab.panes.conversation
+    qtbot.waitUntil(lambda: bool(pane.images), timeout=30_000)
+    ((name, shown),) = pane.images.items()
+    assert shown == sent
+    # The document draws that image where the call's user message is.
+    assert pane.document().resource(QTextDocument.ResourceType.ImageResource, QUrl(name)) == sent
+    assert f"the image sent with it ({sent.width()}×{sent.height()} PNG)" in pane.text()

@@ -1,8 +1,9 @@
 """The agent panes' reading of step payloads without Qt: the table rebuilt from steps, greedy arrows,
-the prompt prefix resolved, and what storage gives them."""
+the prompt prefix resolved, the image a call was sent, and what storage gives them."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,28 @@ def test_a_model_call_its_later_plan_steps_and_its_prompt_prefix() -> None:
         Message("user", "Map:\nSFFF"),
     )
     assert RunContext().prompt(first.call.record) is None  # the prefix is not read yet
+
+
+def test_an_image_sent_with_a_message_is_read_as_its_bytes_and_an_unreadable_one_as_none() -> None:
+    png = b"\x89PNG\r\n\x1a\n fake but base64 round-trips"
+    messages = [
+        {"role": "system", "content": "rules"},
+        {"role": "user", "content": "Now:", "image": base64.b64encode(png).decode("ascii")},
+        {"role": "user", "content": "again", "image": "not base64!"},
+    ]
+    step = parse_step(
+        0,
+        0,
+        "1",
+        json.dumps({"llm": {"call": 0, "index": 0, "prompt": {"prefix": "", "messages": messages}}}),
+    )
+    assert step.call is not None and step.call.record is not None
+    # No prefix: the record's messages are the whole prompt (an operator's calls carry it inline).
+    assert RunContext().prompt(step.call.record) == (
+        Message("system", "rules"),
+        Message("user", "Now:", png),
+        Message("user", "again", None),
+    )
 
 
 def write_run(path: Path, rows: list[StepRow], spaces: dict[str, Any], events: list[EventRecord]) -> None:

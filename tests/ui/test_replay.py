@@ -1,4 +1,5 @@
-"""Replay tab against real stored runs: a human FrozenLake episode step by step, and a 200k-step episode."""
+"""Replay tab against real stored runs: a human FrozenLake episode step by step, a 200k-step episode, and
+the timeline coloured by who acted."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.tabs.actor_strip import ACTOR_COLOURS
 from gym_gui.ui.tabs.replay import ReplayTab
 from gym_gui.ui.tabs.replay_model import WINDOW
+from tests.support import publish_acted_run
 from tests.ui.test_human_play import play_frozenlake_episode, wait_for_state
 
 
@@ -160,3 +163,40 @@ def test_seeking_a_200k_step_episode_is_immediate(
         step = tab.current_step()
         assert step is not None and step.step == target
     assert tab.rows_loaded < 5000
+
+
+def test_the_timeline_colours_each_step_by_who_acted(
+    qtbot: QtBot, link: DaemonLink, client: DaemonClient
+) -> None:
+    # Episode 0: the operator plays 10 steps, a person takes over for 5 (overriding action 0), the
+    # operator plays the last 5. Episode 1: steps that do not say who acted.
+    final = publish_acted_run(client, "o" * 10 + "h" * 5 + "o" * 5, "-" * 5)
+    tab = make_tab(qtbot, link, final)
+    qtbot.waitUntil(lambda: tab.episode == 0 and tab.actor_strip.isVisible(), timeout=5_000)
+    strip = tab.actor_strip
+    width = strip.width()
+    assert width > 100  # as wide as the slider above it
+    image = strip.grab().toImage()
+    middle = strip.height() // 2
+
+    def colour_at_step(step: float) -> str:
+        return image.pixelColor(int(width * step / 20), middle).name()
+
+    assert [colour_at_step(s) for s in (0.5, 9.5, 10.5, 14.5, 15.5, 19.5)] == [
+        ACTOR_COLOURS["operator"],
+        ACTOR_COLOURS["operator"],
+        ACTOR_COLOURS["human"],
+        ACTOR_COLOURS["human"],
+        ACTOR_COLOURS["operator"],
+        ACTOR_COLOURS["operator"],
+    ]
+    tab.seek(12)
+    assert tab.details.actor_label.text() == "human (the operator proposed 0)"
+    tab.seek(3)
+    assert tab.details.actor_label.text() == "operator"
+
+    tab.select_episode(1)  # its steps do not say: no strip, no "acted by"
+    assert not strip.isVisible()
+    assert tab.details.actor_label.text() == "" and not tab.details.form.isRowVisible(tab.details.actor_label)
+    tab.select_episode(0)
+    assert strip.isVisible()

@@ -1,6 +1,6 @@
 """The Replay tab's model without Qt: the window of steps it holds, the step it shows, the picture of a
 step without one, a live episode that grows, and the playback clock on a clock the test moves (steps
-read from a real telemetry database through the tab's own storage reads)."""
+read from a real telemetry database through the tab's own storage reads), and who acted at each step."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def make_model(storage: ReplayStorage, clock: Clock | None = None, fps: float = 
         fps=fps,
         window=WINDOW,
         now=clock or Clock(),
+        actor_spans=storage.actor_spans,
     )
 
 
@@ -226,3 +227,70 @@ def test_a_live_episode_plays_on_past_its_end(writer: TelemetryWriter, storage: 
 def test_a_window_must_hold_a_step(storage: ReplayStorage) -> None:
     with pytest.raises(ValueError, match="window must be at least 1 step, got 0"):
         ReplayModel(storage.steps, storage.last_step_of, storage.latest_render, fps=10.0, window=0)
+
+
+def acted(episode: int, actors: str, first: int = 0) -> list[StepRow]:
+    """Steps ``first``… acted as ``actors`` says, a letter a step: o operator, h human, - not said."""
+    who = {"o": "operator", "h": "human", "-": ""}
+    return [(*row(episode, first + i), who[c], "0" if c == "h" else "") for i, c in enumerate(actors)]
+
+
+def test_who_acted_at_each_step_and_the_timeline_drawn_of_it(
+    writer: TelemetryWriter, storage: ReplayStorage
+) -> None:
+    # Episode 2: 20 operator steps, 10 of a person, 10 that do not say, 59 operator, 1 of a person.
+    writer.put_steps(acted(2, "o" * 20 + "h" * 10 + "-" * 10 + "o" * 59 + "h"))
+    assert writer.flush(timeout=30)
+    model = make_model(storage)
+    model.select(2)
+    actors = model.actors
+    assert actors.recorded
+    assert [actors.actor_of(step) for step in (0, 19, 20, 29, 30, 39, 40, 98, 99, 100)] == [
+        "operator",
+        "operator",
+        "human",
+        "human",
+        "",
+        "",
+        "operator",
+        "operator",
+        "human",
+        "",
+    ]
+    assert actors.spans == [(0, 20, "operator"), (20, 30, "human"), (40, 99, "operator"), (99, 100, "human")]
+    steps = model.last_step + 1
+    assert actors.bands(steps, 200) == [
+        (0, 40, "operator"),
+        (40, 60, "human"),
+        (80, 198, "operator"),
+        (198, 200, "human"),
+    ]
+    # Narrower than the episode: a person's single step still takes a pixel, the operator's the others.
+    assert actors.bands(steps, 10) == [
+        (0, 2, "operator"),
+        (2, 3, "human"),
+        (4, 9, "operator"),
+        (9, 10, "human"),
+    ]
+    assert actors.bands(steps, 0) == [] and actors.bands(0, 10) == []
+
+    model.select(0)  # an episode whose steps do not say: nothing to colour
+    assert not model.actors.recorded and model.actors.bands(1000, 100) == []
+    assert model.actors.actor_of(5) == ""
+    model.clear()
+    assert model.actors.spans == [] and model.actors.episode is None
+
+
+def test_who_acted_in_a_live_episode_is_read_on_as_it_grows(
+    writer: TelemetryWriter, storage: ReplayStorage
+) -> None:
+    writer.put_steps(acted(2, "oooh"))
+    assert writer.flush(timeout=30)
+    model = make_model(storage)
+    model.live_episode = 2
+    model.select(2)
+    assert model.actors.spans == [(0, 3, "operator"), (3, 4, "human")]
+    writer.put_steps(acted(2, "hhoo", first=4))  # the person's span goes on, then the operator's
+    assert writer.flush(timeout=30)
+    assert model.grow()
+    assert model.actors.spans == [(0, 3, "operator"), (3, 6, "human"), (6, 8, "operator")]

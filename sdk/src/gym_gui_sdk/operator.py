@@ -154,6 +154,8 @@ class OperatorCard:
         inputs: what each request carries for it (:data:`INPUTS`).
         deterministic: the same observations give the same actions (a batch re-run gives the
             same numbers).
+        env_bound: it acts only on the envs it names (a language model's prompt describes one env),
+            whatever their spaces.
     """
 
     name: str
@@ -164,6 +166,7 @@ class OperatorCard:
     env_ids: tuple[str, ...] = ()
     inputs: tuple[str, ...] = (OBSERVATION,)
     deterministic: bool = True
+    env_bound: bool = False
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.inputs if name not in INPUTS]
@@ -181,6 +184,8 @@ class OperatorCard:
         The message says what the operator expects and what the env gives, e.g. "ppo on CartPole-v1
         expects Box(4,) observations; FrozenLake-v1 gives Discrete(16)".
         """
+        if self.env_bound and env_id not in self.env_ids:
+            return f"{self.name} is set up for {', '.join(self.env_ids)} only; {env_id} is another"
         if not self.observation.fits(observation):
             return f"{self.title} expects {self.observation} observations; {env_id} gives {observation}"
         if not self.action.fits(action):
@@ -197,6 +202,7 @@ class OperatorCard:
             "env_ids": list(self.env_ids),
             "inputs": list(self.inputs),
             "deterministic": self.deterministic,
+            "env_bound": self.env_bound,
         }
 
     @classmethod
@@ -218,6 +224,7 @@ class OperatorCard:
                 env_ids=tuple(_texts(data, "env_ids")),
                 inputs=tuple(_texts(data, "inputs")) or (OBSERVATION,),
                 deterministic=bool(data.get("deterministic", True)),
+                env_bound=bool(data.get("env_bound", False)),
             )
         except ValueError as exc:
             raise ValueError(f"operator card: {exc}") from None

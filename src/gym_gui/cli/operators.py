@@ -42,6 +42,8 @@ def operators(
         listing = Operators(open_home(), worker_catalog(), client.list_runs).listing(env)
     columns: list[Column | str] = ["operator", "kind", Column("source run", overflow="fold"), "acts on"]
     table = Table(*columns, *([f"on {env}"] if env else []))
+    # Why an operator cannot act goes under the table, numbered: a long reason would fold the rows.
+    reasons: list[str] = []
     for entry in listing:
         card = entry.card
         if card is None:
@@ -55,12 +57,19 @@ def operators(
             escape(card.source_run if card else entry.ref.run_id),
             escape(acts_on),
         ]
+        if entry.problem:
+            reasons.append(entry.problem)
+            note = f"[red]no ({len(reasons)})[/]"
+        else:
+            note = "[green]usable[/]"
         if env:
-            row.append("[green]usable[/]" if entry.usable else f"[red]no:[/] {escape(entry.problem)}")
+            row.append(note)
         elif card is None:
-            row[-1] = f"[red]{escape(entry.problem)}[/]"
+            row[-1] = note
         table.add_row(*row)
     console.print(table)
+    for number, reason in enumerate(reasons, 1):
+        console.print(f"({number}) {reason}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

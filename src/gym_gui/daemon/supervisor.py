@@ -506,13 +506,14 @@ class Supervisor:
     def record_artifact(self, run: LiveRun, kind: str, path: str, step: int, meta: dict[str, Any]) -> None:
         """An artifact the worker wrote (its path checked to be inside the run): into the manifest.
 
-        A saved model is registered with its sha256, so the checkpoint browser can tell a file
-        changed since (workers write a model whole and rename it into place before announcing it).
+        A saved model is registered with the sha256 of its file, taken here whatever the worker
+        says, so the checkpoint browser and an operator's choice can tell a file changed since
+        (workers write a model whole and rename it into place before announcing it).
         """
         if run.manifest is None:
             return
         file = RunDir(run.run_dir).artifact_path(path)
-        if kind in MODEL_KINDS and "sha256" not in meta and file is not None:
+        if kind in MODEL_KINDS and file is not None:
             try:
                 meta = {**meta, "sha256": file_sha256(file)}
             except OSError as exc:

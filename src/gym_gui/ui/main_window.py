@@ -55,6 +55,7 @@ SHORTCUTS = (
     ("Ctrl+M", "Saved models (the checkpoint browser)"),
     ("Space / Left / Right", "Replay: play-pause / step back / step forward"),
     ("Arrow keys, W A S D …", "Human play: the environment's key map (see Game Info)"),
+    ("T", "Hybrid play: take control from the operator / give it back"),
 )
 
 

@@ -8,7 +8,16 @@ step, a position and a speed mean.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QStyle, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QStyle,
+    QVBoxLayout,
+    QWidget,
+)
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
@@ -52,10 +61,19 @@ class Transport(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         for widget in (self.back_button, self.play_button, self.forward_button):
             layout.addWidget(widget)
-        layout.addWidget(self.slider, 1)
+        # The slider, and what its owner shows along it (the Replay tab: who acted at each step).
+        self._slider_column = QVBoxLayout()
+        self._slider_column.setContentsMargins(0, 0, 0, 0)
+        self._slider_column.setSpacing(1)
+        self._slider_column.addWidget(self.slider)
+        layout.addLayout(self._slider_column, 1)
         layout.addWidget(self.position_label)
         layout.addWidget(QLabel("Speed"))
         layout.addWidget(self.speed_combo)
+
+    def add_under_slider(self, widget: QWidget) -> None:
+        """Show ``widget`` under the slider, as wide as it."""
+        self._slider_column.addWidget(widget)
 
     def set_controls_enabled(self, enabled: bool) -> None:
         for widget in (

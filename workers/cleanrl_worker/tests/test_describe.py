@@ -529,7 +529,7 @@ def test_build_argv_for_tyro_scripts(cleanrl_python: Path, tyro_ppo: dict[str, A
 def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_time(
     cleanrl_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gym_gui_cleanrl_worker import plugin
+    from gym_gui_cleanrl_worker import interpreter
     from gym_gui_cleanrl_worker.form import ScriptSource
     from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
 
@@ -548,7 +548,7 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
         asked.append(list(args))  # the bundle's interpreter still answers: this only counts
         return real_run(args, **kwargs)
 
-    monkeypatch.setattr(plugin.subprocess, "run", counted)
+    monkeypatch.setattr(interpreter.subprocess, "run", counted)
 
     def trial(**params: Any) -> Any:
         return cleanrl_config("ppo", "CartPole-v1", 2000, params=params)

@@ -4,10 +4,17 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gym_gui.ui.panes.payloads import CallRecord, RunContext, StepKey, StepPayload
+from gym_gui.ui.panes.payloads import CallRecord, Message, RunContext, StepKey, StepPayload
+
+# The widest an image a call was sent is drawn (a frame is shown whole, scaled down to this).
+IMAGE_WIDTH = 320
+_IMAGE_SCHEME = "call-image"
 
 
 def _pre(text: str) -> str:
@@ -22,9 +29,31 @@ class ConversationPane(QTextBrowser):
         self.setObjectName("conversation")
         self.setOpenLinks(False)
         self.shown: tuple[StepKey, bool, bool] | None = None
+        # The images of the call shown, by the name its HTML gives them (loadResource serves them).
+        self.images: dict[str, QImage] = {}
+        self._images_named = 0
 
     def text(self) -> str:
         return self.toPlainText()
+
+    def loadResource(self, kind: int, name: QUrl | str) -> Any:
+        image = self.images.get(name.toString() if isinstance(name, QUrl) else name)
+        return image if image is not None else super().loadResource(kind, name)
+
+    def _message(self, message: Message) -> str:
+        part = f"<b>{html.escape(message.role)}</b>{_pre(message.content)}"
+        if message.image is None:
+            return part
+        image = QImage.fromData(message.image)
+        if image.isNull():
+            return part + "<p><i>It was sent an image that cannot be read.</i></p>"
+        # A name never used before: the document caches what it loaded by name.
+        self._images_named += 1
+        name = f"{_IMAGE_SCHEME}:{self._images_named}"
+        self.images[name] = image
+        width = min(image.width(), IMAGE_WIDTH)
+        caption = f"the image sent with it ({image.width()}×{image.height()} PNG)"
+        return part + f"<p><img src='{name}' width='{width}'><br><i>{caption}</i></p>"
 
     def show_call(self, step: StepPayload, record: CallRecord | None, context: RunContext) -> None:
         call = step.call
@@ -40,12 +69,13 @@ class ConversationPane(QTextBrowser):
         where = f"episode {step.episode}, step {step.step}"
         plan = "its first action" if call.index == 0 else f"action {call.index + 1} of its plan"
         parts = [f"<p><b>Call {call.call}</b> · {plan} · {where}</p>"]
+        self.images = {}
         if record is None:
             parts.append("<p>Reading the step that made this call…</p>")
             self.setHtml("".join(parts))
             return
         for message in record.messages:
-            parts.append(f"<b>{html.escape(message.role)}</b>{_pre(message.content)}")
+            parts.append(self._message(message))
         if record.tool_calls:
             calls = "\n".join(f"{name}({arguments})" for name, arguments in record.tool_calls)
             parts.append(f"<b>reply (tool call)</b>{_pre(calls)}")
@@ -81,5 +111,5 @@ class ConversationPane(QTextBrowser):
                 parts.append("<p>Reading the prompt prefix…</p>")
             else:
                 for message in prompt[: len(prompt) - len(record.messages)]:
-                    parts.append(f"<b>{html.escape(message.role)}</b>{_pre(message.content)}")
+                    parts.append(self._message(message))
         self.setHtml("".join(parts))

@@ -7,7 +7,8 @@ whose steps carry them gets the panes, whatever its worker, and the window names
   ``explored``, ``td_error``: the action values of the step's state before and after its update.
 - ``info.beliefs`` (strings), ``info.intention`` (goals, outermost first): a BDI agent's mind.
 - ``info.llm``: the language-model call that chose the step's action (``call``, ``index`` in its
-  plan; the step of index 0 carries the prompt, the reply and what was made of it).
+  plan; the step of index 0 carries the prompt, the reply and what was made of it; a message sent
+  with an image carries it as base64 PNG under ``image``).
 - The started spaces' ``q_table`` ``{"states", "actions"}`` with an event ``{"kind": "q_table",
   "q_table": rows}`` for a start table: the run's table is rebuilt from its steps' ``q_after``.
 - An event ``{"llm_prefix": {"id", "messages"}}``: the prompt prefix the calls name by id.
@@ -15,6 +16,8 @@ whose steps carry them gets the panes, whatever its worker, and the window names
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import math
@@ -95,10 +98,11 @@ class Deliberation:
 
 @dataclass(frozen=True)
 class Message:
-    """One chat message as sent to the model."""
+    """One chat message as sent to the model; ``image`` the PNG sent with it (a vision model's frame)."""
 
     role: str
     content: str
+    image: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -180,11 +184,23 @@ def _deliberation(info: Mapping[str, Any]) -> Deliberation | None:
     return Deliberation(beliefs or (), intention or ())
 
 
+def _png(value: Any) -> bytes | None:
+    """The bytes of a base64 text (a message's ``image``), None for anything else."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
 def _messages(value: Any) -> tuple[Message, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(
-        Message(str(m.get("role", "")), str(m.get("content", ""))) for m in value if isinstance(m, dict)
+        Message(str(m.get("role", "")), str(m.get("content", "")), _png(m.get("image")))
+        for m in value
+        if isinstance(m, dict)
     )
 
 

@@ -1,4 +1,5 @@
-"""The runs table's model: one row per run (state, progress, elapsed, SPS), the archive filter over it."""
+"""The runs table's model: one row per run (state, progress, elapsed, SPS, interventions), the archive
+filter over it."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from PySide6.QtGui import QBrush, QColor
 from gym_gui.core.records import RunDetail, RunRecord
 from gym_gui.core.states import RunState
 
-COLUMNS = ("ID", "Worker", "Env", "State", "Progress", "Elapsed", "SPS")
-ID, WORKER, ENV, STATE, PROGRESS, ELAPSED, SPS = range(len(COLUMNS))
+COLUMNS = ("ID", "Worker", "Env", "State", "Progress", "Elapsed", "SPS", "Interventions")
+ID, WORKER, ENV, STATE, PROGRESS, ELAPSED, SPS, INTERVENTIONS = range(len(COLUMNS))
 RUN_ID_ROLE = int(Qt.ItemDataRole.UserRole) + 1
 ARCHIVED_ROLE = RUN_ID_ROLE + 1
 FRACTION_ROLE = RUN_ID_ROLE + 2  # progress in [0, 1], or None without a budget
@@ -63,6 +64,10 @@ class RunRow:
     sps_cursor: int | None = None  # the last charts/SPS step read from storage
     fetched: bool = False  # figures fetched at least once (or the run ended before any existed)
     final_fetched: bool = False
+    # The share of the steps that say who acted that a person acted, read once the run has ended;
+    # None while not read, or when no step says (a run without an operator a person took over from).
+    intervention_rate: float | None = None
+    interventions_read: bool = False
 
 
 class RunsModel(QAbstractTableModel):
@@ -114,11 +119,13 @@ class RunsModel(QAbstractTableModel):
             if column == PROGRESS and row.fetched:
                 total = f" of {row.budget:,}" if row.budget else ""
                 return f"{row.done:,}{total} {row.unit}"
+            if column == INTERVENTIONS and row.intervention_rate is not None:
+                return f"A person acted {row.intervention_rate:.1%} of the steps whose actor was recorded"
             if column == ID:
                 return f"{info.run_id}\n{info.run_dir}" + ("\n(archived)" if info.archived else "")
         if role == Qt.ItemDataRole.ForegroundRole and info.archived:
             return QBrush(QColor("#9e9e9e"))
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (PROGRESS, ELAPSED, SPS):
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (PROGRESS, ELAPSED, SPS, INTERVENTIONS):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -167,6 +174,9 @@ class RunsModel(QAbstractTableModel):
         if column == SPS:
             sps = self._sps(row)
             return "" if sps is None else f"{sps:,.0f}"
+        if column == INTERVENTIONS:
+            rate = row.intervention_rate
+            return "" if rate is None else f"{rate:.1%}"
         return ""
 
     def _sort_key(self, row: RunRow, column: int) -> Any:
@@ -178,6 +188,8 @@ class RunsModel(QAbstractTableModel):
             return self.elapsed(row.info) or 0.0
         if column == SPS:
             return self._sps(row) or 0.0
+        if column == INTERVENTIONS:  # runs without a rate after those with one of 0
+            return -1.0 if row.intervention_rate is None else row.intervention_rate
         return self._display(row, column)
 
     # -------------------------------------------------------- rows
@@ -248,6 +260,15 @@ class RunsModel(QAbstractTableModel):
             row.final_fetched = True
         index = self._index[run_id]
         self.dataChanged.emit(self.index(index, PROGRESS), self.index(index, SPS))
+
+    def set_intervention_rate(self, run_id: str, rate: float | None) -> None:
+        """The ended run's intervention rate (None: no step says who acted), read once and kept."""
+        row = self.row(run_id)
+        if row is None:
+            return
+        row.intervention_rate, row.interventions_read = rate, True
+        index = self._index[run_id]
+        self.dataChanged.emit(self.index(index, INTERVENTIONS), self.index(index, INTERVENTIONS))
 
     def warnings(self) -> list[str]:
         """The live warnings of the rows, newest run first."""

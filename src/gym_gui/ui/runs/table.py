@@ -1,12 +1,13 @@
-"""The runs table: every run of the home in a sortable view (state badges, progress, SPS), kept current
-from the daemon, with the row actions of :class:`RunActions` above it."""
+"""The runs table: every run of the home in a sortable view (state badges, progress, SPS, interventions),
+kept current from the daemon, with the row actions of :class:`RunActions` above it."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -33,6 +34,7 @@ from gym_gui.ui.runs.model import (
     ELAPSED,
     ENV,
     ID,
+    INTERVENTIONS,
     PROGRESS,
     REFRESH_MS,
     RUN_ID_ROLE,
@@ -48,8 +50,11 @@ SPS_TAG = "charts/SPS"
 FINAL_FETCHES_PER_TICK = 4  # ended runs whose last figures are still unknown, fetched a few at a time
 
 
-def _latest_metric(path: Path, tag: str, since_step: int | None) -> tuple[int, float] | None:
-    """The newest point of ``tag`` after ``since_step`` (an index range scan), or None."""
+T = TypeVar("T")
+
+
+def _read_telemetry(path: Path, read: Callable[[TelemetryReader], T | None]) -> T | None:
+    """What ``read`` reads of the run's telemetry at ``path``; None when it stored none or cannot be read."""
     if not path.exists():
         return None
     try:
@@ -57,11 +62,16 @@ def _latest_metric(path: Path, tag: str, since_step: int | None) -> tuple[int, f
     except GymGuiError:
         return None
     try:
-        points = reader.metrics(tag, since_step=since_step)
+        return read(reader)
     except GymGuiError:
         return None
     finally:
         reader.close()
+
+
+def _latest_metric(path: Path, tag: str, since_step: int | None) -> tuple[int, float] | None:
+    """The newest point of ``tag`` after ``since_step`` (an index range scan), or None."""
+    points = _read_telemetry(path, lambda reader: reader.metrics(tag, since_step=since_step))
     return (points[-1].step, points[-1].value) if points else None
 
 
@@ -75,13 +85,19 @@ def _comparison(config_json: str) -> str:
     return comparison if isinstance(comparison, str) else ""
 
 
+# What one fetch brings back: the run's detail, its latest SPS point, and, the first time it is
+# seen ended, its intervention rate (read: whether it was).
+_Figures = tuple[RunDetail, tuple[int, float] | None, tuple[bool, float | None]]
+
+
 class RunsTable(RunActions):
     """Every run of the home, current through the link's WatchRuns stream.
 
     Progress (episodes or steps against the budget) and SPS are fetched with GetRun for active runs
     once a second; an ended run is fetched once more for its final figures. SPS is steps per
     second of wall time for telemetry-lane runs and the latest ``charts/SPS`` metric for
-    analytics-lane runs. Actions work on the selected rows; Delete asks first unless
+    analytics-lane runs. Interventions, the share of steps a person acted where the steps say
+    who acted, is read from storage by the fetch that first finds the run ended, and kept. Actions work on the selected rows; Delete asks first unless
     ``confirm_delete`` is False or ``delete(..., confirm=False)`` is called.
     """
 
@@ -114,7 +130,7 @@ class RunsTable(RunActions):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header = self.view.horizontalHeader()
         header.setSectionResizeMode(ID, QHeaderView.ResizeMode.Stretch)
-        for column in (WORKER, ENV, STATE, PROGRESS, ELAPSED, SPS):
+        for column in (WORKER, ENV, STATE, PROGRESS, ELAPSED, SPS, INTERVENTIONS):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(PROGRESS, 170)
 
@@ -214,19 +230,30 @@ class RunsTable(RunActions):
     def _fetch(self, row: RunRow) -> None:
         run_id, lane, cursor = row.info.run_id, row.info.lane, row.sps_cursor
         telemetry = RunDir(row.info.run_dir).telemetry_path if row.info.run_dir else None
+        interventions_read = row.interventions_read
         self._in_flight.add(run_id)
 
-        def fetch(client: DaemonClient) -> tuple[RunDetail, tuple[int, float] | None]:
+        def fetch(client: DaemonClient) -> _Figures:
             detail = client.get_run(run_id)
             sps = None
             if lane == "analytics" and telemetry is not None:
                 sps = _latest_metric(telemetry, SPS_TAG, cursor)
-            return detail, sps
+            # Once, when the run is found ended (its steps are all stored by then): not while it runs.
+            interventions: tuple[bool, float | None] = (False, None)
+            if detail.record.state.terminal and not interventions_read:
+                rate = None
+                if telemetry is not None and lane != "analytics":
+                    rate = _read_telemetry(telemetry, TelemetryReader.intervention_rate)
+                interventions = (True, rate)
+            return detail, sps, interventions
 
-        def done(result: tuple[RunDetail, tuple[int, float] | None]) -> None:
+        def done(result: _Figures) -> None:
             self._in_flight.discard(run_id)
-            self._comparisons[run_id] = _comparison(result[0].config_json)
-            self.model.set_figures(run_id, *result)
+            detail, sps, (read, rate) = result
+            self._comparisons[run_id] = _comparison(detail.config_json)
+            self.model.set_figures(run_id, detail, sps)
+            if read:
+                self.model.set_intervention_rate(run_id, rate)
             self._update_warning()
 
         def failed(message: str) -> None:

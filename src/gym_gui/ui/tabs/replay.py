@@ -26,6 +26,7 @@ from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_view import EnvView
 from gym_gui.ui.panes.views import AgentPanes
+from gym_gui.ui.tabs.actor_strip import ActorStrip
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.ui.tabs.episode_choice import EpisodeChoice
 from gym_gui.ui.tabs.replay_model import ReplayModel
@@ -56,7 +57,11 @@ class ReplayTab(RunTab):
         # A failed read says why on the notice line (built below, before any read).
         storage = self.storage = ReplayStorage(on_error=lambda message: self.notice.setText(message))
         self.model = ReplayModel(
-            storage.steps, storage.last_step_of, storage.latest_render, fps=DEFAULT_RENDER_FPS
+            storage.steps,
+            storage.last_step_of,
+            storage.latest_render,
+            fps=DEFAULT_RENDER_FPS,
+            actor_spans=storage.actor_spans,
         )
         self._shown_render: tuple[int, int] | None = None  # (episode, step) of the picture drawn
         self._play_timer = QTimer(self)
@@ -95,6 +100,8 @@ class ReplayTab(RunTab):
         self.transport.forward.connect(self.step_forward)
         self.transport.seeked.connect(self.seek)
         self.transport.speed_changed.connect(self.set_speed)
+        self.actor_strip = ActorStrip(self.model.actors)
+        self.transport.add_under_slider(self.actor_strip)
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Episode"))
@@ -303,6 +310,7 @@ class ReplayTab(RunTab):
 
     def _configure_slider(self) -> None:
         self.transport.set_range(self.model.last_step)
+        self.actor_strip.show_episode(self.model.last_step + 1)
         self._show_position()
 
     # ------------------------------------------------------------ seeking
@@ -346,6 +354,7 @@ class ReplayTab(RunTab):
         """Show the model's step: its fields, its picture and what the panes read of it."""
         # A live episode may have grown while seeking.
         self.transport.set_range(self.model.last_step)
+        self.actor_strip.show_episode(self.model.last_step + 1)
         record = self.model.current()
         self._show_position()
         if record is None:
@@ -458,6 +467,7 @@ class ReplayTab(RunTab):
     def _clear_step(self, message: str) -> None:
         self.pause()
         self._set_enabled(False)
+        self.actor_strip.setVisible(False)
         self.details.clear()
         self._shown_render = None
         self.env_view.clear(message)

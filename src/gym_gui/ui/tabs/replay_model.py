@@ -1,9 +1,10 @@
-"""The Replay tab's model: the window of one episode's steps held in memory, the step shown, and the
-playback clock. Plain Python (its view, :class:`~gym_gui.ui.tabs.replay.ReplayTab`, brings Qt); storage
+"""The Replay tab's model: the window of one episode's steps held in memory, the step shown, who acted
+at each step, and the playback clock. Plain Python (its view, :class:`~gym_gui.ui.tabs.replay.ReplayTab`, brings Qt); storage
 and time come in as callables, so it runs without either."""
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,85 @@ ReadSteps = Callable[[int, int, int], list[StepRecord] | None]
 LastStepOf = Callable[[int], int]
 # ``(episode, step)`` → the latest render payload at or before ``step`` and its step, (-1, None) when none.
 LatestRender = Callable[[int, int], tuple[int, bytes | None]]
+# ``(episode, start)`` → who acted from step ``start`` on, as ``(first, stop, actor)`` spans of
+# consecutive steps (steps that do not say are in none); None when storage could not say.
+ReadActorSpans = Callable[[int, int], list[tuple[int, int, str]] | None]
+# The actor whose colour a stretch of the timeline too short to show them all takes: a person's
+# over the operator's (an intervention is what a user looks for), either over none.
+_SHOWN_FIRST = {"": 0, "operator": 1, "human": 2}
+
+
+class ActorTimeline:
+    """Who acted at each step of one episode, where its steps say (an operator a person may take
+    over from): spans of consecutive steps with the same actor, read whole when the episode is
+    selected and from its last span on as a live episode grows.
+    """
+
+    def __init__(self, read_spans: ReadActorSpans) -> None:
+        self._read_spans = read_spans
+        self.episode: int | None = None
+        self.spans: list[tuple[int, int, str]] = []  # (first, stop, actor), in step order
+        self._firsts: list[int] = []  # each span's first step, for the search of actor_of
+
+    @property
+    def recorded(self) -> bool:
+        """Whether any step of the episode says who acted."""
+        return bool(self.spans)
+
+    def clear(self) -> None:
+        self.episode = None
+        self.spans, self._firsts = [], []
+
+    def select(self, episode: int) -> None:
+        """Read who acted in ``episode`` (nothing when storage cannot say)."""
+        self.episode = episode
+        self._set(self._read_spans(episode, 0) or [])
+
+    def grow(self) -> None:
+        """Read what a live episode added: its last span read again (it may have grown), then any after."""
+        if self.episode is None:
+            return
+        kept, start = (self.spans[:-1], self.spans[-1][0]) if self.spans else ([], 0)
+        newer = self._read_spans(self.episode, start)
+        if newer is not None:
+            self._set(kept + newer)
+
+    def _set(self, spans: list[tuple[int, int, str]]) -> None:
+        self.spans = spans
+        self._firsts = [first for first, _, _ in spans]
+
+    def actor_of(self, step: int) -> str:
+        """Who acted at ``step``: "operator", "human", or "" when the step does not say."""
+        index = bisect.bisect_right(self._firsts, step) - 1
+        if index < 0:
+            return ""
+        _, stop, actor = self.spans[index]
+        return actor if step < stop else ""
+
+    def bands(self, steps: int, width: int) -> list[tuple[int, int, str]]:
+        """The timeline of ``steps`` steps drawn ``width`` pixels wide: ``(x, end, actor)`` for each
+        stretch of pixels ``x <= pixel < end`` of one actor, in order; pixels of steps that do not say
+        are in none. A pixel holding steps of several actors shows a person's, else the operator's."""
+        if steps <= 0 or width <= 0 or not self.spans:
+            return []
+        pixels = [""] * width
+        shown_first = _SHOWN_FIRST
+        for first, stop, actor in self.spans:
+            start = min(width - 1, first * width // steps)
+            end = max(start + 1, min(width, -(-stop * width // steps)))  # every span takes a pixel at least
+            for x in range(start, end):
+                if shown_first[actor] > shown_first[pixels[x]]:
+                    pixels[x] = actor
+        bands: list[tuple[int, int, str]] = []
+        x = 0
+        while x < width:
+            actor, end = pixels[x], x + 1
+            while end < width and pixels[end] == actor:
+                end += 1
+            if actor:
+                bands.append((x, end, actor))
+            x = end
+        return bands
 
 
 @dataclass
@@ -55,6 +135,7 @@ class ReplayModel:
         fps: float,
         window: int = WINDOW,
         now: Callable[[], float] = time.monotonic,
+        actor_spans: ReadActorSpans = lambda episode, start: [],
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1 step, got {window}")
@@ -62,6 +143,7 @@ class ReplayModel:
         self._last_step_of = last_step_of
         self._latest_render = latest_render
         self._now = now
+        self.actors = ActorTimeline(actor_spans)  # who acted at each step of the selected episode
         self.window = window
         self.fps = fps  # the environment's own frame rate: 1× speed
         self.speed = 1.0
@@ -97,6 +179,7 @@ class ReplayModel:
         self.last_step = -1
         self.step = 0
         self._forget_window()
+        self.actors.clear()
 
     def select(self, episode: int) -> None:
         """Select ``episode``, its first step shown (its steps are read when they are needed)."""
@@ -105,6 +188,7 @@ class ReplayModel:
         self.step = 0
         self._forget_window()
         self.last_step = self._last_step_of(episode)
+        self.actors.select(episode)
 
     def grow(self) -> bool:
         """Read the selected episode's last step again (a live one grows); whether it moved."""
@@ -115,6 +199,7 @@ class ReplayModel:
             return False
         self.last_step = last
         self._forget_window()
+        self.actors.grow()
         return True
 
     def _forget_window(self) -> None:

@@ -63,6 +63,17 @@ class ReplayStorage:
             return -1
         return -1 if last is None else last
 
+    def actor_spans(self, episode: int, start: int) -> list[tuple[int, int, str]] | None:
+        """Who acted in ``episode`` from step ``start`` on (``TelemetryReader.actor_spans``); None when
+        storage cannot say."""
+        if self.reader is None:
+            return None
+        try:
+            return self.reader.actor_spans(episode, start)
+        except StorageError as exc:
+            self.on_error(str(exc))
+            return None
+
     def latest_render(self, episode: int, step: int) -> tuple[int, bytes | None]:
         """The latest payload at or before ``step`` and its step ((-1, None): none, or storage cannot say)."""
         if self.reader is None:

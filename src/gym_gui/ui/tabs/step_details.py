@@ -1,5 +1,5 @@
-"""StepDetails: the fields of one stored step as the Replay tab shows them (step, action, reward, its ends,
-observation and info)."""
+"""StepDetails: the fields of one stored step as the Replay tab shows them (step, action, who acted, reward,
+its ends, observation and info)."""
 
 from __future__ import annotations
 
@@ -35,15 +35,27 @@ class StepDetails(QWidget):
         self.observation_text = QPlainTextEdit(readOnly=True)
         self.observation_text.setMaximumBlockCount(2000)
         self.info_text = QPlainTextEdit(readOnly=True)
-        form = QFormLayout(self)
+        # Who chose the action, for a run whose steps say (an operator a person may take over from).
+        self.actor_label = QLabel()
+        self.actor_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form = self.form = QFormLayout(self)
         for name, label in self.step_fields.items():
             form.addRow(name.capitalize(), label)
+            if name == "action":
+                form.addRow("Acted by", self.actor_label)
+        form.setRowVisible(self.actor_label, False)
         form.addRow("Observation", self.observation_text)
         form.addRow("Info", self.info_text)
 
     def show_step(self, record: StepRecord) -> None:
         self.step_fields["step"].setText(str(record.step))
         self.step_fields["action"].setText(record.action)
+        self.actor_label.setText(
+            f"{record.actor} (the operator proposed {record.proposed_action})"
+            if record.proposed_action
+            else record.actor
+        )
+        self.form.setRowVisible(self.actor_label, bool(record.actor))
         self.step_fields["reward"].setText(f"{record.reward:g}")
         self.step_fields["terminated"].setText("yes" if record.terminated else "no")
         self.step_fields["truncated"].setText("yes" if record.truncated else "no")
@@ -57,5 +69,7 @@ class StepDetails(QWidget):
         """Show no step; ``message`` says why, in the info's place."""
         for label in self.step_fields.values():
             label.setText("")
+        self.actor_label.setText("")
+        self.form.setRowVisible(self.actor_label, False)
         self.observation_text.setPlainText("")
         self.info_text.setPlainText(message)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gym_gui_cleanrl_worker.envs import env_table, refusal, script_envs_answer
+from gym_gui_cleanrl_worker.envs import env_table, operator_spaces_answer, refusal, script_envs_answer
 from gym_gui_cleanrl_worker.flags import resolve_command
 from gym_gui_cleanrl_worker.scripts import AlgorithmInfo, algorithm_info, find_algorithm, list_algorithms
 
@@ -427,6 +427,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="with --algo: the environments the script trains on here (and a verdict on each id given)",
     )
+    parser.add_argument(
+        "--spaces",
+        metavar="ENV_ID",
+        default=None,
+        help="with --algo: the spaces a model of the script trained on ENV_ID acts on (its operator's)",
+    )
     args = parser.parse_args(argv)
     result: Any
     failed = False
@@ -437,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             result = describe_all(args.scripts_dir)
         elif args.env_table:
             result = [dataclasses.asdict(row) for row in env_table()]
+        elif args.spaces is not None:
+            result = operator_spaces_answer(args.algo, args.spaces, args.scripts_dir)
         elif args.envs is not None:
             result = script_envs_answer(args.algo, args.envs, args.scripts_dir)
         else:

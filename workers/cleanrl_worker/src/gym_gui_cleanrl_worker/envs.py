@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_gui_sdk.operator import ANY_SPACE, SpaceSpec
+
 from gym_gui_cleanrl_worker.scripts import (
     ENV_APIS,
     OWN_MAKERS,
@@ -48,6 +50,8 @@ class EnvInfo:
 
     ``action`` is "discrete" or "continuous" (or the space's class name for other kinds) and ``problem``
     why the id cannot be made here, with the install hint when a module is missing; both from making it.
+    ``observation_spec`` and ``action_spec`` are the spaces as an operator declares them
+    (``gym_gui_sdk.operator.SpaceSpec.to_json``).
     """
 
     env_id: str
@@ -58,6 +62,8 @@ class EnvInfo:
     observation_space: str = ""
     array_observations: bool = False
     problem: str = ""
+    observation_spec: dict[str, Any] = dataclasses.field(default_factory=ANY_SPACE.to_json)
+    action_spec: dict[str, Any] = dataclasses.field(default_factory=ANY_SPACE.to_json)
 
 
 def _kind(space: Any) -> str:
@@ -104,6 +110,8 @@ def _probe(api: str) -> list[EnvInfo]:
                 row.observation_space = str(env.observation_space)
                 shape = getattr(env.observation_space, "shape", None)
                 row.array_observations = type(env.observation_space).__name__ == "Box" and bool(shape)
+                row.observation_spec = SpaceSpec.of(env.observation_space).to_json()
+                row.action_spec = SpaceSpec.of(env.action_space).to_json()
             finally:
                 with contextlib.suppress(Exception):
                     env.close()
@@ -252,12 +260,49 @@ def script_envs(info: AlgorithmInfo, also: Iterable[str] = ()) -> list[dict[str,
 def script_envs_answer(algorithm: str, also: Iterable[str], user_dir: str | None = None) -> dict[str, Any]:
     """``describe --algo NAME --envs [ID …]``: the package the script makes its environments with and
     :func:`script_envs`. Raises ValueError for a script that is not there."""
-    try:
-        info = algorithm_info(algorithm, user_dir)
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
+    info = _script_info(algorithm, user_dir)
     return {
         "algo": info.name,
         "api": _version(info.env_api) if info.env_api else "",
         "envs": script_envs(info, also),
     }
+
+
+# ---------------------------------------------------------------- what a trained model acts on
+
+# What CleanRL's Atari scripts feed their networks: 84x84 grey frames, the last 4 stacked
+# (ResizeObservation, GrayScaleObservation, FrameStack; EnvPool's Atari makes the same).
+ATARI_OBSERVATION = SpaceSpec("Box", shape=(4, 84, 84))
+
+
+def operator_spaces(info: AlgorithmInfo, env_id: str) -> dict[str, Any]:
+    """The spaces a model of ``info``'s script trained on ``env_id`` acts on, read from the env table
+    (no model is loaded): ``{"observation", "action"}`` as ``SpaceSpec.to_json``.
+
+    The observations are the env's own, except for the scripts that preprocess theirs (Atari's: a
+    stack of small grey frames, :data:`ATARI_OBSERVATION`), which can only take those. A space this
+    interpreter cannot tell (an env of no registry here) is ``any``: the operator's process, which
+    loads the model, declares the real one.
+    """
+    observation, action = ANY_SPACE.to_json(), ANY_SPACE.to_json()
+    if listable(info):
+        row = next((row for row in env_table() if row.api == info.env_api and row.env_id == env_id), None)
+        if row is not None and not row.problem:
+            observation, action = row.observation_spec, row.action_spec
+    if info.env_family == "atari" or (info.env_family == "envpool" and env_family_of(env_id) == "atari"):
+        observation = ATARI_OBSERVATION.to_json()
+    return {"observation": observation, "action": action}
+
+
+def operator_spaces_answer(algorithm: str, env_id: str, user_dir: str | None = None) -> dict[str, Any]:
+    """``describe --algo NAME --spaces ENV_ID``: :func:`operator_spaces`. Raises ValueError for a
+    script that is not there."""
+    return operator_spaces(_script_info(algorithm, user_dir), env_id)
+
+
+def _script_info(algorithm: str, user_dir: str | None) -> AlgorithmInfo:
+    """:func:`scripts.algorithm_info`, a script that is not there raising ValueError (a describe answer's error)."""
+    try:
+        return algorithm_info(algorithm, user_dir)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None

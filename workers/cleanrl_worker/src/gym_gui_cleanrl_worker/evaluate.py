@@ -12,7 +12,7 @@ import os
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,15 +70,22 @@ class Policy:
 
     def act(self, obs: Any) -> Any:
         """The deterministic action for one (unbatched) observation: an int (discrete) or a numpy array."""
+        return self.act_batch([obs])[0]
+
+    def act_batch(self, observations: Iterable[Any]) -> list[Any]:
+        """The deterministic actions for several observations (each as the env gives it, unbatched), in
+        one forward pass: ints (discrete) or numpy arrays of the action space's shape."""
         import numpy as np
         import torch
 
+        # Stacked one by one: an observation may be an array-like (a frame stack's LazyFrames).
+        batch = np.stack([np.asarray(obs, dtype=np.float32) for obs in observations])
         with torch.no_grad():
-            x = torch.as_tensor(np.asarray(obs, dtype=np.float32)).unsqueeze(0)
-            action = self._act(x)[0].cpu().numpy()
+            actions = self._act(torch.as_tensor(batch)).cpu().numpy()
         if self._discrete:
-            return int(action)
-        return action.astype(np.float32).reshape(self.env.action_space.shape)
+            return [int(action) for action in actions]
+        shape = self.env.action_space.shape
+        return [action.astype(np.float32).reshape(shape) for action in actions]
 
     def reset(self, seed: int | None = None) -> Any:
         """Reset the env (seeded when `seed` is given) and return the first observation, for either gym API."""

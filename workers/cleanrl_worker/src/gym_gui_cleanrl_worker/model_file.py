@@ -25,7 +25,9 @@ def load_model_file(model_path: str | os.PathLike[str]) -> dict[str, Any]:
         # weights_only: the format is plain containers and tensors, so an untrusted file cannot run code.
         model = torch.load(os.fspath(model_path), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise ModelError(f"cannot read model {model_path}: {type(exc).__name__}: {exc}") from exc
+        # The first line only: torch's unpickling errors go on for paragraphs.
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ModelError(f"cannot read model {model_path}: {type(exc).__name__}: {first}") from exc
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT or "modules" not in model:
         raise ModelError(f"{model_path} is not a gym_gui CleanRL model (format {MODEL_FORMAT})")
     return model

@@ -12,13 +12,13 @@ import copy
 import json
 import logging
 import os
-import subprocess
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gym_gui_sdk.contract import FormSpec, ManifestExtras
+from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
 from gym_gui.core.config import RunConfig, check_path_text
 from gym_gui.core.envs import ENV_CATALOG
@@ -32,6 +32,8 @@ from gym_gui.workers import (
     LaunchContext,
     LaunchPlan,
     ModelCheck,
+    OperatorPlan,
+    OperatorSource,
     PipStep,
     WorkerPlugin,
 )
@@ -39,7 +41,13 @@ from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
 from gym_gui_cleanrl_worker.flags import resolve_command
 from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_params
-from gym_gui_cleanrl_worker.interpreter import cuda_available, loader_line
+from gym_gui_cleanrl_worker.interpreter import (
+    BundleCall,
+    InterpreterError,
+    cuda_available,
+    loader_line,
+    pip_freeze,
+)
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -49,6 +57,8 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 # How MuJoCo (and PyOpenGL under it) render without a display: EGL (Mesa's, in software when there
 # is no GPU). Set for every CleanRL run, so videos and evaluation frames of MuJoCo envs work.
 HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
+# What a process playing a saved model gets (an evaluation, an operator): it plays on the CPU.
+MODEL_ENV = {**HEADLESS_GL, "CUDA_VISIBLE_DEVICES": ""}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 _ANSWERS_KEPT = 256
@@ -79,39 +89,6 @@ BUNDLE = BundleSpec(
     # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
 )
-
-
-class BundleCall:
-    """Runs the CleanRL worker's helper entry points in a bundle interpreter and parses their JSON."""
-
-    def __init__(self, python: Path) -> None:
-        self.python = python
-
-    def run(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """``python -m module args`` in the bundle, its output captured."""
-        try:
-            return subprocess.run(
-                [str(self.python), "-m", module, *args],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "PYTHONDONTWRITEBYTECODE": "1"},
-            )
-        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:  # ValueError: a NUL in an argument
-            raise ConfigError(f"could not run {self.python}: {exc}") from None
-
-    def __call__(self, module: str, *args: str, timeout: float = 300) -> Any:
-        result = self.run(module, *args, timeout=timeout)
-        try:
-            data = json.loads(result.stdout)
-        except ValueError:
-            tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-            raise ConfigError(
-                f"{module} failed (exit code {result.returncode}): " + " | ".join(tail)
-            ) from None
-        if isinstance(data, dict) and "error" in data:
-            raise ConfigError(str(data["error"]))
-        return data
 
 
 class CleanRLLauncher:
@@ -177,12 +154,12 @@ class CleanRLLauncher:
         call = ("gym_gui_cleanrl_worker.describe", *self._dir_args(source), *args)
         install = self.bundles.install_id(self.bundle)
         if source.python is not None or source.scripts_dir is not None or not install:
-            return BundleCall(python)(*call)
+            return _answer(python, call)
         key = (install, call)
         with self._lock:
             if key in self._answers:
                 return copy.deepcopy(self._answers[key])  # the caller's to change
-        answer = BundleCall(python)(*call)
+        answer = _answer(python, call)
         with self._lock:
             self._answers[key] = copy.deepcopy(answer)
             while len(self._answers) > _ANSWERS_KEPT:
@@ -342,15 +319,12 @@ class CleanRLLauncher:
     def check_model(self, path: Path, algorithm: str, env_id: str) -> ModelCheck:
         """Load ``path`` in the bundle as an evaluation does (``gym_gui_cleanrl_worker.evaluate``, no
         episode played), on ``env_id``, and refuse it unless it is a model of ``algorithm``."""
-        result = BundleCall(self.python(ScriptSource())).run(
-            "gym_gui_cleanrl_worker.evaluate",
-            "--model",
-            str(path),
-            "--episodes",
-            "0",
-            "--env-id",
-            env_id,
-        )
+        try:
+            result = BundleCall(self.python(ScriptSource())).run(
+                "gym_gui_cleanrl_worker.evaluate", "--model", str(path), "--episodes", "0", "--env-id", env_id
+            )
+        except InterpreterError as exc:
+            raise ConfigError(str(exc)) from None
         lines = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
         try:
             summary = json.loads(lines[-1]) if result.returncode == 0 and lines else None
@@ -362,6 +336,35 @@ class CleanRLLauncher:
         if summary.get("algo") != algorithm:
             raise ConfigError(f"{path} holds a {summary.get('algo')} model, not {algorithm}")
         return ModelCheck(stored_as=FINAL_MODEL, step=int(summary.get("step") or 0))
+
+    # ------------------------------------------------------------ operators
+
+    def operator(self, source: OperatorSource) -> OperatorPlan:
+        """A training run's model as an operator: the card from the run's config and the spaces its
+        interpreter's env table gives (no model loaded, no torch imported here), and the command that
+        serves it in that interpreter (``gym_gui_cleanrl_worker.operator``).
+
+        Raises:
+            ConfigError: the run is not a CleanRL training run, or has no model to act with.
+        """
+        config, run = source.config, source.run_id
+        if config.mode != "train" or not config.algorithm:
+            raise ConfigError(f"run {run} is a CleanRL {config.mode} run, not a training run: no model")
+        if source.model is None:
+            raise ConfigError(f"run {run} saved no model for an operator to act with")
+        script = ScriptSource.of(config.params)
+        spaces = self._ask(script, "--algo", config.algorithm, "--spaces", config.env_id)
+        card = OperatorCard(
+            name=config.algorithm,
+            kind=PLUGIN.spec.kind,
+            source_run=run,
+            observation=SpaceSpec.from_json(spaces["observation"]),
+            action=SpaceSpec.from_json(spaces["action"]),
+            env_ids=(config.env_id,),
+        )
+        module = "gym_gui_cleanrl_worker.operator"
+        argv = [str(self.python(script)), "-m", module, "--model", str(source.model), "--source-run", run]
+        return OperatorPlan(card=card, argv=argv, env=dict(MODEL_ENV))
 
     def _script_argv(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
         """:meth:`_resolve`, reusing the answer validate got for the same config at submit."""
@@ -396,16 +399,12 @@ class CleanRLLauncher:
             "env-id": config.env_id,
             "cuda": gpu,
             "track": config.tracking.wandb_mode != "disabled",
+            "seed": config.seed,
+            "total-timesteps": config.budget.timesteps,
+            "wandb-project-name": config.tracking.wandb_project or None,
+            "wandb-entity": config.tracking.wandb_entity or None,
         }
-        if config.seed is not None:
-            mapped["seed"] = config.seed
-        if config.budget.timesteps is not None:
-            mapped["total-timesteps"] = config.budget.timesteps
-        if config.tracking.wandb_project:
-            mapped["wandb-project-name"] = config.tracking.wandb_project
-        if config.tracking.wandb_entity:
-            mapped["wandb-entity"] = config.tracking.wandb_entity
-        return mapped
+        return {flag: value for flag, value in mapped.items() if value is not None}
 
     @staticmethod
     def _warm(config: RunConfig) -> bool:
@@ -450,13 +449,7 @@ class CleanRLLauncher:
                 "python": str(python),
                 "packages": self.bundles.freeze(self.bundle),
             }
-        try:
-            freeze = subprocess.run(
-                [str(python), "-m", "pip", "freeze"], capture_output=True, text=True, timeout=120, check=True
-            ).stdout.split()
-        except (OSError, subprocess.SubprocessError) as exc:
-            freeze = [f"(pip freeze failed: {exc})"]
-        return {"bundle": None, "python": str(python), "packages": freeze}
+        return {"bundle": None, "python": str(python), "packages": pip_freeze(python)}
 
     # ------------------------------------------------------------ launch
 
@@ -484,7 +477,7 @@ class CleanRLLauncher:
                 argv.append("--real-time")
             return LaunchPlan(
                 argv=argv,
-                env={**HEADLESS_GL, "CUDA_VISIBLE_DEVICES": ""},
+                env=dict(MODEL_ENV),
                 manifest={"evaluates": config.evaluation.model_dump() if config.evaluation else None},
             )
 
@@ -552,6 +545,14 @@ class CleanRLLauncher:
             secrets=secrets,
             script_argv=script_argv,
         )
+
+
+def _answer(python: Path, call: tuple[str, ...]) -> Any:
+    """A helper's JSON answer in ``python`` (:class:`BundleCall`), its failure a ConfigError."""
+    try:
+        return BundleCall(python)(*call)
+    except InterpreterError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_source(config: RunConfig) -> None:

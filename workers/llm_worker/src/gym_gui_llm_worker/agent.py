@@ -14,10 +14,8 @@ sent once as an event and named by its id in each call.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,26 +24,16 @@ import numpy as np
 from gym_gui_sdk import encoding, render
 from gym_gui_sdk.worker import WorkerSession
 
-from gym_gui_llm_worker import prompts, replies
+from gym_gui_llm_worker import prompts
+from gym_gui_llm_worker.conversation import Call, Conversation, ModelAsker, make_env
 from gym_gui_llm_worker.endpoint import ChatEndpoint, Reply
 from gym_gui_llm_worker.params import LLMParams
-from gym_gui_llm_worker.responses import ResponseLog, request_key
+from gym_gui_llm_worker.responses import ResponseLog
 
 # How often a stop request is looked for while calls are in flight.
 _STOP_POLL_SECONDS = 0.05
 # Games whose success is reaching the end (every step costs, so the return says little).
 _SUCCESS_IS_TERMINATION = frozenset({"cliffwalking", "taxi"})
-
-
-@dataclass
-class Call:
-    """One question to the model and what came of it."""
-
-    number: int  # the run's call number, from 0
-    actions: list[int]
-    record: dict[str, Any]  # what the step that made the call carries under info["llm"]
-    valid: bool
-    reply: Reply
 
 
 @dataclass
@@ -91,8 +79,7 @@ class LLMAgent:
         self._pause = asyncio.Lock()
         self._envs: list[gym.Env[Any, Any]] = []
         self.text: prompts.EnvText
-        self.system = ""
-        self.prefix_id = ""
+        self.asker: ModelAsker
         self.render_kind = render.NONE
         self._last_frame = 0.0
 
@@ -100,16 +87,7 @@ class LLMAgent:
 
     def make_env(self) -> gym.Env[Any, Any]:
         """One environment of the run (each concurrent episode plays in its own)."""
-        if self.env_id.startswith(("MiniGrid-", "BabyAI-")):
-            import minigrid  # noqa: F401 - registers its ids
-
-        creator = gym.envs.registration.load_env_creator(gym.spec(self.env_id).entry_point)  # type: ignore[arg-type]
-        modes = getattr(creator, "metadata", {}).get("render_modes", [])
-        env = gym.make(
-            self.env_id,
-            render_mode="rgb_array" if "rgb_array" in modes else None,
-            **(self.config.get("env_kwargs") or {}),
-        )
+        env = make_env(self.env_id, self.config.get("env_kwargs") or {})
         self._envs.append(env)
         return env
 
@@ -118,23 +96,22 @@ class LLMAgent:
         env = self.make_env()
         self.text = prompts.env_text(env, self.env_id)
         self.render_kind = render.render_kind_of(env)
-        template = self.params.system_prompt or prompts.template(self.text.family)
-        self.system = prompts.system_prompt(
-            template,
-            self.text,
-            self.params.plan_length,
-            replies.instructions(self.params.reply_format, self.params.plan_length),
-        )
-        self.prefix_id = hashlib.sha256(self.system.encode("utf-8")).hexdigest()[:16]
+        self.asker = ModelAsker(self.params, self.endpoint, self.log, self.text)
         self.session.started(
             render_kind=self.render_kind,
             spaces={"observation": str(env.observation_space), "action": str(env.action_space)},
         )
         # The prefix of every prompt, stored once: each call names it by its id.
+        asker = self.asker
         self.session.event(
             "INFO",
-            f"system prompt {self.prefix_id} ({len(self.system)} characters, {self.text.family} template)",
-            {"llm_prefix": {"id": self.prefix_id, "messages": [{"role": "system", "content": self.system}]}},
+            f"system prompt {asker.prefix_id} ({len(asker.system)} characters, {self.text.family} template)",
+            {
+                "llm_prefix": {
+                    "id": asker.prefix_id,
+                    "messages": [{"role": "system", "content": asker.system}],
+                }
+            },
         )
 
     # ------------------------------------------------------------ the run
@@ -200,18 +177,15 @@ class LLMAgent:
                 await asyncio.to_thread(self.session.wait_if_paused)
 
     async def _episode(self, env: gym.Env[Any, Any], episode: int) -> None:
-        params = self.params
         episode_seed = None if self.seed is None else self.seed + episode
-        rng = np.random.default_rng(episode_seed)
         observation, info = env.reset(seed=episode_seed)
         grid = render.grid_description(env) if self.render_kind == render.GRID else None
-        seen = prompts.observation_text(self.text, observation, grid)
-        history: deque[str] = deque(maxlen=params.history)
+        conversation = Conversation(
+            self.asker,
+            prompts.observation_text(self.text, observation, grid),
+            np.random.default_rng(episode_seed),
+        )
         started_at = time.time()
-        plan: list[int] = []
-        call: Call | None = None
-        since_call = 0
-        last_action: int | None = None
         total_reward = 0.0
         step = 0
         counts = Totals()
@@ -221,28 +195,22 @@ class LLMAgent:
             if not self._take_step():
                 truncated = True
                 break
-            if call is None or not plan or (params.replan_every and since_call >= params.replan_every):
-                call = await self._ask(seen, history, step, rng, last_action)
-                plan = list(call.actions)
-                since_call = 0
+            action, llm, call = await conversation.next_action(lambda: self._frame(env))
+            if call is not None:
+                self._count(call)
                 counts.calls += 1
                 counts.invalid += not call.valid
                 counts.tokens_in += call.reply.tokens_in
                 counts.tokens_out += call.reply.tokens_out
                 counts.cost_usd += self._cost(call.reply)
-            action = plan.pop(0)
             observation, reward_value, terminated, truncated, info = env.step(action)
             reward = float(reward_value)
             total_reward += reward
             grid = render.grid_description(env) if self.render_kind == render.GRID else None
-            now_seen = prompts.observation_text(self.text, observation, grid)
-            changed = now_seen != seen
-            llm: dict[str, Any] = {"call": call.number, "index": since_call}
-            if since_call == 0:
-                llm.update(call.record)
-            if not changed:
-                llm["unchanged"] = True
-                plan.clear()  # the model asked for something that did nothing: ask again
+            if not conversation.stepped(
+                action, reward, prompts.observation_text(self.text, observation, grid)
+            ):
+                llm["unchanged"] = True  # the model asked for something that did nothing: ask again
             self.session.step(
                 episode,
                 step,
@@ -254,18 +222,17 @@ class LLMAgent:
                 encoding.dumps({**info, "llm": llm}),
                 self._payload(env, grid),
             )
-            name = self.text.action_names[action]
-            history.append(
-                f"step {step}: {name}, reward {reward:g}" + ("" if changed else " (nothing changed)")
-            )
-            seen = now_seen
-            last_action = action
-            since_call += 1
             step += 1
         if step:  # an episode the step budget ran out on before its first step is no episode
             self._end_episode(
                 episode, episode_seed, started_at, step, total_reward, terminated, truncated, counts
             )
+
+    @staticmethod
+    def _frame(env: gym.Env[Any, Any]) -> bytes | None:
+        """The env's rendered frame as PNG (what a vision model is shown), None when it renders none."""
+        frame = env.render()
+        return render.frame_payload(frame) if isinstance(frame, np.ndarray) else None
 
     def _payload(self, env: gym.Env[Any, Any], grid: dict[str, Any] | None) -> bytes:
         if grid is not None:
@@ -279,75 +246,10 @@ class LLMAgent:
                     return render.frame_payload(frame)  # type: ignore[arg-type]
         return b""
 
-    async def _ask(
-        self,
-        seen: str,
-        history: deque[str],
-        step: int,
-        rng: np.random.Generator,
-        last_action: int | None,
-    ) -> Call:
-        params = self.params
-        lines = [f"Step {step} of this episode."]
-        if history:
-            lines += ["Recent steps:", *history]
-        lines += ["Now:", seen]
-        user = {"role": "user", "content": "\n".join(lines)}
-        action_count = len(self.text.action_names)
-        request: dict[str, Any] = {
-            "model": params.model,
-            "messages": [{"role": "system", "content": self.system}, user],
-            "temperature": params.temperature,
-            "max_tokens": params.max_tokens,
-            **replies.request_options(params.reply_format, action_count, params.plan_length),
-        }
-        key = request_key(request)
-        known = self.log.get(key)
-        if known is not None:
-            reply = Reply.from_record(known)
-        else:
-            reply = await self.endpoint.complete(request)
-            self.log.put(key, params.model, reply.record())
-        number = self.totals.calls
-        self.totals.calls += 1
-        error = ""
-        fallback = ""
-        try:
-            actions = replies.parse(
-                params.reply_format, reply.content, reply.tool_calls, action_count, params.plan_length
-            )
-        except replies.InvalidReply as exc:
-            error = str(exc)
-            fallback = params.fallback
-            actions = [self._fallback(rng, last_action)]
-        self._count(reply, valid=not error)
-        record: dict[str, Any] = {
-            "prompt": {"prefix": self.prefix_id, "messages": [user]},
-            "reply": reply.content if not reply.tool_calls else None,
-            "tool_calls": [{"name": name, "arguments": arguments} for name, arguments in reply.tool_calls],
-            "actions": actions,
-            "valid": not error,
-            "error": error,
-            "fallback": fallback,
-            "latency_ms": round(reply.latency_ms, 3),
-            "tokens_in": reply.tokens_in,
-            "tokens_out": reply.tokens_out,
-            "attempts": reply.attempts,
-            "source": reply.source,
-        }
-        return Call(number, actions, record, not error, reply)
-
-    def _fallback(self, rng: np.random.Generator, last_action: int | None) -> int:
-        fallback = self.params.fallback
-        if fallback == "noop" and self.text.noop is not None:
-            return self.text.noop
-        if fallback == "repeat" and last_action is not None:
-            return last_action
-        return int(rng.integers(len(self.text.action_names)))
-
-    def _count(self, reply: Reply, valid: bool) -> None:
-        totals = self.totals
-        totals.invalid += not valid
+    def _count(self, call: Call) -> None:
+        totals, reply = self.totals, call.reply
+        totals.calls += 1
+        totals.invalid += not call.valid
         totals.tokens_in += reply.tokens_in
         totals.tokens_out += reply.tokens_out
         if reply.source == "cache":

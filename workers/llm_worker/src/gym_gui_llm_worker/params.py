@@ -18,6 +18,10 @@ API_KEY_ENV = "LLM_API_KEY"
 
 REPLY_FORMATS = ("json", "tool", "text")
 FALLBACKS = ("random", "noop", "repeat")
+# What each call shows the model of the observation: its text rendering, the rendered frame as an
+# image (a vision model behind the same API), or both.
+TEXT, IMAGE, BOTH = "text", "image", "both"
+OBSERVATION_INPUTS = (TEXT, IMAGE, BOTH)
 _ENDPOINT = "Endpoint"
 _PLAY = "Play"
 _COST = "Cost"
@@ -93,6 +97,15 @@ PARAMETERS = (
         _PLAY,
         choices=FALLBACKS,
     ),
+    ParameterSpec(
+        "observation_input",
+        "str",
+        TEXT,
+        "What each call shows the model: text (the grid or the numbers), image (the rendered "
+        "frame as PNG, for vision models) or both.",
+        _PLAY,
+        choices=OBSERVATION_INPUTS,
+    ),
     ParameterSpec("parallel", "int", 4, "Episodes played at once.", _PLAY, low=1, high=64),
     ParameterSpec(
         "system_prompt",
@@ -136,12 +149,21 @@ class LLMParams:
     history: int
     reply_format: str
     fallback: str
+    observation_input: str
     parallel: int
     system_prompt: str
     price_in: float
     price_out: float
     response_cache: bool
     resume_from: str
+
+    @property
+    def shows_text(self) -> bool:
+        return self.observation_input in (TEXT, BOTH)
+
+    @property
+    def shows_image(self) -> bool:
+        return self.observation_input in (IMAGE, BOTH)
 
 
 def describe(defaults: Mapping[str, Any] | None = None) -> tuple[ParameterSpec, ...]:

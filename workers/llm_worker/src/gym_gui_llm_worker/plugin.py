@@ -7,6 +7,7 @@ prompts, response-log names); the worker process runs in the llm bundle, which h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,18 @@ from gym_gui.core.ids import validate_run_id
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.envs.check import make_env
 from gym_gui.storage.run_dir import RunDir
-from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModuleLauncher, WorkerPlugin
+from gym_gui.workers import (
+    BundleSpec,
+    LaunchContext,
+    LaunchPlan,
+    ModuleLauncher,
+    OperatorPlan,
+    OperatorSource,
+    WorkerPlugin,
+)
 from gym_gui_llm_worker import params as llm_params
 from gym_gui_llm_worker import prompts
+from gym_gui_llm_worker.card import operator_card
 from gym_gui_llm_worker.responses import RUN_LOG, SHARED_CACHE
 
 BUNDLE = BundleSpec(
@@ -40,36 +50,48 @@ class LLMLauncher(ModuleLauncher):
 
     def validate(self, config: RunConfig) -> None:
         """Refuse, before the run is stored, bad parameters, a template with unknown placeholders,
-        environments without discrete actions, a no-op fallback where there is none, and a
-        ``resume_from`` run that is not a run of the same environment and seed.
+        environments without discrete actions, image input for an environment that renders no
+        frames, a no-op fallback where there is none, and a ``resume_from`` run that is not a run
+        of the same environment and seed.
 
         Raises:
             ConfigError: naming the field (``params.temperature``, ``env_id``, …) and what is wrong.
         """
         if config.mode != "train":
             raise ConfigError(f"field 'mode': the LLM worker plays runs of mode train, got {config.mode!r}")
+        params, _text = self._checked(config)
+        if params.resume_from:
+            self._resumed(config, params.resume_from)
+
+    def _checked(self, config: RunConfig) -> tuple[llm_params.LLMParams, prompts.EnvText]:
+        """The parameters and what the prompts say of the environment, checked as :meth:`validate` says."""
         try:
             params = llm_params.parse(config.params)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         if params.system_prompt and (problem := prompts.check_template(params.system_prompt)):
             raise ConfigError(f"field 'params.system_prompt': {problem}")
-        text = self._env_text(config.env_id, config.env_kwargs)
+        text = self._env_text(config.env_id, config.env_kwargs, frames=params.shows_image)
         if params.fallback == "noop" and text.noop is None:
             raise ConfigError(
                 f"field 'params.fallback': {config.env_id} has no action that does nothing; "
                 "use random or repeat"
             )
-        if params.resume_from:
-            self._resumed(config, params.resume_from)
+        return params, text
 
     @staticmethod
-    def _env_text(env_id: str, env_kwargs: Mapping[str, Any]) -> prompts.EnvText:
+    def _env_text(env_id: str, env_kwargs: Mapping[str, Any], frames: bool = False) -> prompts.EnvText:
+        """What the prompts say of ``env_id``; with ``frames``, refusing an env that renders no RGB frame."""
         try:
             env = make_env(env_id, **env_kwargs)
         except TypeError as exc:  # a keyword the environment does not take
             raise ConfigError(f"field 'env_kwargs': {env_id} refused them: {exc}") from None
         try:
+            if frames and "rgb_array" not in (env.metadata.get("render_modes") or ()):
+                raise ConfigError(
+                    f"field 'params.observation_input': {env_id} renders no frames (no rgb_array "
+                    "render mode) to show the model; use text"
+                )
             return prompts.env_text(env, env_id)
         except ValueError as exc:
             raise ConfigError(f"field 'env_id': {exc}") from None
@@ -113,6 +135,31 @@ class LLMLauncher(ModuleLauncher):
         secrets = {llm_params.API_KEY_ENV: key} if key else {}
         extras = ManifestExtras({"llm": {"base_url": params.base_url, "model": params.model}})
         return LaunchPlan(argv=argv, secrets=secrets, extras=extras)
+
+    def operator(self, source: OperatorSource) -> OperatorPlan:
+        """The configuration of ``source`` (a finished llm run's, or an ``llm:CONFIG.json`` file's)
+        asking its model for each turn's action: ``python -m gym_gui_llm_worker.operator`` in the
+        llm bundle, given the environment and parameters as JSON (no secret is among them; the
+        endpoint's key reaches it as the secret ``LLM_API_KEY`` only), and the home's response
+        cache when the parameters use it.
+
+        Raises:
+            ConfigError: not an llm configuration, or one :meth:`validate` refuses (naming the field).
+        """
+        config = source.config
+        if config.worker != PLUGIN.spec.kind:
+            raise ConfigError(
+                f"field 'worker': an LLM operator is an llm configuration, got {config.worker!r}"
+            )
+        params, text = self._checked(config)
+        played = {"env_id": config.env_id, "env_kwargs": config.env_kwargs, "params": config.params}
+        argv = [str(self.python()), "-m", f"{self.module}.operator", "--config", json.dumps(played)]
+        argv += ["--source-run", source.run_id]
+        if params.response_cache:
+            argv += ["--cache", str(self.context.home.root / SHARED_CACHE)]
+        return OperatorPlan(
+            card=operator_card(params, text, source.run_id), argv=argv, secrets=(llm_params.API_KEY_ENV,)
+        )
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
         """The parameters the generated form shows; with ``env_id`` in ``query``, the system

@@ -12,6 +12,14 @@ import random
 import numpy as np
 
 
+def greedy_action(row: list[float], rng: random.Random) -> int:
+    """The action of the largest value in ``row``; when several tie, one of them drawn from ``rng``
+    (a draw is made only on a tie, so a table without ties never moves the generator)."""
+    best = max(row)
+    ties = [action for action, value in enumerate(row) if value == best]
+    return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
+
+
 class QLearner:
     """A Q-table, its epsilon-greedy policy and the Q-learning update.
 
@@ -29,10 +37,7 @@ class QLearner:
 
     def greedy(self, state: int) -> int:
         """The best known action in ``state`` (a random one of the best when several tie)."""
-        row = self.q[state]
-        best = max(row)
-        ties = [action for action, value in enumerate(row) if value == best]
-        return ties[0] if len(ties) == 1 else ties[self.rng.randrange(len(ties))]
+        return greedy_action(self.q[state], self.rng)
 
     def choose(self, state: int, epsilon: float) -> tuple[int, bool]:
         """The action to take in ``state`` and whether it was a random (exploring) one."""

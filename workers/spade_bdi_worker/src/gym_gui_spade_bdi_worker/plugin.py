@@ -17,9 +17,18 @@ from gym_gui.core.errors import ConfigError, InvalidRunId
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.envs.check import check_env
-from gym_gui.workers import BundleSpec, LaunchContext, LaunchPlan, ModuleLauncher, WorkerPlugin
+from gym_gui.workers import (
+    BundleSpec,
+    LaunchContext,
+    LaunchPlan,
+    ModuleLauncher,
+    OperatorPlan,
+    OperatorSource,
+    WorkerPlugin,
+)
 from gym_gui_spade_bdi_worker.checkpoint import FINAL, CheckpointRefused, QTableFile
 from gym_gui_spade_bdi_worker.environments import EnvRefused, grid_map, make_env, run_env_kwargs, table_shape
+from gym_gui_spade_bdi_worker.operator import operator_card
 from gym_gui_spade_bdi_worker.params import PARAMETERS, PASSWORD_ENV, problems, resolve
 
 PACKAGE = "gym_gui_spade_bdi_worker"
@@ -132,6 +141,24 @@ class SpadeBDILauncher(ModuleLauncher):
             secrets=secrets,
             extras=ManifestExtras({"q_table_source": str(source) if source else None}),
         )
+
+    def operator(self, source: OperatorSource) -> OperatorPlan:
+        """The run's Q-table (or the checkpoint ``source`` names) played greedily by
+        ``python -m gym_gui_spade_bdi_worker.operator`` in the spade_bdi bundle; the card is read
+        from the file itself (plain JSON, a few kilobytes).
+
+        Raises:
+            ConfigError: the run left no Q-table, or the file is not one (damaged: its hash).
+        """
+        if source.model is None:
+            raise ConfigError(f"run {source.run_id or '(config)'} has no Q-table to play")
+        try:
+            table = QTableFile.load(source.model)
+        except CheckpointRefused as exc:
+            raise ConfigError(str(exc)) from None
+        argv = [str(self.python()), "-m", f"{PACKAGE}.operator", "--q-table", str(source.model)]
+        argv += ["--source-run", source.run_id]
+        return OperatorPlan(card=operator_card(table, source.run_id), argv=argv)
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
         """The parameters gym_gui's generated form shows, one editor each; a run counts episodes."""

@@ -369,7 +369,7 @@ class Training:
         """Save the Q-table as it is and tell gym_gui where (``reason``: periodic or requested)."""
         path = periodic_path(self.episode)
         digest = self.table_file().save(self.run_dir / path)
-        meta = {"episode": self.episode, "sha256": digest, "reason": reason}
+        meta = {"episode": self.episode, "table_sha256": digest, "reason": reason}
         if reason == "requested":
             meta["requested"] = True  # `gym-gui checkpoint` and the window wait for this one
         self.session.artifact("checkpoint", path, self.total_steps, meta)
@@ -378,5 +378,8 @@ class Training:
         """The table learned so far is the run's model, whether the budget was spent or a stop came."""
         digest = self.table_file().save(self.run_dir / FINAL)
         self.session.artifact(
-            "model", FINAL, self.total_steps, {"episode": self.episode, "sha256": digest, "outcome": outcome}
+            "model",
+            FINAL,
+            self.total_steps,
+            {"episode": self.episode, "table_sha256": digest, "outcome": outcome},
         )
