@@ -13,7 +13,6 @@ from gym_gui.ui.arena.model import (
     PaneState,
     Scoreboard,
     box_figures,
-    steps_per_second,
 )
 
 
@@ -34,14 +33,11 @@ def test_a_setup_refuses_in_one_line_what_cannot_be_played(
         ArenaSetup(operators, env_id, 0, episodes).check()
 
 
-def test_a_setup_knows_the_persons_pane_and_the_pace_is_capped() -> None:
+def test_a_setup_knows_the_persons_pane() -> None:
     setup = ArenaSetup(("random", "human", "random"), "FrozenLake-v1", 0)
     setup.check()
     assert setup.person == 1
     assert ArenaSetup(("random", "random"), "FrozenLake-v1", 0).person is None
-    assert steps_per_second(4.0) == 4.0
-    assert steps_per_second(240.0) == 60.0
-    assert steps_per_second(0.0) == 60.0
 
 
 def test_rounds_step_every_pane_in_play_once_and_wait_for_all_answers() -> None:

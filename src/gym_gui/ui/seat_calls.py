@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from gym_gui.core.errors import ConfigError
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.play.operators import OperatorChoice
-from gym_gui.play.seat import Control, Outcome, Seat
+from gym_gui.play.seat import Control, Outcome, Seat, Seeds
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.seat_control import play_rate
@@ -44,13 +44,17 @@ class _OperatorFailed:
 
 @dataclass(frozen=True)
 class SeatStart:
-    """What a seat starts with: the env, the first seed, who acts and how the operator is chosen."""
+    """What a seat starts with: the env, the first seed, who acts and how the operator is chosen;
+    an Arena pane also gives its seeds' rule, its session's comparison id and its episodes."""
 
     env_id: str
     seed: int | None
     control: Control
     choose: Callable[[DaemonClient], OperatorChoice] | None  # None: the person alone
     telemetry_fps: float
+    seeds: Seeds = Seeds.PROCEDURAL
+    comparison: str | None = None
+    episodes: int | None = None  # None: the seat's default (one for a person)
 
 
 class SeatCalls(QObject):
@@ -180,7 +184,15 @@ def _start_work(plan: SeatStart) -> Callable[[DaemonClient], tuple[Seat, Outcome
         # Choosing checks the operator against the env (and its model's digest) before anything starts.
         choice = plan.choose(client) if plan.choose is not None else None
         session = Seat(
-            client, plan.env_id, choice, control=plan.control, seed=plan.seed, render_fps=plan.telemetry_fps
+            client,
+            plan.env_id,
+            choice,
+            control=plan.control,
+            seed=plan.seed,
+            seeds=plan.seeds,
+            render_fps=plan.telemetry_fps,
+            comparison=plan.comparison,
+            episodes=plan.episodes,
         )
         try:
             outcome = session.start()
@@ -199,14 +211,16 @@ def _step_work(session: Seat, op: _Op) -> Callable[[DaemonClient], Outcome | _Op
     kind, action = op.kind, op.action
 
     def work(_client: DaemonClient) -> Outcome | _OperatorFailed | None:
-        if kind == NEXT:
-            return None if session.finished else session.next_episode()
-        # The episode may have ended on the step before this one was sent.
-        if session.finished or session.episode_over:
-            return None
         try:
+            if kind == NEXT:
+                return None if session.finished else session.next_episode()
+            # The episode may have ended on the step before this one was sent.
+            if session.finished or session.episode_over:
+                return None
             return session.step(action)
-        except OperatorError as exc:  # the seat has failed its run with the reason
+        except OperatorError as exc:
+            # A step's failure has failed the run already; a reset's (the operator dead by then) not yet.
+            session.fail(f"operator {session.name} failed: {exc}")
             return _OperatorFailed(str(exc))
 
     return work

@@ -35,12 +35,10 @@ from gym_gui.play.batch import (
 from gym_gui.play.operators import Operators
 from gym_gui.play.seat import Seeds
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.home import Home
 from gym_gui.ui.arena.model import ArenaSetup, BoxFigures, box_figures
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.charts import faint
-from gym_gui.workers import worker_catalog
 
 TABLE_COLUMNS = ("operator", *SUMMARY_COLUMNS, "fallbacks", "run", "error")
 BOX_WIDTH = 0.5
@@ -94,11 +92,13 @@ class BatchPanel(QWidget):
         self,
         link: DaemonLink,
         read_setup: Callable[[int], tuple[ArenaSetup, Seeds]],
+        operators: Callable[[DaemonClient], Operators],
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.link = link
         self.read_setup = read_setup
+        self.operators = operators
         self._pool = Background(self, workers=1, name="arena-batch")
         self._generation = 0
         self.batch: EvaluationBatch | None = None
@@ -183,7 +183,7 @@ class BatchPanel(QWidget):
         self.comparison = new_comparison_id("batch")
         self.progress.setText(f"Choosing {len(setup.operators)} operators for {setup.env_id}…")
         self._pool.run(
-            partial(self._play, client, Home(self.link.home), setup, seeds, self.comparison, generation),
+            partial(self._play, client, setup, seeds, self.comparison, generation),
             partial(self._finished, generation),
             partial(self._failed, generation),
             name="arena batch",
@@ -200,14 +200,13 @@ class BatchPanel(QWidget):
     def _play(
         self,
         client: DaemonClient,
-        home: Home,
         setup: ArenaSetup,
         seeds: Seeds,
         comparison: str,
         generation: int,
     ) -> list[OperatorResult]:
         """The batch, on the pool's thread: choose every operator (refused ones say why), then play."""
-        operators = Operators(home, worker_catalog(), client.list_runs)
+        operators = self.operators(client)
         choices = [operators.choose(name, setup.env_id) for name in setup.operators]
 
         def episode_done(index: int, episode: EpisodeResult) -> None:

@@ -18,8 +18,6 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.play.operators import HUMAN
 
 MIN_SEATS, MAX_SEATS = 2, 4
-# Free-running plays at the env's own rate, never faster than a screen shows.
-MAX_STEPS_PER_SECOND = 60.0
 
 
 @dataclass(frozen=True)
@@ -51,11 +49,6 @@ class ArenaSetup:
             raise ConfigError("choose the environment the operators play")
         if self.episodes < 1:
             raise ConfigError(f"an arena plays at least one episode, got {self.episodes}")
-
-
-def steps_per_second(env_fps: float) -> float:
-    """Free-running's pace: the env's own rate (``render_fps``), at most :data:`MAX_STEPS_PER_SECOND`."""
-    return min(env_fps, MAX_STEPS_PER_SECOND) if env_fps > 0 else MAX_STEPS_PER_SECOND
 
 
 # ------------------------------------------------------------------ the lock-step

@@ -7,21 +7,23 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
-from gym_gui.play.operators import HUMAN, HUMAN_CARD, RANDOM, OperatorListing, OperatorRef, RandomOperator
+from gym_gui.play.operators import HUMAN, RANDOM, OperatorListing, OperatorRef, RandomOperator
 from gym_gui.ui.arena.model import MAX_SEATS
+from gym_gui.ui.seat_control import PickerEntry, picker_entries
 
 EMPTY = ""  # a seat left empty
 OPERATOR_ROLE = int(Qt.ItemDataRole.UserRole)
+PERSON = PickerEntry("human (you, by the keys)", HUMAN)
 
 
-def listing_text(entry: OperatorListing) -> str:
-    """How a picker names an operator: its card's title and the run it comes from."""
-    card = entry.card
-    if card is None:
-        return entry.ref.text
-    if card.source_run and card.source_run != card.title:
-        return f"{card.title} ({card.source_run})"
-    return card.title if entry.ref.builtin != HUMAN else "human (you)"
+def seat_entries(listing: list[OperatorListing]) -> list[PickerEntry]:
+    """A seat's lines: the play view's picker lines (``picker_entries``) and, after the random
+    baseline, the person. Before the listing came (it needs the daemon), the two built-ins."""
+    if not listing:
+        listing = [OperatorListing(OperatorRef(RANDOM), RandomOperator(None).card)]
+    entries = picker_entries(listing)
+    after = next((i + 1 for i, entry in enumerate(entries) if entry.operator == RANDOM), 0)
+    return [*entries[:after], PERSON, *entries[after:]]
 
 
 class OperatorSeats(QWidget):
@@ -48,7 +50,7 @@ class OperatorSeats(QWidget):
 
     def set_listing(self, listing: list[OperatorListing], default: tuple[str, ...] = ()) -> None:
         """Offer ``listing`` in every seat, keeping each seat's choice where it is still offered
-        (else ``default``'s, else empty). Before any listing came, the two built-ins are offered."""
+        (else ``default``'s, else empty)."""
         self._listing = list(listing)
         chosen = self.operators(keep_empty=True)
         if any(chosen):
@@ -58,15 +60,15 @@ class OperatorSeats(QWidget):
             empty = QStandardItem("—")
             empty.setData(EMPTY, OPERATOR_ROLE)
             model.appendRow(empty)
-            for entry in listing or _builtins():
-                item = QStandardItem(listing_text(entry))
-                item.setData(entry.ref.text, OPERATOR_ROLE)
-                if not entry.usable:
+            for entry in seat_entries(listing):
+                item = QStandardItem(entry.label)
+                item.setData(entry.operator, OPERATOR_ROLE)
+                if entry.problem:
                     item.setEnabled(False)
-                    item.setText(f"{listing_text(entry)} — {entry.problem}")
-                    item.setToolTip(f"{entry.ref.text} cannot act here: {entry.problem}")
+                    item.setText(f"{entry.label} — {entry.problem}")
+                    item.setToolTip(f"{entry.operator} cannot act here: {entry.problem}")
                 else:
-                    item.setToolTip(entry.ref.text)
+                    item.setToolTip(entry.operator)
                 model.appendRow(item)
             combo.blockSignals(True)
             combo.setModel(model)
@@ -106,11 +108,3 @@ class OperatorSeats(QWidget):
                 combo.setCurrentIndex(row)
                 return
         combo.setCurrentIndex(0)
-
-
-def _builtins() -> list[OperatorListing]:
-    """The operators offered before the listing came (it needs the daemon): the two built-ins."""
-    return [
-        OperatorListing(OperatorRef(RANDOM), RandomOperator(None).card),
-        OperatorListing(OperatorRef(HUMAN), HUMAN_CARD),
-    ]

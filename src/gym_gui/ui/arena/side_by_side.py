@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import numpy as np
-from gym_gui_sdk.operator import OperatorError
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
@@ -30,27 +28,20 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.envs import KeyBinding, env_entry
 from gym_gui.core.errors import GymGuiError
-from gym_gui.envs.check import render_fps
 from gym_gui.play.batch import new_comparison_id
 from gym_gui.play.operators import HUMAN, OperatorChoice, Operators
 from gym_gui.play.seat import Control, Outcome, Seat, Seeds, episode_success
 from gym_gui.protocol.client import DaemonClient
-from gym_gui.storage.home import Home
-from gym_gui.ui.arena.model import MAX_SEATS, ArenaSetup, LockStep, PaneState, Scoreboard, steps_per_second
+from gym_gui.ui.arena.model import MAX_SEATS, ArenaSetup, LockStep, PaneState, Scoreboard
 from gym_gui.ui.arena.pane import ArenaPane
-from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.human_play import qt_key
-from gym_gui.workers import worker_catalog
+from gym_gui.ui.seat_calls import SeatCalls, SeatStart
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class _Out:
-    """A seat's call failed: its run is FAILED with ``reason`` and its pane is out."""
-
-    reason: str
+# Frames a pixel env's pane stores per second of play, for its replay (grid games store every step).
+TELEMETRY_FPS = 15.0
 
 
 class SideBySide(QWidget):
@@ -61,19 +52,30 @@ class SideBySide(QWidget):
     of free-running at the env's rate, at most 60 a second) steps every pane in play once; the next
     round waits for every answer (:class:`LockStep`). A person's pane (operator ``human``) takes the
     catalog's keys: each press is the person's step, and the operators wait for it. Each pane's calls
-    run one at a time on a thread of its own, the panes' at once. A pane whose operator fails says
-    why and is out (its run FAILED with the reason); the others go on.
+    go through a :class:`SeatCalls` of its own (in order, off the GUI thread; the panes' at once). A
+    pane whose operator fails says why and is out (its run FAILED with the reason); the others go on.
     """
 
     comparison_requested = Signal(str)  # the session's comparison id: open its runs
 
-    def __init__(self, link: DaemonLink, read_setup: Callable[[int], tuple[ArenaSetup, Seeds]]) -> None:
+    def __init__(
+        self,
+        link: DaemonLink,
+        read_setup: Callable[[int], tuple[ArenaSetup, Seeds]],
+        operators: Callable[[DaemonClient], Operators],
+    ) -> None:
         super().__init__()
         self.link = link
         self.read_setup = read_setup
-        # One thread per pane: a seat's calls stay in order, the panes' run at once.
-        self._pools = [Background(self, workers=1, name=f"arena-pane-{i + 1}") for i in range(MAX_SEATS)]
-        self._session = 0
+        self.operators = operators
+        # A pane's calls stay in order, the panes' run at once; a call for a session left reports nothing.
+        self._calls = [SeatCalls(link, self) for _ in range(MAX_SEATS)]
+        for index, calls in enumerate(self._calls):
+            calls.started.connect(partial(self._started, index))
+            calls.stepped.connect(partial(self._answered, index))
+            calls.operator_failed.connect(partial(self._operator_failed, index))
+            calls.failed.connect(partial(self._failed, index))
+        self._resetting: set[int] = set()
         self.setup: ArenaSetup | None = None
         self.seats: list[Seat | None] = []
         self.panes: list[ArenaPane] = []
@@ -81,7 +83,7 @@ class SideBySide(QWidget):
         self.lock: LockStep | None = None
         self.scoreboard: Scoreboard | None = None
         self.comparison = ""
-        self.fps = 0.0
+        self.rate = 0.0
         self._pending: Any = None  # the person's press waiting for its round
         self._bindings: dict[int, KeyBinding] = {}
         self.clock = QTimer(self)
@@ -149,10 +151,6 @@ class SideBySide(QWidget):
     def person(self) -> int | None:
         return self.setup.person if self.setup is not None else None
 
-    @property
-    def running(self) -> bool:
-        return self.lock is not None and not self.lock.finished
-
     def start_from_setup(self) -> None:
         """Start a session of what the setup above says (its refusal, if any, said in one line)."""
         try:
@@ -175,12 +173,9 @@ class SideBySide(QWidget):
         by name on their pane's thread, refused ones said in their pane.
         """
         self.stop()
-        client = self.link.client
-        if client is None:
+        if self.link.client is None:
             self._say("not connected to the gym_gui daemon")
             return
-        self._session += 1
-        session = self._session
         self.setup = setup
         self.comparison = new_comparison_id("arena")
         count = len(setup.operators)
@@ -189,16 +184,23 @@ class SideBySide(QWidget):
         self.lock = LockStep(count, setup.episodes, setup.person)
         self.scoreboard = Scoreboard([_pane_name(name) for name in setup.operators])
         self._pending = None
+        self._resetting = set()
         self._bindings = self._person_keys(setup)
         self._make_panes([_pane_name(name) for name in setup.operators])
-        home = Home(self.link.home)
         for index, name in enumerate(setup.operators):
-            self._pools[index].run(
-                partial(_seat, client, home, name, setup, seeds, self.comparison, (chosen or {}).get(index)),
-                partial(self._started, session, index),
-                partial(self._start_failed, session, index),
-                name=f"arena pane {index + 1}",
+            choice = (chosen or {}).get(index)
+            person = name == HUMAN and choice is None
+            plan = SeatStart(
+                setup.env_id,
+                setup.seed,
+                Control.HUMAN if person else Control.AGENT,
+                None if person else partial(_choose, self.operators, name, setup.env_id, choice),
+                TELEMETRY_FPS,
+                seeds=seeds,
+                comparison=self.comparison,
+                episodes=setup.episodes,
             )
+            self._calls[index].start(plan)
         self._say(f"Seating {count} operators on {setup.env_id} from seed {setup.seed} ({seeds.value})…")
         self._show_board()
         self._enable()
@@ -220,22 +222,20 @@ class SideBySide(QWidget):
             self._press(binding)
 
     def set_free_running(self, running: bool) -> None:
-        """Step all at the env's rate (:func:`steps_per_second`) or only on Step."""
+        """Step all at the env's rate (at most 60 steps a second: ``seat_control.play_rate``) or only on Step."""
         if self.free_button.isChecked() != running:
             self.free_button.setChecked(running)  # comes back here through toggled
             return
-        if running and self.fps > 0:
-            self.clock.start(max(1, round(1000.0 / steps_per_second(self.fps))))
+        if running and self.rate > 0:
+            self.clock.start(max(1, round(1000.0 / self.rate)))
         else:
             self.clock.stop()
 
     def stop(self) -> None:
         """Leave the session: every seat's run ends (whole episodes played: COMPLETED, else CANCELLED)."""
         self.clock.stop()
-        self._session += 1  # answers still on their way belong to the session left
-        for index, seat in enumerate(self.seats):
-            if seat is not None and not seat.finished:
-                self._pools[index].run(seat.close, name="arena: leaving a pane")
+        for calls in self._calls:
+            calls.leave()  # its seat's run ends; what it still answers is dropped
         self.seats = [None] * len(self.seats)
         if self.lock is not None and not self.lock.finished:
             self._say("Stopped: what was played is stored.")
@@ -300,12 +300,8 @@ class SideBySide(QWidget):
         if lock.waits_for_person and self._pending is None:
             return
         person_action, self._pending = self._pending, None
-        session = self._session
         for index in lock.begin_round():
-            seat = self.seats[index]
-            assert seat is not None
-            action = person_action if index == lock.person else None
-            self._call(session, index, partial(seat.step, action), self._stepped)
+            self._calls[index].step(person_action if index == lock.person else None)
 
     def _beat(self) -> None:
         if self.lock is not None and not self.lock.waits_for_person:
@@ -324,59 +320,25 @@ class SideBySide(QWidget):
             self._enable()
             return
         if lock.reset_due:
-            session = self._session
             for index in lock.begin_reset():
-                seat = self.seats[index]
-                assert seat is not None
-                self._call(session, index, seat.next_episode, self._reset)
+                self._resetting.add(index)
+                self._calls[index].next_episode()
             return
         if self._pending is not None:
             self._round()
         elif lock.waits_for_person:
             self._say(f"Your move: {self._keys_text()}")
 
-    def _call(
-        self, session: int, index: int, fn: Callable[[], Outcome], done: Callable[[int, Outcome], None]
-    ) -> None:
-        seat = self.seats[index]
-        assert seat is not None
-
-        def work() -> Outcome | _Out:
-            try:
-                return fn()
-            except OperatorError as exc:
-                reason = f"operator {seat.name} failed: {exc}"
-                seat.fail(reason)  # the seat has already when its proposal failed: then a no-op
-                return _Out(reason)
-
-        def answered(result: Outcome | _Out) -> None:
-            if session != self._session:
-                return
-            if isinstance(result, _Out):
-                self._out(index, result.reason)
-            else:
-                done(index, result)
-            self._advance()
-
-        def failed(message: str) -> None:
-            if session == self._session:
-                self._pools[index].run(partial(seat.fail, message), name="arena: failing a pane")
-                self._out(index, message)
-                self._advance()
-
-        self._pools[index].run(work, answered, failed, name=f"arena pane {index + 1}")
-
     # ------------------------------------------------------------ answers
 
-    def _started(self, session: int, index: int, result: tuple[Seat, Outcome, float]) -> None:
-        seat, outcome, fps = result
-        if session != self._session:
-            self._pools[index].run(seat.close, name="arena: leaving a pane")
-            return
+    def _started(self, index: int, outcome: Outcome) -> None:
         assert self.lock is not None
+        calls = self._calls[index]
+        seat = calls.session
+        assert seat is not None
         self.seats[index] = seat
         self.first_outcomes[index] = outcome
-        self.fps = fps
+        self.rate = calls.rate
         self.panes[index].set_run(seat.run_id)
         self.panes[index].show_outcome(outcome)
         self.lock.ready(index)
@@ -391,9 +353,22 @@ class SideBySide(QWidget):
         self._enable()
         self._advance()
 
-    def _start_failed(self, session: int, index: int, message: str) -> None:
-        if session != self._session:
-            return
+    def _answered(self, index: int, outcome: Outcome) -> None:
+        if index in self._resetting:
+            self._resetting.discard(index)
+            self._reset(index, outcome)
+        else:
+            self._stepped(index, outcome)
+        self._advance()
+
+    def _operator_failed(self, index: int, reason: str) -> None:
+        self._resetting.discard(index)
+        self._out(index, f"operator {self.panes[index].name} failed: {reason}")
+        self._advance()
+
+    def _failed(self, index: int, _kind: str, message: str) -> None:
+        self._resetting.discard(index)
+        self._calls[index].leave()  # its run ends with what it played
         self._out(index, message)
         self._advance()
 
@@ -460,43 +435,14 @@ def _pane_name(operator: str) -> str:
     return "you" if operator == HUMAN else operator
 
 
-def _seat(
-    client: DaemonClient,
-    home: Home,
+def _choose(
+    operators: Callable[[DaemonClient], Operators],
     operator: str,
-    setup: ArenaSetup,
-    seeds: Seeds,
-    comparison: str,
+    env_id: str,
     choice: OperatorChoice | None,
-) -> tuple[Seat, Outcome, float]:
-    """Choose ``operator`` (checked against the env) unless ``choice`` is it already, seat it and show
-    its first state (blocking)."""
-    if operator == HUMAN and choice is None:
-        seat = Seat(
-            client,
-            setup.env_id,
-            None,
-            seed=setup.seed,
-            seeds=seeds,
-            comparison=comparison,
-            episodes=setup.episodes,
-        )
-    else:
-        if choice is None:
-            choice = Operators(home, worker_catalog(), client.list_runs).choose(operator, setup.env_id)
-        seat = Seat(
-            client,
-            setup.env_id,
-            choice,
-            control=Control.AGENT,
-            seed=setup.seed,
-            seeds=seeds,
-            comparison=comparison,
-            episodes=setup.episodes,
-        )
-    try:
-        outcome = seat.start()
-    except BaseException:
-        seat.env.close()
-        raise
-    return seat, outcome, render_fps(setup.env_id)
+    client: DaemonClient,
+) -> OperatorChoice:
+    """``operator`` chosen and checked against the env (blocking), unless ``choice`` is it already."""
+    if choice is not None:
+        return choice
+    return operators(client).choose(operator, env_id)

@@ -15,7 +15,6 @@ from gym_gui.ui.arena.batch import BatchPanel
 from gym_gui.ui.arena.model import ArenaSetup
 from gym_gui.ui.arena.picker import OperatorSeats
 from gym_gui.ui.arena.side_by_side import SideBySide
-from gym_gui.ui.background import Background
 from gym_gui.ui.control_panel import EnvPicker
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.workers import worker_catalog
@@ -34,7 +33,6 @@ class ArenaView(QWidget):
     def __init__(self, link: DaemonLink, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.link = link
-        self._listing_pool = Background(self, workers=1, name="arena-listing")
         self._listing_generation = 0
         self.listing: list[OperatorListing] = []
 
@@ -53,8 +51,8 @@ class ArenaView(QWidget):
         self.listing_note = QLabel()
         self.listing_note.setWordWrap(True)
 
-        self.side_by_side = SideBySide(link, self.read_setup)
-        self.batch = BatchPanel(link, self.read_setup)
+        self.side_by_side = SideBySide(link, self.read_setup, self.operators)
+        self.batch = BatchPanel(link, self.read_setup, self.operators)
         self.parts = QTabWidget()
         self.parts.addTab(self.side_by_side, "Side by side")
         self.parts.addTab(self.batch, "Batch")
@@ -83,6 +81,10 @@ class ArenaView(QWidget):
     def env_id(self) -> str:
         return self.env_picker.env_id
 
+    def operators(self, client: DaemonClient) -> Operators:
+        """The home's operators, its runs as the daemon lists them (blocking to use: off the GUI thread)."""
+        return Operators(Home(self.link.home), worker_catalog(), client.list_runs)
+
     def read_setup(self, episodes: int) -> tuple[ArenaSetup, Seeds]:
         """What the fields say, for ``episodes`` episodes (the part's own count)."""
         setup = ArenaSetup(tuple(self.seats.operators()), self.env_id, self.seed.value(), episodes)
@@ -90,17 +92,12 @@ class ArenaView(QWidget):
 
     def refresh_operators(self) -> None:
         """List the operators for the env as `gym-gui operators --env` does (off the GUI thread)."""
-        client = self.link.client
         env_id = self.env_id
-        if client is None or not env_id:
+        if not self.link.connected or not env_id:
             return
         self._listing_generation += 1
         generation = self._listing_generation
-        home = Home(self.link.home)
         self.listing_note.setText(f"Listing the operators for {env_id}…")
-
-        def listing(client: DaemonClient = client) -> list[OperatorListing]:
-            return Operators(home, worker_catalog(), client.list_runs).listing(env_id)
 
         def listed(entries: list[OperatorListing]) -> None:
             if generation != self._listing_generation:
@@ -118,7 +115,7 @@ class ArenaView(QWidget):
             if generation == self._listing_generation:
                 self.listing_note.setText(f"The operators could not be listed: {message}")
 
-        self._listing_pool.run(listing, listed, failed, name="arena operators")
+        self.link.call(lambda client: self.operators(client).listing(env_id), listed, failed)
 
     def stop(self) -> None:
         """Leave the side-by-side session and stop a batch in play (the window is closing)."""
