@@ -26,16 +26,20 @@ from gym_gui.ui.arena.side_by_side import SideBySide
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.workers import OperatorPlan, worker_catalog
 
-# An operator process that always moves right (Taxi's action 2 is east), as a kind's operator serves one.
+# An operator process that always moves right (Taxi's action 2 is east, FrozenLake's right), as a kind's
+# operator serves one; with DIE_AT_EPISODE=N its process ends as episode N begins.
 EASTWARD = """
-import sys
+import os, sys
 from gym_gui_sdk.operator import Decision, OperatorCard, serve
 
 class Eastward:
     card = OperatorCard(name="eastward", kind="test")
+    begun = 0
 
     def begin(self, slot, seed):
-        pass
+        self.begun += 1
+        if self.begun == int(os.environ.get("DIE_AT_EPISODE", 0)):
+            os._exit(3)
 
     def act(self, turns):
         return [Decision(2) for _ in turns]
@@ -185,14 +189,19 @@ def test_a_batch_shows_the_numbers_the_cli_gives_and_a_box_per_operator(
     assert batch.progress.text() == "a batch plays headless: a person takes a seat in the window's Arena"
 
 
-def test_a_killed_operator_marks_its_pane_and_fails_its_run_while_the_others_go_on(
-    window: MainWindow, qtbot: QtBot, client: DaemonClient, home: Home, tmp_path: Path
-) -> None:
+def eastward_operator(home: Home, tmp_path: Path, **env: str) -> OperatorChoice:
+    """The eastward operator as a kind's plugin would plan it: its own process, from an argument list."""
     script = tmp_path / "eastward.py"
     script.write_text(EASTWARD)
     card = OperatorCard(name="eastward", kind="test")
-    plan = OperatorPlan(card=card, argv=[sys.executable, str(script)], env={}, secrets=())
-    eastward = OperatorChoice(OperatorRef("eastward"), card, plan, home.operators_dir)
+    plan = OperatorPlan(card=card, argv=[sys.executable, str(script)], env=env, secrets=())
+    return OperatorChoice(OperatorRef("eastward"), card, plan, home.operators_dir)
+
+
+def test_a_killed_operator_marks_its_pane_and_fails_its_run_while_the_others_go_on(
+    window: MainWindow, qtbot: QtBot, client: DaemonClient, home: Home, tmp_path: Path
+) -> None:
+    eastward = eastward_operator(home, tmp_path)
     arena = window.show_arena()
     side = arena.side_by_side
     # Taxi: a random episode lasts its 200 steps, so every pane is still playing when one is killed.
@@ -241,3 +250,27 @@ def test_free_running_steps_all_at_the_envs_rate_until_every_episode_is_played(
     for seat in side.seats:
         assert seat is not None
         assert client.wait_for_end(seat.run_id, timeout=30).state.value == "COMPLETED"
+
+
+def test_an_operator_that_dies_as_the_panes_reset_is_out_and_the_others_play_their_next_episode(
+    window: MainWindow, qtbot: QtBot, client: DaemonClient, home: Home, tmp_path: Path
+) -> None:
+    side = window.show_arena().side_by_side
+    setup = ArenaSetup(("random", "eastward"), "FrozenLake-v1", 2, episodes=2)
+    side.start(setup, Seeds.PROCEDURAL, chosen={1: eastward_operator(home, tmp_path, DIE_AT_EPISODE="2")})
+    qtbot.waitUntil(lambda: side.lock is not None and side.lock.idle, timeout=60_000)
+    seats = list(side.seats)
+    lock = side.lock
+    assert lock is not None and all(seat is not None for seat in seats)
+    # Both play their first episode out; at the reset eastward's process ends as episode 2 begins.
+    while not lock.finished:
+        side.step_all()
+        rounds = lock.rounds
+        qtbot.waitUntil(lambda r=rounds: lock.rounds == r and lock.idle, timeout=30_000)
+    assert lock.states == [PaneState.DONE, PaneState.FAILED]
+    assert side.panes[1].status.text().startswith("out: operator eastward failed: ")
+    random_run, eastward_run = (seat.run_id for seat in seats if seat is not None)
+    failed = client.wait_for_end(eastward_run, timeout=30)
+    assert failed.state.value == "FAILED" and "operator eastward failed" in failed.reason
+    assert client.wait_for_end(random_run, timeout=30).state.value == "COMPLETED"
+    assert side.scoreboard is not None and len(side.scoreboard.episodes(0)) == 2
