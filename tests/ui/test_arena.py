@@ -13,6 +13,7 @@ from gym_gui_sdk.operator import OperatorCard, OperatorProcess
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from gym_gui.core.states import RunState
 from gym_gui.play.batch import EvaluationBatch, summary_cells
 from gym_gui.play.operators import OperatorChoice, OperatorRef, Operators
 from gym_gui.play.seat import Seeds
@@ -25,6 +26,7 @@ from gym_gui.ui.arena.model import ArenaSetup, PaneState
 from gym_gui.ui.arena.side_by_side import SideBySide
 from gym_gui.ui.main_window import MainWindow
 from gym_gui.workers import OperatorPlan, worker_catalog
+from workers.spade_bdi_worker.tests.conftest import bdi_config, run_to_end
 
 # An operator process that always moves right (Taxi's action 2 is east, FrozenLake's right), as a kind's
 # operator serves one; with DIE_AT_EPISODE=N its process ends as episode N begins.
@@ -59,37 +61,44 @@ def steps_of(side: SideBySide, *panes: int) -> list[int]:
 
 
 def seated(window: MainWindow, qtbot: QtBot, operators: list[str]) -> None:
-    """Show the Arena, wait for the operators' listing, and seat ``operators``."""
+    """Show the Arena, wait for the operators' listing to offer ``operators``, and seat them."""
     arena = window.show_arena()
-    qtbot.waitUntil(lambda: bool(arena.listing), timeout=30_000)
+    listed = lambda: {entry.ref.text for entry in arena.listing}  # noqa: E731
+    qtbot.waitUntil(lambda: set(operators) - {"human"} <= listed(), timeout=30_000)
     arena.seats.set_operators(operators)
     assert arena.seats.operators() == operators
 
 
-def test_an_arena_of_three_starts_from_one_observation_steps_lock_step_and_groups_its_runs(
+def test_an_arena_of_four_starts_from_one_observation_steps_lock_step_and_groups_its_runs(
     window: MainWindow, qtbot: QtBot, client: DaemonClient
 ) -> None:
-    seated(window, qtbot, ["random", "random", "human"])
+    # A Spade BDI Q-table learned on the lake (seconds, once its bundle is built), beside two random
+    # baselines and a person.
+    trained = run_to_end(client, bdi_config(episodes=200))
+    assert trained.state is RunState.COMPLETED, trained.reason
+    q_table = trained.run_id
+    qtbot.waitUntil(lambda: window.runs.info(q_table) is not None, timeout=30_000)
+    seated(window, qtbot, ["random", q_table, "random", "human"])
     arena = window.arena
-    offered = {name for name, usable, _tip in arena.seats.offered()}
-    assert {"random", "human"} <= offered
+    offered = {name: usable for name, usable, _tip in arena.seats.offered()}
+    assert offered["random"] and offered["human"] and offered[q_table]
     side = arena.side_by_side
     side.episodes.setValue(2)
     arena.seed.setValue(7)
     side.start_from_setup()
     qtbot.waitUntil(lambda: side.lock is not None and side.lock.idle, timeout=30_000)
-    assert side.lock is not None and side.lock.states == [PaneState.PLAYING] * 3
+    assert side.lock is not None and side.lock.states == [PaneState.PLAYING] * 4
     firsts = [outcome for outcome in side.first_outcomes if outcome is not None]
-    assert len(firsts) == 3
-    assert [int(o.observation) for o in firsts] == [int(firsts[0].observation)] * 3
-    assert [o.grid for o in firsts] == [firsts[0].grid] * 3
+    assert len(firsts) == 4
+    assert [int(o.observation) for o in firsts] == [int(firsts[0].observation)] * 4
+    assert [o.grid for o in firsts] == [firsts[0].grid] * 4
     assert all(pane.env_view.grid is not None or pane.env_view.has_pending for pane in side.panes)
 
     # The operators wait for the person: Step all does nothing until a key is pressed.
     side.step_all()
     assert side.lock.rounds == 0 and "Your move" in side.message.text()
     for round_number in range(1, 4):
-        if side.lock.states[2] is not PaneState.PLAYING:
+        if side.lock.states[3] is not PaneState.PLAYING:
             break
         if round_number == 1:
             qtbot.keyClick(side, Qt.Key.Key_Down)  # the key itself, as the person presses it
@@ -112,26 +121,27 @@ def test_an_arena_of_three_starts_from_one_observation_steps_lock_step_and_group
         shown = [pane.outcome for pane in side.panes if pane.outcome is not None]
         if not second_starts and all(o.episode == 1 and o.step == 0 for o in shown):
             second_starts = [int(o.observation) for o in shown]
-        if side.lock.states[2] is PaneState.PLAYING:
+        if side.lock.states[3] is PaneState.PLAYING:
             side.press("Down")
         else:
             side.step_all()
         rounds = side.lock.rounds
         qtbot.waitUntil(lambda r=rounds: side.lock.rounds >= r and side.lock.idle, timeout=30_000)
     run_ids = [seat.run_id for seat in side.seats if seat is not None]
-    assert len(run_ids) == 3
+    assert len(run_ids) == 4
     for run_id in run_ids:
         qtbot.waitUntil(lambda r=run_id: client.get_run(r).record.state.terminal, timeout=30_000)
     records = [client.get_run(run_id).record for run_id in run_ids]
-    assert [r.state.value for r in records] == ["COMPLETED"] * 3
-    assert [r.worker for r in records] == ["operator", "operator", "human"]
+    assert [r.state.value for r in records] == ["COMPLETED"] * 4
+    assert [r.worker for r in records] == ["operator", "operator", "operator", "human"]
+    assert RunDir(records[1].run_dir).read_config().params["operator"] == q_table
     assert {RunDir(r.run_dir).read_config().comparison for r in records} == {side.comparison}
     board = side.scoreboard
     assert board is not None
-    assert second_starts == [second_starts[0]] * 3
-    assert [len(board.episodes(i)) for i in range(3)] == [2, 2, 2]
+    assert second_starts == [second_starts[0]] * 4
+    assert [len(board.episodes(i)) for i in range(4)] == [2, 2, 2, 2]
     assert [row for row, _cells in board.rows()] == ["episode 1", "episode 2", "total", "fallbacks"]
-    assert side.board.rowCount() == 4 and side.board.columnCount() == 3
+    assert side.board.rowCount() == 4 and side.board.columnCount() == 4
     for record in records:
         reader = TelemetryReader(RunDir(record.run_dir).telemetry_path)
         try:
@@ -140,8 +150,8 @@ def test_an_arena_of_three_starts_from_one_observation_steps_lock_step_and_group
             reader.close()
 
     # The runs table's menu opens the comparison of a run that has one: Compare and Replay.
-    qtbot.waitUntil(lambda: window.runs.comparison_of(run_ids[2]) == side.comparison, timeout=30_000)
-    window.runs.select(run_ids[2])
+    qtbot.waitUntil(lambda: window.runs.comparison_of(run_ids[3]) == side.comparison, timeout=30_000)
+    window.runs.select(run_ids[3])
     menu = window.runs.context_menu()
     assert menu is not None
     entry = next(action for action in menu.actions() if action.text() == "Open its comparison")
@@ -209,7 +219,7 @@ def test_a_killed_operator_marks_its_pane_and_fails_its_run_while_the_others_go_
     side.start(setup, Seeds.FIXED, chosen={1: eastward})
     qtbot.waitUntil(lambda: side.lock is not None and side.lock.idle, timeout=60_000)
     assert side.lock is not None and side.lock.states == [PaneState.PLAYING] * 3
-    side.step_all()
+    qtbot.keyClick(side, Qt.Key.Key_N)  # Step all's key
     qtbot.waitUntil(lambda: side.lock.rounds == 1 and side.lock.idle, timeout=30_000)
     seat = side.seats[1]
     assert seat is not None and seat.operator is not None

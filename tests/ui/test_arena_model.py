@@ -86,7 +86,8 @@ def test_a_failed_pane_is_out_and_a_persons_pane_holds_the_round() -> None:
 
 
 def test_the_scoreboard_shows_each_episode_the_one_in_play_the_totals_and_fallbacks() -> None:
-    board = Scoreboard(["random", "llm", "you"])
+    board = Scoreboard(["random", "llm:chat.json", "you"])
+    board.rename(1, "llm")  # seated: its operator's title
     board.stepped(0, 0.0, 1, False, None, False)
     board.stepped(1, 0.0, 1, True, None, False)
     board.stepped(0, 1.0, 2, False, True, True)
@@ -97,7 +98,7 @@ def test_the_scoreboard_shows_each_episode_the_one_in_play_the_totals_and_fallba
     assert board.columns == ["random", "llm (out)", "you"]
     assert board.rows() == [
         ("episode 1", ["1 · 2 steps · success", "0 · 2 steps · failed", "0 · 3 steps · failed"]),
-        ("episode 2 (playing)", ["0 · 1 step", "", ""]),
+        ("episode 2", ["0 · 1 step (playing)", "-", ""]),
         (
             "total",
             [

@@ -49,6 +49,7 @@ SHORTCUTS = (
     ("Ctrl+Return", "Start a run from the selected worker's form"),
     ("Ctrl+Shift+Return", "Start a sweep (the sweep form)"),
     ("Ctrl+Shift+A", "The Arena: operators side by side on shared seeds, evaluation batches"),
+    ("N", "Arena: one step for every pane"),
     ("Ctrl+.", "Cancel the selected run"),
     ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
     ("Ctrl+H", "Human play"),

@@ -8,7 +8,7 @@ from functools import partial
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QPainter, QPicture
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -45,38 +45,33 @@ BOX_WIDTH = 0.5
 
 
 class BoxItem(pg.GraphicsObject):
-    """One operator's box plot at ``x``: the box from Q1 to Q3, the median, the whiskers and the outliers."""
+    """One operator's box plot at ``x``: the box from Q1 to Q3, the median, the whiskers (the outliers
+    are a scatter beside it). Drawn in data coordinates with cosmetic pens, so zooming keeps the lines thin."""
 
     def __init__(self, x: float, figures: BoxFigures, color: object) -> None:
         super().__init__()
         self.x = x
         self.figures = figures
-        self._picture = QPicture()
-        pen = pg.mkPen(color, width=1.5)
-        pen.setCosmetic(True)
-        painter = QPainter(self._picture)
-        try:
-            painter.setPen(pen)
-            painter.setBrush(pg.mkBrush(faint(color, 80)))
-            half = BOX_WIDTH / 2
-            f = figures
-            painter.drawRect(QRectF(x - half, f.q1, BOX_WIDTH, f.q3 - f.q1))
-            median_pen = pg.mkPen(color, width=3)
-            median_pen.setCosmetic(True)
-            painter.setPen(median_pen)
-            painter.drawLine(QPointF(x - half, f.median), QPointF(x + half, f.median))
-            painter.setPen(pen)
-            for end, edge in ((f.low, f.q1), (f.high, f.q3)):
-                painter.drawLine(QPointF(x, end), QPointF(x, edge))
-                painter.drawLine(QPointF(x - half / 2, end), QPointF(x + half / 2, end))
-        finally:
-            painter.end()
-        low = min((f.low, *f.outliers))
-        high = max((f.high, *f.outliers))
+        self._pen = pg.mkPen(color, width=1.5)
+        self._median_pen = pg.mkPen(color, width=3)
+        self._brush = pg.mkBrush(faint(color, 80))
+        for pen in (self._pen, self._median_pen):
+            pen.setCosmetic(True)
+        low = min((figures.low, *figures.outliers))
+        high = max((figures.high, *figures.outliers))
+        half = BOX_WIDTH / 2
         self._bounds = QRectF(x - half, low, BOX_WIDTH, max(high - low, 1e-9))
 
     def paint(self, painter: QPainter, *_args: object) -> None:
-        painter.drawPicture(0, 0, self._picture)
+        f, x, half = self.figures, self.x, BOX_WIDTH / 2
+        painter.setPen(self._pen)
+        painter.setBrush(self._brush)
+        painter.drawRect(QRectF(x - half, f.q1, BOX_WIDTH, f.q3 - f.q1))
+        for end, edge in ((f.low, f.q1), (f.high, f.q3)):
+            painter.drawLine(QPointF(x, end), QPointF(x, edge))
+            painter.drawLine(QPointF(x - half / 2, end), QPointF(x + half / 2, end))
+        painter.setPen(self._median_pen)
+        painter.drawLine(QPointF(x - half, f.median), QPointF(x + half, f.median))
 
     def boundingRect(self) -> QRectF:
         return QRectF(self._bounds)

@@ -188,8 +188,8 @@ def _success_text(success: bool | None) -> str:
 class Scoreboard:
     """Each pane's return, length and success per episode and in total, and its fallbacks.
 
-    :meth:`rows` is the table the view shows: one row per episode, then the totals and the
-    fallbacks, one column per pane (:attr:`columns`).
+    :meth:`rows` is the table the view shows: one row per episode (panes play episode N together),
+    then the totals and the fallbacks, one column per pane (:attr:`columns`).
     """
 
     def __init__(self, names: Sequence[str]) -> None:
@@ -214,6 +214,10 @@ class Scoreboard:
     def failed(self, index: int, reason: str) -> None:
         self._panes[index].failed = reason or "failed"
 
+    def rename(self, index: int, name: str) -> None:
+        """Pane ``index`` is called ``name`` from now on (its operator's title, once it is seated)."""
+        self._panes[index].name = name
+
     def episodes(self, index: int) -> list[EpisodeScore]:
         return list(self._panes[index].episodes)
 
@@ -223,28 +227,24 @@ class Scoreboard:
         return sum(e.fallbacks for e in pane.episodes) + pane.fallbacks
 
     def rows(self) -> list[tuple[str, list[str]]]:
-        """(row title, a cell per pane): "episode N" rows, the one in play, "total", "fallbacks"."""
-        count = max((len(p.episodes) for p in self._panes), default=0)
-        rows: list[tuple[str, list[str]]] = []
-        for n in range(count):
-            rows.append((f"episode {n + 1}", [self._episode_cell(pane, n) for pane in self._panes]))
-        if any(pane.length for pane in self._panes):
-            rows.append(
-                (
-                    f"episode {count + 1} (playing)" if count else "episode 1 (playing)",
-                    [f"{p.total:g} · {_steps(p.length)}" if p.length else "" for p in self._panes],
-                )
-            )
+        """(row title, a cell per pane): a row per episode (the one a pane plays, marked playing),
+        then "total" and "fallbacks"."""
+        count = max((len(p.episodes) + bool(p.length) for p in self._panes), default=0)
+        rows = [
+            (f"episode {n + 1}", [self._episode_cell(pane, n) for pane in self._panes]) for n in range(count)
+        ]
         rows.append(("total", [self._total_cell(pane) for pane in self._panes]))
         rows.append(("fallbacks", [str(self.fallbacks(i)) for i in range(len(self._panes))]))
         return rows
 
     @staticmethod
     def _episode_cell(pane: _PaneScore, n: int) -> str:
-        if n >= len(pane.episodes):
-            return "-" if pane.failed else ""
-        score = pane.episodes[n]
-        return f"{score.total_reward:g} · {_steps(score.length)}{_success_text(score.success)}"
+        if n < len(pane.episodes):
+            score = pane.episodes[n]
+            return f"{score.total_reward:g} · {_steps(score.length)}{_success_text(score.success)}"
+        if n == len(pane.episodes) and pane.length and not pane.failed:
+            return f"{pane.total:g} · {_steps(pane.length)} (playing)"
+        return "-" if pane.failed else ""
 
     @staticmethod
     def _total_cell(pane: _PaneScore) -> str:

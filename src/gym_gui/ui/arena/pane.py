@@ -34,8 +34,10 @@ class ArenaPane(QFrame):
         layout.addWidget(self.env_view, 1)
         layout.addWidget(self.status)
 
-    def set_run(self, run_id: str) -> None:
-        self.title.setText(f"{self.name} — run {run_id}")
+    def set_seat(self, name: str, run_id: str) -> None:
+        """The pane is seated: its operator's title and its run."""
+        self.name = name
+        self.title.setText(f"{name} — run {run_id}")
 
     def show_outcome(self, outcome: Outcome) -> None:
         self.outcome = outcome

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 # Frames a pixel env's pane stores per second of play, for its replay (grid games store every step).
 TELEMETRY_FPS = 15.0
+# Step all from the keyboard: no catalog key map binds N (a person's keys would win if one did).
+STEP_KEY = Qt.Key.Key_N
 
 
 class SideBySide(QWidget):
@@ -101,7 +103,7 @@ class SideBySide(QWidget):
         self.start_button = QPushButton("Start")
         self.start_button.setToolTip("Seat the chosen operators and reset them together on the seed")
         self.step_button = QPushButton("Step all")
-        self.step_button.setToolTip("One step for every pane (a person's pane steps by its keys)")
+        self.step_button.setToolTip("One step for every pane, N (a person's pane steps by its keys)")
         self.free_button = QPushButton("Run free")
         self.free_button.setCheckable(True)
         self.free_button.setToolTip("Step all at the environment's own rate (at most 60 steps a second)")
@@ -139,6 +141,7 @@ class SideBySide(QWidget):
         split.addWidget(self.board)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
+        split.setSizes([500, 170])  # the panes first; the scoreboard grows a row an episode
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
         layout.addWidget(self.message)
@@ -256,6 +259,10 @@ class SideBySide(QWidget):
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         binding = self._bindings.get(event.key())
+        if binding is None and event.key() == STEP_KEY and not event.isAutoRepeat():
+            event.accept()
+            self.step_all()
+            return
         if binding is None or event.isAutoRepeat():
             super().keyPressEvent(event)
             return
@@ -339,7 +346,10 @@ class SideBySide(QWidget):
         self.seats[index] = seat
         self.first_outcomes[index] = outcome
         self.rate = calls.rate
-        self.panes[index].set_run(seat.run_id)
+        self.panes[index].set_seat(seat.name, seat.run_id)
+        assert self.scoreboard is not None
+        self.scoreboard.rename(index, seat.name)
+        self._show_board()
         self.panes[index].show_outcome(outcome)
         self.lock.ready(index)
         if self.lock.idle:
