@@ -2,7 +2,8 @@
 
 A fresh temporary GYM_GUI_HOME and a real daemon, one scene after the other: ``human`` (a human
 FrozenLake episode and its replay), ``hybrid`` (the random operator driving Taxi while a held key
-takes over), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
+takes over), ``arena`` (operators side by side on one seed with a person's pane, and an evaluation
+batch's table and box plot), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
 short CleanRL PPO run's charts, saved models and captured videos), ``bdi`` (a deliberate Spade BDI
 run live, with its value map and its mind), ``llm`` (an LLM run live with its conversation,
 against the test suite's chat server) and ``optuna`` (a study made by ``cleanrl_utils.tuner``,
@@ -135,6 +136,65 @@ def hybrid_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
     pump(lambda: client.get_run(run_id).record.state != "RUNNING", 30, "the hybrid run to end")
 
 
+def arena_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """The Arena on Taxi: a Spade BDI Q-table (learned here in seconds), the random baseline and a person
+    side by side on one seed; then a batch of the Q-table and the baseline, 200 episodes each."""
+    record, _ = client.submit(
+        parse_run_config(
+            {
+                "worker": "spade_bdi",
+                "env_id": "Taxi-v4",
+                "seed": 0,
+                "budget": {"episodes": 3000},
+                "params": {"epsilon_decay": 0.998},
+            }
+        )
+    )
+    trained = client.wait_for_end(record.run_id, timeout=900)
+    if trained.state is not RunState.COMPLETED:
+        raise SystemExit(f"screenshots: the Spade BDI run ended {trained.state.value}: {trained.reason}")
+    q_table = record.run_id
+    pump(lambda: window.runs.info(q_table) is not None, 30, "the Spade BDI run row")
+    window.compare_dock.hide()
+    window.models_dock.hide()
+    arena = window.show_arena()
+    window.resizeDocks([window.arena_dock], [1300], Qt.Orientation.Horizontal)
+    arena.env_picker.set_env("Taxi-v4")
+    pump(lambda: any(e.ref.text == q_table for e in arena.listing), 60, "the operator listing")
+    arena.seats.set_operators([q_table, "random", "human"])
+    arena.seed.setValue(11)
+    side = arena.side_by_side
+    side.episodes.setValue(3)
+    side.start_from_setup()
+    pump(lambda: side.lock is not None and side.lock.idle, 60, "the panes to be seated")
+    lock = side.lock
+    assert lock is not None
+    # The Q-table's episode is over in about 20 steps; the baseline and the person play on.
+    keys = ("Down", "Down", "Right", "Right", "Up", "Left")
+    for press in range(24):
+        if lock.finished:
+            break
+        rounds = lock.rounds
+        if lock.waits_for_person:
+            side.press(keys[press % len(keys)])
+        else:
+            side.step_all()
+        pump(lambda r=rounds: lock.rounds > r and lock.idle, 30, "a round")
+    settle(1)
+    shoot(window, out, "arena")
+    side.stop()
+
+    arena.seats.set_operators([q_table, "random"])
+    arena.parts.setCurrentWidget(arena.batch)
+    batch = arena.batch
+    batch.episodes.setValue(200)
+    batch.run_from_setup()
+    pump(lambda: not batch.running, 300, "the evaluation batch")
+    settle(1)
+    shoot(window, out, "arena-batch")
+    window.arena_dock.hide()
+
+
 def live_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
     """A random agent live on CartPole."""
     run_id = start(
@@ -262,6 +322,7 @@ def optuna_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
 SCENES: dict[str, Callable[[MainWindow, DaemonClient, Path], None]] = {
     "human": human_scene,
     "hybrid": hybrid_scene,
+    "arena": arena_scene,
     "live": live_scene,
     "cleanrl": cleanrl_scene,
     "bdi": bdi_scene,
