@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gym_gui_sdk.operator import OperatorCard, SpaceSpec
+from gym_gui_sdk.operator import OperatorCard
 
 from gym_gui.core.states import RunState
 from gym_gui.play.batch import EvaluationBatch
