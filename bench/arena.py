@@ -31,6 +31,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,41 +87,48 @@ def train(client: DaemonClient, config: dict[str, Any]) -> str:
     return record.run_id
 
 
-def plain_random(env_id: str, episodes: int) -> tuple[int, list[float]]:
+def plain_episodes(
+    env_id: str, episodes: int, policy: Callable[[Any, int], Callable[[Any], Any]]
+) -> tuple[int, list[float]]:
+    """Episodes one step at a time, storing nothing; ``policy(env, seed)`` gives an episode's actor."""
     env = gym.make(env_id)
     steps, returns = 0, []
     for episode in range(episodes):
-        env.reset(seed=episode)
-        env.action_space.seed(episode)
+        obs, _ = env.reset(seed=episode)
+        act = policy(env, episode)
         total, done = 0.0, False
         while not done:
-            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
             total += float(reward)
             steps += 1
             done = terminated or truncated
         returns.append(total)
     return steps, returns
+
+
+def plain_random(env_id: str, episodes: int) -> tuple[int, list[float]]:
+    def begin(env: Any, seed: int) -> Callable[[Any], Any]:
+        env.action_space.seed(seed)
+        return lambda _obs: env.action_space.sample()
+
+    return plain_episodes(env_id, episodes, begin)
 
 
 def plain_q_table(path: Path, env_id: str, episodes: int) -> tuple[int, list[float]]:
     q = np.asarray(json.loads(path.read_text())["q"], dtype=np.float64).tolist()
-    env = gym.make(env_id)
-    steps, returns = 0, []
-    for episode in range(episodes):
-        state, _ = env.reset(seed=episode)
-        rng = random.Random(episode)
-        total, done = 0.0, False
-        while not done:
+
+    def begin(env: Any, seed: int) -> Callable[[Any], Any]:
+        rng = random.Random(seed)
+
+        def greedy(state: Any) -> int:
             row = q[state]
             best = max(row)
             ties = [a for a, v in enumerate(row) if v == best]
-            action = ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
-            state, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            steps += 1
-            done = terminated or truncated
-        returns.append(total)
-    return steps, returns
+            return ties[0] if len(ties) == 1 else ties[rng.randrange(len(ties))]
+
+        return greedy
+
+    return plain_episodes(env_id, episodes, begin)
 
 
 def plain_ppo(python: Path, model: Path, episodes: int) -> tuple[int, list[float]]:

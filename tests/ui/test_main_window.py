@@ -38,14 +38,15 @@ def test_use_trained_says_so_when_no_run_has_a_model(window: MainWindow) -> None
 
 def test_roster_is_exactly_as_named_and_every_kind_can_run(window: MainWindow) -> None:
     names = window.control.roster.display_names()
-    assert names[:4] == [
+    assert names[:5] == [
         "Human-Only",
+        "Operator",
         "Spade BDI Worker",
         "LLM Multi-Step Worker",
         "CleanRL Worker",
     ]
     assert "Random Baseline" in names
-    for row in range(4):
+    for row in range(5):
         item = window.control.roster.item(row)
         assert item.flags() & item.flags().ItemIsEnabled
     # A first start (nothing remembered yet) opens on a playable game, not an empty picker.
@@ -62,8 +63,9 @@ def test_broken_and_unavailable_worker_plugins_are_listed_greyed_with_why(
         qtbot.addWidget(window)
         roster = window.control.roster
         names = roster.display_names()
-        assert names[:4] == [
+        assert names[:5] == [
             "Human-Only",
+            "Operator",
             "Spade BDI Worker",
             "LLM Multi-Step Worker",
             "CleanRL Worker",

@@ -300,7 +300,7 @@ class ControlPanel(QWidget):
             return "Choose a worker."
         spec = presenter_for(kind).spec
         if spec.launch is Launch.CLIENT:
-            return f"{spec.display_name} plays in the centre view: switch to Human mode."
+            return f"{spec.display_name} plays in the centre view: switch to Human mode (Hybrid and Agent seat an operator)."
         return f"{spec.display_name} has no training form."
 
     def _show_form(self) -> None:
