@@ -207,7 +207,8 @@ def test_hybrid_key_presses_take_over_at_the_beat_they_come_and_are_stored_with_
     person_beat("Left")
     qtbot.keyRelease(widget, key("Left"))
     operator_beats(2)
-    assert widget.interventions_label.text() == "interventions this episode: 5"
+    # Three takeovers (Down Down, P, Right Left), five steps the person acted.
+    assert widget.interventions_label.text() == "interventions this episode: 3 (5 steps yours)"
 
     run_id = widget.run_id
     widget.close_session()

@@ -7,7 +7,7 @@ from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
 from gym_gui.core.envs import ENV_CATALOG, KeyBinding, env_entry
 from gym_gui.play.operators import HUMAN_CARD, OperatorListing, OperatorRef, RandomOperator
-from gym_gui.play.seat import HUMAN_ACTED, OPERATOR_ACTED, Control
+from gym_gui.play.seat import Control
 from gym_gui.ui.seat_control import (
     MAX_RATE,
     TAKEOVER_KEY,
@@ -102,15 +102,6 @@ def test_continuous_keys_add_up_and_are_clipped() -> None:
     move = control.move()
     assert move is not None and move.human
     assert np.all(np.abs(move.action) <= 1.0) and move.action.dtype == np.float32
-
-
-def test_interventions_are_counted_per_episode() -> None:
-    control = control_on("Taxi-v4", Control.HYBRID)
-    for step, actor in enumerate([OPERATOR_ACTED, HUMAN_ACTED, HUMAN_ACTED, OPERATOR_ACTED], start=1):
-        control.stepped(actor, step)
-    assert control.interventions == 2
-    control.stepped("", 0)  # the next episode's reset
-    assert control.interventions == 0
 
 
 def test_the_rate_is_the_envs_own_up_to_60() -> None:

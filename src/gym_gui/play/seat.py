@@ -90,6 +90,8 @@ class Outcome:
     action: Any = None
     proposed: Any = None  # the operator's proposal when a person overrode it
     note: dict[str, Any] = field(default_factory=dict)  # the operator's note (a language model's call)
+    interventions: int = 0  # the times a person took over in the episode so far
+    human_steps: int = 0  # the steps a person acted in the episode so far
 
     @property
     def done(self) -> bool:
@@ -105,7 +107,8 @@ class _Episode:
     started_at: float
     steps: int = 0
     total: float = 0.0
-    interventions: list[int] = field(default_factory=list)
+    human_steps: list[int] = field(default_factory=list)  # the steps a person acted
+    interventions: int = 0  # the times a person took over: runs of consecutive human steps
     fallbacks: int = 0
 
 
@@ -257,7 +260,9 @@ class Seat:
         episode.total += float(reward)
         note = proposal.note if proposal is not None and actor == OPERATOR_ACTED else {}
         if actor == HUMAN_ACTED:
-            episode.interventions.append(index)
+            if not episode.human_steps or episode.human_steps[-1] != index - 1:
+                episode.interventions += 1
+            episode.human_steps.append(index)
         if note.get("fallback"):
             episode.fallbacks += 1
         outcome = self._outcome(
@@ -346,9 +351,9 @@ class Seat:
             info.update(
                 {
                     "operator": self.name,
-                    "interventions": len(episode.interventions),
-                    "intervention_steps": episode.interventions,
-                    "intervention_rate": len(episode.interventions) / max(episode.steps, 1),
+                    "interventions": episode.interventions,
+                    "intervention_steps": episode.human_steps,
+                    "intervention_rate": len(episode.human_steps) / max(episode.steps, 1),
                     "fallbacks": episode.fallbacks,
                 }
             )
@@ -420,6 +425,8 @@ class Seat:
             action=action,
             proposed=proposal.action if proposal is not None and actor == HUMAN_ACTED else None,
             note=proposal.note if proposal is not None and actor == OPERATOR_ACTED else {},
+            interventions=episode.interventions if episode else 0,
+            human_steps=len(episode.human_steps) if episode else 0,
         )
 
 

@@ -490,7 +490,6 @@ class HumanPlayWidget(QWidget):
 
     def _show(self, outcome: Outcome) -> None:
         self.outcome = outcome
-        self.control.stepped(outcome.actor, outcome.step)
         if outcome.grid is not None:
             self.env_view.show_grid(outcome.grid)
         elif outcome.frame is not None:
@@ -521,7 +520,9 @@ class HumanPlayWidget(QWidget):
         self.control_label.setText(text)
         self.control_label.setToolTip(text)
         self.control_label.setStyleSheet(f"color: {colour}; font-weight: bold;")
-        self.interventions_label.setText(f"interventions this episode: {self.control.interventions}")
+        outcome = self.outcome
+        taken, steps = (outcome.interventions, outcome.human_steps) if outcome is not None else (0, 0)
+        self.interventions_label.setText(f"interventions this episode: {taken} ({steps} steps yours)")
 
     def _fill_keys(self) -> None:
         keys = [(b.key, b.description) for b in self.entry.keys] if self.entry is not None else []

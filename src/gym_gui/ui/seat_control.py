@@ -15,7 +15,7 @@ import numpy as np
 
 from gym_gui.core.envs import Action, EnvEntry, KeyBinding
 from gym_gui.play.operators import HUMAN, OperatorListing
-from gym_gui.play.seat import HUMAN_ACTED, Control
+from gym_gui.play.seat import Control
 
 # Holds control with the person until pressed again (Hybrid). No catalog key map binds it (a test
 # says so); T for "take over".
@@ -41,7 +41,7 @@ class Move:
 
 
 class SeatControl:
-    """The switch, the keys the person holds and who acts next; counts the episode's interventions.
+    """The switch, the keys the person holds and who acts next.
 
     Human: the person's keys alone (a real-time env's idle action with none held). Agent: the
     operator alone; keys do nothing. Hybrid: the operator, except while the person holds an action
@@ -54,7 +54,6 @@ class SeatControl:
         self.mode = Control.HUMAN
         self.entry: EnvEntry | None = None
         self.locked = False  # the takeover key holds control with the person
-        self.interventions = 0  # steps the person took in the operator's episode in play
         self._held: list[KeyBinding] = []
         self._tapped: KeyBinding | None = None  # pressed since the last move, maybe released since
         self._low: np.ndarray | None = None
@@ -148,13 +147,6 @@ class SeatControl:
         action = self.held_action()
         self._tapped = None
         return None if action is None else Move(human=True, action=action)
-
-    def stepped(self, actor: str, step: int) -> None:
-        """A step was taken (``step`` 0: a new episode was reset)."""
-        if step == 0:
-            self.interventions = 0
-        elif actor == HUMAN_ACTED:
-            self.interventions += 1
 
     def _as_action(self, action: Action | None) -> Any:
         if action is None or isinstance(action, int):
