@@ -224,6 +224,10 @@ class EvaluationBatch:
         """Stop after the steps in flight: each run ends CANCELLED with what it played stored."""
         self._stop.set()
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def _play(self, index: int) -> None:
         choice, result = self.choices[index], self.results[index]
         session: WorkerSession | None = None
@@ -247,7 +251,7 @@ class EvaluationBatch:
                 spaces={"observation": str(env.observation_space), "action": str(env.action_space)},
             )
             _Player(self, operator, session, slots, result).play()
-            if self._stop.is_set():
+            if self.stopping:
                 session.finish(Phase.CANCELLED, "the batch was stopped")
             else:
                 session.finish(Phase.COMPLETED, f"{len(result.episodes)} episodes played")
@@ -314,7 +318,7 @@ class _Player:
 
     def play(self) -> None:
         active = [slot for slot in self.slots if self._begin(slot)]
-        while active and not self.batch._stop.is_set():
+        while active and not self.batch.stopping:
             decisions = self.operator.act([self._turn(slot) for slot in active])
             still = []
             for slot, decision in zip(active, decisions, strict=True):
