@@ -68,7 +68,8 @@ class OperatorPicker(QWidget):
         self.combo.setObjectName("operatorPicker")
         self.combo.setEditable(True)
         self.combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.combo.setMinimumContentsLength(22)
+        # Narrow at its least (the window may be small); it widens with the view.
+        self.combo.setMinimumContentsLength(10)
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         line = self.combo.lineEdit()
         assert line is not None
