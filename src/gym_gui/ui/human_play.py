@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -148,6 +149,8 @@ class HumanPlayWidget(QWidget):
         self.picker.checked.connect(self._operator_checked)
         self.control_label = QLabel()
         self.control_label.setObjectName("controlIndicator")
+        # A long reason (an operator's failure) must not widen the window: it is cut, its tooltip whole.
+        self.control_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.interventions_label = QLabel()
         self.interventions_label.setObjectName("interventions")
         who = QHBoxLayout()
