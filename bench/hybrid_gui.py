@@ -406,8 +406,9 @@ def finish(client: DaemonClient, widget: HumanPlayWidget, watch: Watch) -> str:
     """Leave the episode in play, wait for its run to end, close the view; the run's id."""
     run_id = widget.run_id
     widget.close_session()
+    # The loop runs meanwhile: a step still on its way comes back to it before the seat's close is sent.
     if run_id:
-        client.wait_for_end(run_id, 60)
+        spin_until(lambda: client.get_run(run_id).record.state.terminal, 60, f"run {run_id} to end")
     watch.disconnect()
     widget.close()
     widget.deleteLater()
@@ -455,6 +456,7 @@ def hybrid(
     while watch.pending and time.monotonic() < deadline:
         spin(0.02)
     figures.unapplied = len(watch.pending)
+    spin(max(HOLD))  # the last tap's key goes up
     check_stored(client, finish(client, widget, watch), watch.shown)
     if profile is not None:
         figures.profile = profile.lines()
@@ -468,6 +470,7 @@ def human(
     widget = make_view(link, env_id)
     person = PEOPLE[env_id]
     held = [""]  # the key the person holds down
+    playing = [True]  # the person plays on (presses a key to start the next episode)
 
     def hold(name: str) -> None:
         if name == held[0]:
@@ -490,7 +493,7 @@ def human(
     def again(*_: object) -> None:
         # The episode is over: let go, and press again to start the next one (as a person would).
         hold("")
-        QTimer.singleShot(50, lambda: hold(TAPPED[env_id]))
+        QTimer.singleShot(50, lambda: hold(TAPPED[env_id] if playing[0] else ""))
 
     widget.calls.started.connect(started)
     widget.calls.stepped.connect(follow)
@@ -501,7 +504,7 @@ def human(
     watch = Watch(widget, figures, None, profile)
     spin(1.0)
     window(probe, watch, seconds)
-    widget.episode_finished.disconnect(again)
+    playing[0] = False
     hold("")
     finish(client, widget, watch)
     if profile is not None:
