@@ -13,7 +13,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-llm bench-sweep bench-arena bench-scale bench-operator screenshots proto clean
+.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-scale bench-operator screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -87,6 +87,10 @@ bench-bdi: install bundles
 
 bench-gui: install
 	$(BIN)/python bench/gui_live.py
+
+# Measures a CleanRL operator too when the cleanrl bundle is installed (`make bundles`).
+bench-hybrid: install
+	$(BIN)/python bench/hybrid_gui.py
 
 bench-llm: install
 	$(BIN)/python bench/llm_worker.py

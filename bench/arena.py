@@ -16,9 +16,12 @@ procedural seeds from 0.
 
 Printed: each side's steps and seconds, whether both sides played the same episodes, the CleanRL
 policy's own time per step (``bench/operator_policy.py``'s measure: single observations, in its
-interpreter) against its 2 ms budget and a plain torch forward, and last the ratio plain ÷ gym_gui (goal ≥ 0.8).
+interpreter) against its 2 ms budget and a plain torch forward, then hybrid play in the window
+(``bench/hybrid_gui.py --json``, run in a subprocess once the batch's daemon is gone: its figures and
+its summary line), and last the ratio plain ÷ gym_gui (goal ≥ 0.8).
 
-    .venv/bin/python bench/arena.py [--episodes 200] [--ppo-steps 20000] [--bdi-episodes 3000] [--keep]
+    .venv/bin/python bench/arena.py [--episodes 200] [--ppo-steps 20000] [--bdi-episodes 3000]
+                                    [--hybrid-seconds 20] [--keep]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable
@@ -51,6 +55,7 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import worker_catalog
 
 GOAL = 0.8
+HYBRID_BENCH = Path(__file__).with_name("hybrid_gui.py")
 POLICY_BUDGET_MS = 2.0
 CARTPOLE = "CartPole-v1"
 FROZENLAKE = "FrozenLake-v1"
@@ -161,11 +166,30 @@ def steps_of(result: OperatorResult) -> int:
     return sum(e.length for e in result.episodes)
 
 
+def hybrid_lines(bundles: Path, seconds: float) -> list[str]:
+    """Hybrid play in the window, ``bench/hybrid_gui.py`` run in a subprocess: its figures' lines and its
+    summary (a line saying why when it failed)."""
+    with tempfile.TemporaryDirectory(prefix="gym-gui-bench-arena-") as folder:
+        figures = Path(folder) / "hybrid.json"
+        argv = [sys.executable, str(HYBRID_BENCH), "--json", str(figures), "--seconds", str(seconds)]
+        done = subprocess.run(
+            [*argv, "--bundles", str(bundles)], capture_output=True, text=True, timeout=3600, check=False
+        )
+        if done.returncode != 0 or not figures.exists():
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return [f"hybrid in the window: bench/hybrid_gui.py failed (exit code {done.returncode}): {tail}"]
+        document = json.loads(figures.read_text())
+    return [figure["line"] for figure in [*document["references"], *document["cases"]]] + [
+        document["summary"]
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--ppo-steps", type=int, default=20_000)
     parser.add_argument("--bdi-episodes", type=int, default=3000)
+    parser.add_argument("--hybrid-seconds", type=float, default=20.0, help="each hybrid measurement (s)")
     parser.add_argument("--bundles", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     options = parser.parse_args(argv)
@@ -222,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         policy = measure(str(python), str(model_file(home, ppo)), 3000)
     finally:
         release(client, root, options.keep)
+    hybrid = hybrid_lines(bundles, options.hybrid_seconds)
 
     same = [
         [e.total_reward for e in result.episodes] == returns
@@ -244,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         f"CleanRL PPO MLP policy's own time per step: {act_ms * 1000:.1f} µs = {act_ms / POLICY_BUDGET_MS:.3f} "
         f"of the {POLICY_BUDGET_MS:g} ms budget, {act_ms / forward_ms:.2f}x a plain torch forward"
     )
+    print("\n".join(hybrid))
     ratio = (sum(gym_steps) / through) / (sum(plain_steps) / plain)
     print(f"batch ÷ plain (steps/s): {ratio:.3f} (goal ≥ {GOAL})")
     return 0

@@ -84,8 +84,9 @@ print(json.dumps({
 """
 
 
-def train(client: DaemonClient, home: Home, steps: int) -> str:
-    """A PPO CartPole-v1 model trained for ``steps`` steps: its file."""
+def train(client: DaemonClient, steps: int) -> str:
+    """A PPO CartPole-v1 model trained for ``steps`` steps: its run's id (its file is ``MODEL`` in the run's
+    directory; the run id names it as an operator)."""
     config = parse_run_config(
         {
             "worker": "cleanrl",
@@ -101,7 +102,7 @@ def train(client: DaemonClient, home: Home, steps: int) -> str:
     final = client.wait_for_end(record.run_id, 900)
     if final.state is not RunState.COMPLETED:
         raise BenchError(f"training run {record.run_id} ended {final.state.value}: {final.reason}")
-    return str(home.run_dir(record.run_id) / MODEL)
+    return record.run_id
 
 
 def measure(python: str, model: str, steps: int) -> dict[str, float]:
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Home(fresh_home())
     client = DaemonClient.connect(home.root)
     try:
-        model = train(client, home, args.train_steps)
+        model = str(home.run_dir(train(client, args.train_steps)) / MODEL)
         print(
             f"model {model} (PPO, CartPole-v1, {args.train_steps} steps), bundle python {python}", flush=True
         )
