@@ -144,5 +144,5 @@ def test_two_to_four_runs_are_replayed_together_and_other_counts_refused_in_one_
     with pytest.raises(ConfigError) as refused:
         TogetherReplay(runs, what="comparison arena-1")
     assert str(refused.value) == "Replay together shows 2 to 4 runs side by side; comparison arena-1 has 5"
-    with pytest.raises(ConfigError, match="; the selection has 1$"):
+    with pytest.raises(ConfigError, match=r"; the selection has 1$"):
         TogetherReplay(runs[:1])
