@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QHideEvent
 from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gym_gui.core.records import RunRecord
@@ -292,6 +293,10 @@ class ReplayTogetherView(QWidget):
 
     def pause(self) -> None:
         self.playback.stop()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self.pause()  # a closed dock plays on for no one
+        super().hideEvent(event)
 
     def toggle_play(self) -> None:
         if self.playing:
