@@ -294,6 +294,10 @@ def test_last_step_of_an_episode_and_the_latest_render_before_a_step(
     assert reader.latest_render(0, 9) == (9, bytes([9]))
     assert reader.latest_render(0, 0) == (0, bytes([0]))
     assert reader.latest_render(7, 5) is None
+    # step_rows' step s earns s / 2: the return so far is the sum up to and including the step.
+    assert reader.return_through(0, 3) == 0.0 + 0.5 + 1.0 + 1.5
+    assert reader.return_through(0, 50) == sum(s * 0.5 for s in range(10))
+    assert reader.return_through(7, 5) == 0.0
     # The lookup walks the primary key backwards from the step; it never scans the episode.
     plan = " ".join(
         str(row[-1])

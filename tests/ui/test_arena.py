@@ -163,6 +163,18 @@ def test_an_arena_of_four_starts_from_one_observation_steps_lock_step_and_groups
     assert window.compare.tag.currentText() == EPISODE_TOTALS
     qtbot.waitUntil(lambda: set(window.compare.curves()) == set(run_ids), timeout=30_000)
     assert window.run_view.tabs.tabText(window.run_view.tabs.currentIndex()) == "Replay"
+    # ... and Replay together, a pane per operator on episode 0; the arena's own button does the same.
+    together = window.replay_together
+    titles = ["random", f"q-table ({q_table})", "random", "human"]
+    expected = {run_id: f"{title} — run {run_id}" for run_id, title in zip(run_ids, titles, strict=True)}
+    for opened_by in ("runs table", "arena"):
+        if opened_by == "arena":
+            window.replay_together_dock.hide()
+            side.compare_button.click()
+        qtbot.waitUntil(window.replay_together_dock.isVisible, timeout=30_000)
+        qtbot.waitUntil(lambda: together.shown is not None and not together.reading, timeout=30_000)
+        assert together.episode == 0
+        assert {pane.run.run_id: pane.title.text() for pane in together.panes} == expected
 
 
 def test_a_batch_shows_the_numbers_the_cli_gives_and_a_box_per_operator(

@@ -282,6 +282,12 @@ class TelemetryReader:
         value = self._scalar("SELECT MAX(step) FROM steps WHERE episode = ?", (episode,))
         return None if value is None else int(value)
 
+    def return_through(self, episode: int, step: int) -> float:
+        """The sum of the rewards of ``episode``'s stored steps up to and including ``step`` (its return
+        so far; 0 when none is stored). A range of the primary key."""
+        value = self._scalar("SELECT SUM(reward) FROM steps WHERE episode = ? AND step <= ?", (episode, step))
+        return 0.0 if value is None else float(value)
+
     def latest_render(self, episode: int, step: int) -> tuple[int, bytes] | None:
         """The newest render payload stored at or before ``step`` of ``episode``, with its step; None when none is.
 

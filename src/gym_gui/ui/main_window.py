@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.comparison import runs_of_comparison
@@ -34,6 +35,8 @@ from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.human_play import HumanPlayWidget
 from gym_gui.ui.model_browser import ModelBrowser
 from gym_gui.ui.presenters import tabs_for_run
+from gym_gui.ui.replay_together.model import MAX_RUNS, MIN_RUNS
+from gym_gui.ui.replay_together.view import ReplayTogetherView
 from gym_gui.ui.runs.cells import WARNING_COLOUR
 from gym_gui.ui.runs.log_drawer import LogDrawer
 from gym_gui.ui.runs.table import RunsTable
@@ -187,6 +190,13 @@ class MainWindow(QMainWindow):
         # The Arena: operators side by side and evaluation batches, a wide dock shown from Run.
         self.arena = ArenaView(link)
         self.arena_dock = self._side_dock("Arena", "arenaDock", self.arena)
+        # Several runs replayed side by side: as wide as the Arena, a tab beside it.
+        self.replay_together = ReplayTogetherView()
+        self.replay_together_dock = self._side_dock(
+            "Replay together", "replayTogetherDock", self.replay_together
+        )
+        self.tabifyDockWidget(self.arena_dock, self.replay_together_dock)
+        self.runs.together_counts = range(MIN_RUNS, MAX_RUNS + 1)
         self._reads = Background(self, workers=1, name="window-reads")
 
         self._pending_select: str | None = None
@@ -233,6 +243,7 @@ class MainWindow(QMainWindow):
         self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
         self.arena.comparison_requested.connect(self.open_comparison)
         self.runs.comparison_requested.connect(self.open_comparison)
+        self.runs.replay_together_requested.connect(self.replay_runs_together)
 
     def _menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -264,7 +275,14 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, i=index: self.run_view.tabs.setCurrentIndex(i))
             view_menu.addAction(action)
         view_menu.addSeparator()
-        for dock in (self.control_dock, self.runs_dock, self.compare_dock, self.models_dock, self.arena_dock):
+        for dock in (
+            self.control_dock,
+            self.runs_dock,
+            self.compare_dock,
+            self.models_dock,
+            self.arena_dock,
+            self.replay_together_dock,
+        ):
             view_menu.addAction(dock.toggleViewAction())  # a closed dock comes back from here
         self.models_action = QAction("Browse saved models", self)
         self.models_action.setShortcut(QKeySequence("Ctrl+M"))
@@ -332,16 +350,31 @@ class MainWindow(QMainWindow):
 
     def show_arena(self) -> ArenaView:
         """Run ▸ Arena…: the Arena's dock in front, wide enough for its panes."""
-        first = not self.arena_dock.isVisible()
-        self.arena_dock.show()
-        self.arena_dock.raise_()
-        if first:
-            self.resizeDocks([self.arena_dock], [ARENA_WIDTH], Qt.Orientation.Horizontal)
+        self._show_wide(self.arena_dock)
         return self.arena
+
+    def _show_wide(self, dock: QDockWidget) -> None:
+        """``dock`` in front, as wide as the Arena's panes want when it was hidden."""
+        first = not dock.isVisible()
+        dock.show()
+        dock.raise_()
+        if first:
+            self.resizeDocks([dock], [ARENA_WIDTH], Qt.Orientation.Horizontal)
+
+    def replay_runs_together(self, run_ids: list[str], what: str = "the selection") -> None:
+        """Replay ``run_ids`` side by side in the Replay together dock; ``what`` names them in the
+        one line said when they are too few or too many."""
+        runs = [run for run in map(self.runs.info, run_ids) if run is not None]
+        try:
+            self.replay_together.show_runs(runs, what)
+        except ConfigError as exc:
+            self.statusBar().showMessage(str(exc), 10_000)
+            return
+        self._show_wide(self.replay_together_dock)
 
     def open_comparison(self, comparison: str) -> None:
         """Select every run of ``comparison`` (an arena session, a batch) in the runs table: Compare
-        overlays them, the first one's Replay tab opens (each other's is a click away)."""
+        overlays them, Replay together plays them side by side, the first one's Replay tab opens."""
         if not comparison:
             return
         runs = self._all_runs()
@@ -359,6 +392,7 @@ class MainWindow(QMainWindow):
             if replay >= 0:
                 tabs.setCurrentIndex(replay)
             self.statusBar().showMessage(f"comparison {comparison}: {len(members)} runs", 10_000)
+            self.replay_runs_together([run.run_id for run in members], f"comparison {comparison}")
 
         self._reads.run(
             lambda: runs_of_comparison(runs, comparison),

@@ -54,6 +54,7 @@ class RunActions(QWidget):
     exported = Signal(str, str)  # run id, archive path
     message = Signal(str)  # the outcome of the last action, for a status bar
     comparison_requested = Signal(str)  # a comparison id (an arena session's, a batch's): open its runs
+    replay_together_requested = Signal(list)  # run ids: replay them side by side
 
     def __init__(self, link: DaemonLink, model: RunsModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -61,6 +62,8 @@ class RunActions(QWidget):
         self.model = model
         model.setParent(self)
         self.confirm_delete = True
+        # How many selected runs the menu offers to replay together (the window that shows them says).
+        self.together_counts = range(0)
         self._files = Background(self, workers=1, name="file-work")
 
         self.cancel_button = _button("Cancel")
@@ -173,11 +176,20 @@ class RunActions(QWidget):
             action.triggered.connect(button.click)
         selected = self.selected_run_ids()
         comparison = self.comparison_of(selected[0]) if len(selected) == 1 else ""
-        if comparison:
+        together = len(selected) in self.together_counts
+        if comparison or together:
             menu.addSeparator()
+        if comparison:
             action = menu.addAction("Open its comparison")
-            action.setToolTip(f"Select every run of comparison {comparison}: Compare and Replay open them")
+            action.setToolTip(
+                f"Select every run of comparison {comparison}: Compare overlays them, Replay together "
+                "plays them side by side"
+            )
             action.triggered.connect(lambda: self.comparison_requested.emit(comparison))
+        if together:
+            action = menu.addAction("Replay together")
+            action.setToolTip("Replay the selected runs side by side: one episode number, one step for all")
+            action.triggered.connect(lambda: self.replay_together_requested.emit(selected))
         menu.setToolTipsVisible(True)
         return menu
 

@@ -29,6 +29,7 @@ from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.tabs.actor_strip import ActorStrip
 from gym_gui.ui.tabs.base import RunTab
 from gym_gui.ui.tabs.episode_choice import EpisodeChoice
+from gym_gui.ui.tabs.playback import Playback
 from gym_gui.ui.tabs.replay_model import ReplayModel
 from gym_gui.ui.tabs.replay_storage import ReplayStorage
 from gym_gui.ui.tabs.step_details import StepDetails
@@ -64,9 +65,6 @@ class ReplayTab(RunTab):
             actor_spans=storage.actor_spans,
         )
         self._shown_render: tuple[int, int] | None = None  # (episode, step) of the picture drawn
-        self._play_timer = QTimer(self)
-        self._play_timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self._play_timer.timeout.connect(self._tick)
         self._poll_timer = QTimer(self)
         self._poll_timer.setInterval(POLL_MS)
         self._poll_timer.timeout.connect(self.refresh_episodes)
@@ -100,6 +98,7 @@ class ReplayTab(RunTab):
         self.transport.forward.connect(self.step_forward)
         self.transport.seeked.connect(self.seek)
         self.transport.speed_changed.connect(self.set_speed)
+        self.playback = Playback(self.transport, self.model.clock, self._tick, self)
         self.actor_strip = ActorStrip(self.model.actors)
         self.transport.add_under_slider(self.actor_strip)
 
@@ -393,9 +392,7 @@ class ReplayTab(RunTab):
 
     def set_speed(self, speed: float) -> None:
         """Replay at ``speed`` × the environment's frame rate (0.25 to 8)."""
-        self.model.speed = self.transport.set_speed(speed)
-        if self.playing:
-            self._play_timer.setInterval(self.model.tick_ms())
+        self.playback.set_speed(speed)
 
     def play(self) -> None:
         """Advance through the episode at the chosen speed (from the start when at its end)."""
@@ -406,13 +403,10 @@ class ReplayTab(RunTab):
             return
         if restarts:
             self._show_step()
-        self._play_timer.start(self.model.tick_ms())
-        self.transport.set_playing(True)
+        self.playback.started()
 
     def pause(self) -> None:
-        self.model.pause()
-        self._play_timer.stop()
-        self.transport.set_playing(False)
+        self.playback.stop()
 
     def toggle_play(self) -> None:
         if self.showing_videos:

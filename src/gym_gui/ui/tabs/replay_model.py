@@ -1,5 +1,5 @@
 """The Replay tab's model: the window of one episode's steps held in memory, the step shown, who acted
-at each step, and the playback clock. Plain Python (its view, :class:`~gym_gui.ui.tabs.replay.ReplayTab`, brings Qt); storage
+at each step, and the playback clock (:class:`PlaybackClock`, which Replay together plays on too). Plain Python (its view, :class:`~gym_gui.ui.tabs.replay.ReplayTab`, brings Qt); storage
 and time come in as callables, so it runs without either."""
 
 from __future__ import annotations
@@ -103,6 +103,42 @@ class ActorTimeline:
         return bands
 
 
+class PlaybackClock:
+    """Where playback stands, in steps, at ``fps`` × ``speed`` steps a second of ``now()`` (a monotonic
+    clock), whatever the rate of :meth:`advance` calls."""
+
+    def __init__(self, fps: float, now: Callable[[], float] = time.monotonic) -> None:
+        self.fps = fps  # the environment's own frame rate: 1× speed
+        self.speed = 1.0
+        self.playing = False
+        self._now = now
+        self._position = 0.0  # in steps, fractional between advances
+        self._clock = 0.0  # now() at the last advance
+
+    def steps_per_second(self) -> float:
+        return self.fps * self.speed
+
+    def tick_ms(self) -> int:
+        """How often to advance while playing: every step, at most :data:`MAX_TICK_HZ` times a second."""
+        return max(int(1000 / MAX_TICK_HZ), int(1000 / self.steps_per_second()))
+
+    def start(self, step: int) -> None:
+        """Play on from ``step``, now."""
+        self._position = float(step)
+        self._clock = self._now()
+        self.playing = True
+
+    def pause(self) -> None:
+        self.playing = False
+
+    def advance(self) -> int:
+        """Move on to now; the step playback has reached."""
+        now = self._now()
+        self._position += (now - self._clock) * self.steps_per_second()
+        self._clock = now
+        return int(self._position)
+
+
 @dataclass
 class _RenderHit:
     """The latest payload at or before ``upto`` in ``episode`` is the one of ``step`` (-1: none)."""
@@ -122,7 +158,7 @@ class ReplayModel:
     then with one storage query (``render_queries`` counts them). An episode the run is still playing
     (``live_episode``) grows: seeking or playing past its end reads its last step again.
 
-    The clock plays at ``fps`` × ``speed`` steps a second of ``now()`` (a monotonic clock), whatever
+    The clock (:class:`PlaybackClock`) plays at ``fps`` × ``speed`` steps a second of ``now()``, whatever
     the rate of :meth:`tick` calls; it stops at the last step of an ended episode.
     """
 
@@ -142,23 +178,18 @@ class ReplayModel:
         self._read_steps = read_steps
         self._last_step_of = last_step_of
         self._latest_render = latest_render
-        self._now = now
+        self.clock = PlaybackClock(fps, now)
         self.actors = ActorTimeline(actor_spans)  # who acted at each step of the selected episode
         self.window = window
-        self.fps = fps  # the environment's own frame rate: 1× speed
-        self.speed = 1.0
         self.episode: int | None = None
         self.live_episode: int | None = None  # the episode the run is playing now, if any
         self.last_step = -1  # of the selected episode
         self.step = 0  # the step shown
         self.rows_loaded = 0
         self.render_queries = 0
-        self.playing = False
         self._records: dict[int, StepRecord] = {}
         self._lo = self._hi = 0  # the steps [lo, hi) were read into the window
         self._render_hit: _RenderHit | None = None
-        self._position = 0.0  # where the clock is, in steps (fractional between ticks)
-        self._clock = 0.0  # now() at the last tick
 
     # ------------------------------------------------------------ the episode
 
@@ -281,12 +312,33 @@ class ReplayModel:
 
     # ------------------------------------------------------------ the clock
 
+    @property
+    def fps(self) -> float:
+        """The environment's own frame rate: 1× speed."""
+        return self.clock.fps
+
+    @fps.setter
+    def fps(self, fps: float) -> None:
+        self.clock.fps = fps
+
+    @property
+    def speed(self) -> float:
+        return self.clock.speed
+
+    @speed.setter
+    def speed(self, speed: float) -> None:
+        self.clock.speed = speed
+
+    @property
+    def playing(self) -> bool:
+        return self.clock.playing
+
     def steps_per_second(self) -> float:
-        return self.fps * self.speed
+        return self.clock.steps_per_second()
 
     def tick_ms(self) -> int:
-        """How often to :meth:`tick` while playing: every step, at most :data:`MAX_TICK_HZ` times a second."""
-        return max(int(1000 / MAX_TICK_HZ), int(1000 / self.steps_per_second()))
+        """How often to :meth:`tick` while playing (:meth:`PlaybackClock.tick_ms`)."""
+        return self.clock.tick_ms()
 
     def play(self) -> bool:
         """Start the clock at the step shown (at the first step when an ended episode is at its end);
@@ -295,21 +347,16 @@ class ReplayModel:
             return False
         if self.at_end:
             self.step = 0
-        self._position = float(self.step)
-        self._clock = self._now()
-        self.playing = True
+        self.clock.start(self.step)
         return True
 
     def pause(self) -> None:
-        self.playing = False
+        self.clock.pause()
 
     def tick(self) -> int | None:
         """Move the clock on to now; the step to show then (None: the one shown still). At the last
         step of an ended episode the clock stops."""
-        now = self._now()
-        self._position += (now - self._clock) * self.steps_per_second()
-        self._clock = now
-        target = int(self._position)
+        target = self.clock.advance()
         if target > self.last_step and self.is_live:
             self.grow()
         if target >= self.last_step and not self.is_live:

@@ -74,6 +74,17 @@ class ReplayStorage:
             self.on_error(str(exc))
             return None
 
+    def return_through(self, episode: int, step: int) -> float | None:
+        """``episode``'s return up to and including ``step`` (``TelemetryReader.return_through``); None
+        when storage cannot say."""
+        if self.reader is None:
+            return None
+        try:
+            return self.reader.return_through(episode, step)
+        except StorageError as exc:
+            self.on_error(str(exc))
+            return None
+
     def latest_render(self, episode: int, step: int) -> tuple[int, bytes | None]:
         """The latest payload at or before ``step`` and its step ((-1, None): none, or storage cannot say)."""
         if self.reader is None:
