@@ -129,3 +129,18 @@ def test_picker_lines_grey_what_cannot_act_and_leave_the_person_to_the_switch() 
         PickerEntry("ppo on CartPole-v1 · run-1", "run-1", problem),
         PickerEntry("run-2", "run-2", "no model of a kind that can act"),
     ]
+
+
+def test_a_key_tapped_before_the_focus_leaves_still_takes_the_next_step_once() -> None:
+    control = control_on("Taxi-v4", Control.HYBRID)
+    assert control.entry is not None
+    up = next(binding for binding in control.entry.keys if binding.key == "Up")
+    control.press(up)
+    control.release(up)
+    control.release_all()  # the focus left before the beat came
+    move = control.move()
+    assert move is not None and move.human and move.action == up.action
+    assert control.move() == Move(human=False)  # once: the operator acts at the beat after
+    control.press(up)
+    control.reset()  # a new seat forgets it
+    assert control.move() == Move(human=False)

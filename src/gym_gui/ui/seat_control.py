@@ -74,6 +74,7 @@ class SeatControl:
         """A new seat: no key held, control not held by the takeover key."""
         self.locked = False
         self.release_all()
+        self._tapped = None
 
     def set_bounds(self, low: Any, high: Any) -> None:
         """The action space's bounds (Box), which summed continuous key actions are clipped to."""
@@ -100,9 +101,9 @@ class SeatControl:
             self._held.remove(binding)
 
     def release_all(self) -> None:
-        """Every key up (the focus left: their releases will not arrive)."""
+        """Every key up (the focus left: their releases will not arrive). A key tapped since the last
+        beat still counts once: it was pressed while the view had the keyboard."""
         self._held.clear()
-        self._tapped = None
 
     def toggle(self) -> bool:
         """The takeover key: hold control with the person, or give it back (Hybrid only); the new state."""
