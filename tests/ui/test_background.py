@@ -27,6 +27,17 @@ def test_a_result_is_delivered_on_the_gui_thread(qtbot: QtBot) -> None:
     assert delivered == [(42, True)]
 
 
+def test_a_callback_never_runs_inside_the_call_that_hands_it_over(qtbot: QtBot) -> None:
+    # Work done before ``run`` attaches its callback is handed over on the GUI thread itself (what
+    # ``Future.add_done_callback`` does then): the callback must still wait for the event loop.
+    owner = QObject()
+    background = Background(owner, workers=1)
+    delivered: list[int] = []
+    background.post(delivered.append, 1)
+    assert delivered == []
+    qtbot.waitUntil(lambda: delivered == [1], timeout=10_000)
+
+
 def test_results_on_their_way_when_the_owner_is_deleted_are_dropped(qtbot: QtBot) -> None:
     owner = QObject()
     background = Background(owner, workers=1)  # one thread: the calls and their callbacks run in order

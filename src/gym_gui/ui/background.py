@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from gym_gui.core.errors import GymGuiError
 
@@ -39,7 +39,9 @@ class Background(QObject):
     """Runs callables on a small thread pool and hands results to callbacks on the GUI thread.
 
     The owner is the Qt parent: once it is deleted, results still on their way are dropped
-    instead of reaching a dead widget. Daemon calls, storage reads, subprocesses and HTTP polls
+    instead of reaching a dead widget. A callback always runs from the event loop, never inside
+    :meth:`run` or :meth:`post`: work that finishes before ``run`` returns (a busy machine may
+    let the pool finish it before the GUI thread resumes) is handed over like any other. Daemon calls, storage reads, subprocesses and HTTP polls
     go through here so the GUI thread never waits on them.
     """
 
@@ -49,7 +51,10 @@ class Background(QObject):
         super().__init__(owner)
         self._name = name
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-        self._done.connect(self._deliver)
+        # Queued even when emitted on the GUI thread: ``Future.add_done_callback`` calls back at once,
+        # on the caller's thread, for work already done, and a direct call would then re-enter the
+        # caller (the seat's calls saw their own step finish inside the call that started it).
+        self._done.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         # A pool thread must not emit while this object is being destroyed (that crashes in Qt, not
         # in Python): the owner's ``destroyed`` comes before its children are deleted, and closes
         # the gate under the lock every emit holds.
