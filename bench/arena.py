@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             episodes,
             0,
         ).run()
+        cartpole_seconds = time.perf_counter() - start
         frozen = EvaluationBatch(client, [catalog.choose(table, FROZENLAKE)], FROZENLAKE, episodes, 0).run()
         through = time.perf_counter() - start
         results = [*cartpole, *frozen]
@@ -238,9 +239,13 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         random_steps, random_returns = plain_random(CARTPOLE, episodes)
         python = worker_catalog().bundle_directory(bundles).python("cleanrl")
+        ppo_start = time.perf_counter()
         ppo_steps, ppo_returns = plain_ppo(python, model_file(home, ppo), episodes)
+        ppo_seconds = time.perf_counter() - ppo_start
         again_steps, _ = plain_random(CARTPOLE, episodes)
+        q_start = time.perf_counter()
         q_steps, q_returns = plain_q_table(model_file(home, table), FROZENLAKE, episodes)
+        q_seconds = time.perf_counter() - q_start
         plain = time.perf_counter() - start
         plain_steps = [random_steps, ppo_steps, again_steps, q_steps]
         policy = measure(str(python), str(model_file(home, ppo)), 3000)
@@ -260,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"through gym_gui: {sum(gym_steps)} steps in {through:.2f} s ({sum(gym_steps) / through:,.0f} steps/s)"
+    )
+    print(
+        f"  CartPole-v1 batch {cartpole_seconds:.2f} s, FrozenLake-v1 batch {through - cartpole_seconds:.2f} s; "
+        f"plain: PPO {ppo_seconds:.2f} s (its interpreter's start and the model's load in it), "
+        f"Q-table {q_seconds:.2f} s, random {plain - ppo_seconds - q_seconds:.2f} s"
     )
     print(
         f"plain loops:     {sum(plain_steps)} steps in {plain:.2f} s ({sum(plain_steps) / plain:,.0f} steps/s)"

@@ -31,9 +31,10 @@ from gym_gui.play.seat import OPERATOR_ACTED, Control, Seeds, episode_seed, epis
 from gym_gui.play.worker import OPERATOR
 from gym_gui.protocol.client import DaemonClient
 
-# Episodes an operator plays at once: enough to share a forward pass, few enough that a batch of
-# short runs keeps every slot busy.
-DEFAULT_SLOTS = 8
+# Episodes an operator plays at once: enough to share a forward pass and a pipe's round trip
+# (bench/arena.py: a PPO MLP's 200 CartPole episodes took 2.9–3.0 s with 8, 2.5–2.7 s with 16 and
+# 32), few enough that a batch of short runs keeps every slot busy.
+DEFAULT_SLOTS = 16
 
 
 @dataclass(frozen=True)
