@@ -192,6 +192,9 @@ class Operators:
         self.catalog = catalog
         self._runs = runs
         self._context = LaunchContext(home, catalog.bundle_directory(home.bundles_dir))
+        # One launcher a kind: what a launcher learns (CleanRL's spaces of an env, asked of its
+        # bundle) serves every run of the listing.
+        self._launchers: dict[str, OperatorLauncher | None] = {}
 
     def listing(self, env_id: str | None = None) -> list[OperatorListing]:
         """Every operator there is, each with why it cannot act on ``env_id`` (when given).
@@ -204,12 +207,13 @@ class Operators:
         for run in self._finished(self._runs()):
             ref = OperatorRef(run.run_id, run_id=run.run_id)
             try:
-                if RunDir(run.run_dir).read_config().mode != "train":
-                    continue  # evaluations and play made no model of their own
+                config = RunDir(run.run_dir).read_config()
             except StorageError:
                 continue
+            if config.mode != "train":
+                continue  # evaluations and play made no model of their own
             try:
-                card = self._plan(ref, check_digest=False).card
+                card = self._plan(ref, check_digest=False, config=config).card
             except GymGuiError as exc:
                 entries.append(OperatorListing(ref, None, str(exc)))
                 continue
@@ -248,11 +252,14 @@ class Operators:
         return kept
 
     def _launcher(self, kind: str) -> OperatorLauncher | None:
-        plugin = self.catalog.plugin(kind)
-        launcher = plugin.launcher(self._context) if plugin.spec.available else None
-        return launcher if isinstance(launcher, OperatorLauncher) else None
+        if kind not in self._launchers:
+            plugin = self.catalog.plugin(kind)
+            launcher = plugin.launcher(self._context) if plugin.spec.available else None
+            self._launchers[kind] = launcher if isinstance(launcher, OperatorLauncher) else None
+        return self._launchers[kind]
 
-    def _plan(self, ref: OperatorRef, *, check_digest: bool) -> OperatorPlan:
+    def _plan(self, ref: OperatorRef, *, check_digest: bool, config: RunConfig | None = None) -> OperatorPlan:
+        """``config``: the run's, when the caller has read it already."""
         if ref.config_file is not None:
             config = _config_file(ref)
             run_id, model, model_path = "", None, ""
@@ -261,7 +268,7 @@ class Operators:
             if not run_dir.path.is_dir():
                 raise ConfigError(f"operator {ref.text}: there is no run {ref.run_id}")
             try:
-                config = run_dir.read_config()
+                config = config or run_dir.read_config()
                 models = run_dir.models()
             except StorageError as exc:
                 raise ConfigError(f"operator {ref.text}: {exc}") from None
