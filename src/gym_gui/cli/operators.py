@@ -117,13 +117,7 @@ def arena(
             client, choices, env, episodes, seed, seeds=seeds, slots=slots, on_episode=progress
         )
         results = batch.run()
-    console.print(_table(results, env, episodes, seed, seeds))
-    for result in results:
-        if result.run_id:
-            console.print(
-                f"{result.name}: run {result.run_id}", highlight=False, markup=False, soft_wrap=True
-            )
-    console.print(f"comparison {batch.comparison}", highlight=False, markup=False, soft_wrap=True)
+    # The file first: a reader that closes the output early (`| head`) must not cost it.
     if json_file is not None:
         report = {
             "env_id": env,
@@ -134,6 +128,13 @@ def arena(
             "operators": [result.to_json() for result in results],
         }
         json_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(_table(results, env, episodes, seed, seeds))
+    for result in results:
+        if result.run_id:
+            console.print(
+                f"{result.name}: run {result.run_id}", highlight=False, markup=False, soft_wrap=True
+            )
+    console.print(f"comparison {batch.comparison}", highlight=False, markup=False, soft_wrap=True)
     failed = [result for result in results if result.error]
     if failed:
         for result in failed:
