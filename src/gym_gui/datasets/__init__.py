@@ -10,6 +10,7 @@ from gym_gui.datasets.store import (
     MINARI_ROOT_VAR,
     DatasetCard,
     DatasetStore,
+    check_dataset,
 )
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "DatasetStore",
     "Recorded",
     "RunSource",
+    "check_dataset",
     "record_dataset",
 ]

@@ -294,3 +294,23 @@ class DatasetStore:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def check_dataset(store: DatasetStore, name: str, env_id: str, free_bytes: int | None) -> DatasetCard:
+    """What a run learning from dataset ``name`` needs of it before anything starts: there, unchanged since
+    it was recorded, of ``env_id``, and no larger than the disk's ``free_bytes`` (None: not known).
+
+    Raises:
+        ConfigError: one line naming the field and what is wrong; nothing is touched.
+    """
+    card = store.verify(name)
+    if card.env_id is not None and card.env_id != env_id:
+        raise ConfigError(f"field 'env_id': dataset {name!r} was recorded on {card.env_id}, not {env_id}")
+    if free_bytes is not None and card.size_bytes > free_bytes:
+        from gym_gui.storage.space import format_bytes
+
+        raise ConfigError(
+            f"field 'dataset': dataset {name!r} takes {format_bytes(card.size_bytes)}, more than the "
+            f"{format_bytes(free_bytes)} free on the home's disk"
+        )
+    return card
