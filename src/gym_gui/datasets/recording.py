@@ -11,6 +11,7 @@ overridden). The environment's own infos stay in the runs, whose keys vary from 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -126,16 +127,20 @@ def record_dataset(
         runs = [source.run_id for source in sources]
         operators = sorted({source.operator for source in sources})
         algorithms = sorted({source.algorithm for source in sources})
-        create_dataset_from_buffers(
-            name,
-            buffers,
-            env=env,
-            algorithm_name=", ".join(algorithms),
-            author="gym_gui",
-            description=f"Recorded by gym_gui from {len(runs)} run(s): {', '.join(runs)}",
-            data_format="hdf5",
-            jpeg_encoding=False,  # a dataset keeps exactly what the runs stored
-        )
+        with warnings.catch_warnings():
+            # Minari's advice to name a code permalink, an author's email and an evaluation env: gym_gui
+            # records where the data came from itself (the source runs, in the description and its record).
+            warnings.filterwarnings("ignore", message=r"`\w+` is set to None", category=UserWarning)
+            create_dataset_from_buffers(
+                name,
+                buffers,
+                env=env,
+                algorithm_name=", ".join(algorithms),
+                author="gym_gui",
+                description=f"Recorded by gym_gui from {len(runs)} run(s): {', '.join(runs)}",
+                data_format="hdf5",
+                jpeg_encoding=False,  # a dataset keeps exactly what the runs stored
+            )
     finally:
         env.close()
     steps = sum(len(buffer.rewards) for buffer in buffers)
