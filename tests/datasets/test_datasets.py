@@ -117,7 +117,7 @@ def test_a_dataset_of_a_random_run_and_a_persons_run_holds_every_stored_step(
     seeds = [
         int(meta["seed"]) for meta in dataset.storage.get_episode_metadata(range(dataset.total_episodes))
     ]
-    for episode, (run, steps) in zip(dataset.iterate_episodes(), expected, strict=True):
+    for episode, (_run, steps) in zip(dataset.iterate_episodes(), expected, strict=True):
         # Every stored step, as stored: the observation after each action, the action, the reward, the end.
         assert episode.observations[1:].tolist() == [json.loads(step.observation) for step in steps]
         assert episode.actions.tolist() == [json.loads(step.action) for step in steps]
