@@ -20,6 +20,7 @@ from gym_gui.cli import (
     manage,
     first_steps,
     sweeps,
+    datasets,
 )
 
 # isort: on
@@ -34,6 +35,7 @@ __all__ = [
     "bundles",
     "compare",
     "daemon",
+    "datasets",
     "executor_overrides",
     "first_steps",
     "main",

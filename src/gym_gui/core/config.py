@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.ids import validate_env_id, validate_run_id
+from gym_gui.core.ids import DATASET_ID_PATTERN, validate_env_id, validate_run_id
 from gym_gui.core.workers import KIND_PATTERN
 
 # "tokens" (plural) counts text, as in a model's max_tokens; a token (singular) is a credential.
@@ -307,6 +307,13 @@ class EvaluationOptions(_SavedModel):
         description="Play at the environment's own frame rate (its render_fps), so a person can watch; "
         "otherwise as fast as the machine allows.",
     )
+    epsilon: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="The share of steps played with a random action instead of the model's (ε-greedy "
+        "noise, for datasets of mixed quality); drawn from the run's seed.",
+    )
 
 
 class RunConfig(_Strict):
@@ -350,6 +357,11 @@ class RunConfig(_Strict):
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
         description="The comparison it is one side of (an arena session, an evaluation batch): its runs open together.",
+    )
+    dataset: str | None = Field(
+        default=None,
+        pattern=DATASET_ID_PATTERN,
+        description="The dataset an offline run learns from: a Minari dataset id under the home's datasets/.",
     )
     tracking: Tracking = Field(default_factory=Tracking)
     resources: Resources = Field(default_factory=Resources)

@@ -49,6 +49,7 @@ from gym_gui.daemon.live import (
     token_digest,
 )
 from gym_gui.daemon.scheduler import Scheduler
+from gym_gui.datasets.store import DatasetStore, check_dataset
 from gym_gui.envs.check import check_env
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -102,6 +103,7 @@ class Supervisor:
             tls_ca=tls_ca,
         )
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
+        self.datasets = DatasetStore(home)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
         self.imports = ModelImports(self.runs, self.launching, self.catalog, self.disk)
 
@@ -252,6 +254,9 @@ class Supervisor:
             # A worker with its own bundle decides which env ids it can make (its launcher checks);
             # the others run in gym_gui's environment, whose gymnasium answers.
             check_env(config.env_id)
+        if config.dataset is not None:
+            space = self.disk.space()
+            check_dataset(self.datasets, config.dataset, config.env_id, None if space is None else space.free)
         if config.rerun_of is not None and not self.registry.exists(config.rerun_of):
             raise ConfigError(f"field 'rerun_of': there is no run {config.rerun_of} to re-run")
         if spec.launch is Launch.DAEMON:

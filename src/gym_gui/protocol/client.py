@@ -283,10 +283,12 @@ class DaemonClient:
         render_fps: float = 30.0,
         real_time: bool = False,
         env_id: str | None = None,
+        epsilon: float = 0.0,
     ) -> RunConfig:
         """The config of an evaluation run that plays a trained run's model (its final one by default).
 
-        ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab.
+        ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab;
+        ``epsilon`` is the share of steps played with a random action (ε-greedy noise).
         ``env_id`` is the environment to play (default: the trained run's); the daemon's worker plugin
         decides whether the model may play it, and checks the rest (that the kind evaluates, that the
         model exists).
@@ -309,7 +311,12 @@ class DaemonClient:
                 "algorithm": trained.get("algorithm"),
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
-                "evaluation": {"run_id": run_id, "checkpoint": checkpoint, "real_time": real_time},
+                "evaluation": {
+                    "run_id": run_id,
+                    "checkpoint": checkpoint,
+                    "real_time": real_time,
+                    "epsilon": epsilon,
+                },
                 "params": params,
                 "telemetry": {"render_fps": render_fps},
             }

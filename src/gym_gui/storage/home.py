@@ -34,6 +34,7 @@ class Home:
         <root>/space.reserve        the daemon's space reserve (storage.space.SpaceReserve)
         <root>/home.id              the home's id (:attr:`Home.home_id`)
         <root>/bundles/<name>/
+        <root>/datasets/<dataset id>/  offline datasets, Minari's (gym_gui.datasets)
     """
 
     def __init__(self, root: Path | None = None) -> None:
@@ -67,6 +68,11 @@ class Home:
     def operators_dir(self) -> Path:
         """Where operator processes (a model answering a seat) write their standard error, one log each."""
         return self._root / "operators"
+
+    @property
+    def datasets_dir(self) -> Path:
+        """Where the offline lane's datasets live: Minari's datasets root (``MINARI_DATASETS_PATH``)."""
+        return self._root / "datasets"
 
     @property
     def sweeps_dir(self) -> Path:

@@ -409,6 +409,7 @@ def evaluate(session: WorkerSession, registration: Registration, args: argparse.
         render_fps=lambda: session.render_fps,
         should_stop=session.stop_requested.is_set,
         steps_per_second=env_fps(policy) if args.real_time else None,
+        epsilon=args.epsilon,
     )
     policy.close()
     if session.stop_requested.is_set():
@@ -433,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     evaluation.add_argument("--seed", type=int, default=None)
     evaluation.add_argument(
         "--real-time", action="store_true", help="play at the env's own frame rate (to be watched)"
+    )
+    evaluation.add_argument(
+        "--epsilon", type=float, default=0.0, help="the share of steps played with a random action"
     )
     args = parser.parse_args(argv)
     if getattr(args, "script_args", None) and args.script_args[0] == "--":

@@ -9,6 +9,7 @@ import inspect
 import json
 import math
 import os
+import random
 import sys
 import time
 import types
@@ -307,6 +308,7 @@ def play_episodes(
     render_fps: float | Callable[[], float] | None = None,
     should_stop: Callable[[], bool] | None = None,
     steps_per_second: float | None = None,
+    epsilon: float = 0.0,
 ) -> list[float]:
     """Play `episodes` episodes (episode i reset with seed + i) and return each one's undiscounted return.
 
@@ -315,13 +317,20 @@ def play_episodes(
     at every step so the rate can change mid-run), else None. `should_stop` returning True ends play early
     (the returns of the finished episodes only). `steps_per_second` paces play for a person to watch (each
     step waits for its due time; a late step does not make the next ones hurry); None plays flat out.
+    `epsilon`: the share of steps played with a random action of the env's action space instead of
+    the model's (ε-greedy, for datasets of mixed quality); which steps, and their actions, follow from
+    the episode's seed, so a seeded evaluation plays the same episodes again.
     """
     returns: list[float] = []
     last_frame = -math.inf
     period = 1.0 / steps_per_second if steps_per_second else 0.0
     due = time.monotonic()
     for episode in range(episodes):
-        obs = policy.reset(None if seed is None else seed + episode)
+        episode_seed = None if seed is None else seed + episode
+        obs = policy.reset(episode_seed)
+        if epsilon:
+            explore = random.Random(episode_seed)
+            policy.env.action_space.seed(explore.getrandbits(32))
         total = 0.0
         step = 0
         done = False
@@ -331,7 +340,10 @@ def play_episodes(
             if period:
                 due = max(due + period, time.monotonic())
                 _sleep_until(due, should_stop)
-            action = policy.act(obs)
+            if epsilon and explore.random() < epsilon:
+                action = policy.env.action_space.sample()
+            else:
+                action = policy.act(obs)
             obs, reward, terminated, truncated, info = policy.step_env(action)
             total += reward
             done = terminated or truncated

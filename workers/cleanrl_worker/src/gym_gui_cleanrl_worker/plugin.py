@@ -475,6 +475,8 @@ class CleanRLLauncher:
                 argv += ["--seed", str(config.seed)]
             if config.evaluation is not None and config.evaluation.real_time:
                 argv.append("--real-time")
+            if config.evaluation is not None and config.evaluation.epsilon:
+                argv += ["--epsilon", repr(config.evaluation.epsilon)]
             return LaunchPlan(
                 argv=argv,
                 env=dict(MODEL_ENV),
