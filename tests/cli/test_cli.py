@@ -165,6 +165,26 @@ def test_archive_delete_export_and_schema(home: Path, tmp_path: Path) -> None:
     assert {"worker", "env_id", "budget", "tracking"} <= set(schema["properties"])
 
 
+def test_an_export_into_the_home_is_refused_in_one_line_and_its_files_stay_whole(
+    home: Path, tmp_path: Path
+) -> None:
+    result = gym_gui("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "3", home=home)
+    run_id = run_id_in(result.stdout)
+    files = Home(home).ensure()
+    database = RunDir(files.run_dir(run_id)).telemetry_path
+    before = {path: path.read_bytes() for path in (database, files.registry_path)}
+    link = tmp_path / "elsewhere"
+    link.symlink_to(home)
+    for target in (database, files.registry_path, link / "runs" / run_id / "telemetry.sqlite"):
+        assert_one_line_error(
+            gym_gui("export", run_id, "-o", str(target), home=home), "inside the gym_gui home", str(target)
+        )
+    assert {path: path.read_bytes() for path in before} == before
+    shown = gym_gui("show", run_id, home=home)
+    assert shown.returncode == 0 and re.search(r"episodes\s+3\b", shown.stdout), shown.stderr
+    assert gym_gui("export", run_id, "-o", str(tmp_path / "run.tar.gz"), home=home).returncode == 0
+
+
 def test_daemon_start_status_stop(home: Path) -> None:
     assert gym_gui("daemon", "start", home=home).returncode == 0
     info = read_daemon_file(home / "daemon.json")
