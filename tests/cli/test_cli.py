@@ -68,6 +68,12 @@ def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
         gym_gui("train", "--worker", "random", "--env", "CartPole-v1", "--episodes", "0", home=home),
         "budget.episodes",
     )
+    assert_one_line_error(
+        gym_gui(
+            "train", "--worker", "random", "--env", "CartPole-v1", "--total-timesteps", str(10**13), home=home
+        ),
+        "field 'budget.timesteps': must be at most 10^12 environment steps",
+    )
     # A kind without a default budget (CleanRL runs by its script's steps) asks for one.
     assert_one_line_error(
         gym_gui("train", "--worker", "cleanrl", "--algo", "ppo", "--env", "CartPole-v1", home=home),

@@ -130,11 +130,36 @@ def _drop_retired(section: str, data: Any) -> Any:
     return data
 
 
+# The largest budgets taken: beyond any experiment a researcher runs (Budget's messages say why).
+MOST_TIMESTEPS = 10**12
+MOST_EPISODES = 10**9
+
+
 class Budget(_Strict):
     """How long the run goes on: a number of environment steps, of episodes, or both (first reached)."""
 
     timesteps: int | None = Field(default=None, gt=0, description="Environment steps to run.")
     episodes: int | None = Field(default=None, gt=0, description="Episodes to run.")
+
+    @field_validator("timesteps")
+    @classmethod
+    def _steps_within_reach(cls, value: int | None) -> int | None:
+        if value is not None and value > MOST_TIMESTEPS:
+            raise ValueError(
+                "must be at most 10^12 environment steps, ten times the longest published runs "
+                "(Agent57 played ~10^11 frames): a larger one is a typo that would run for months or longer"
+            )
+        return value
+
+    @field_validator("episodes")
+    @classmethod
+    def _episodes_within_reach(cls, value: int | None) -> int | None:
+        if value is not None and value > MOST_EPISODES:
+            raise ValueError(
+                "must be at most 10^9 episodes, a hundred times what the longest tabular studies play "
+                "(~10^7): a larger one is a typo that would run for months or longer"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_bound(self) -> Budget:
