@@ -74,6 +74,25 @@ def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
         ),
         "field 'budget.timesteps': must be at most 10^12 environment steps",
     )
+    # A CleanRL script's flags are checked before the run is stored, not by the script once it runs.
+    for param, needle in [
+        ("learning-rate=nan", "--learning-rate: expected a finite number"),
+        ("learning-rate=inf", "--learning-rate: expected a finite number"),
+        ("num-envs=0", "--num-envs: must be in [1, inf], got 0"),
+    ]:
+        ppo = (
+            "train",
+            "--worker",
+            "cleanrl",
+            "--algo",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--total-timesteps",
+            "2000",
+        )
+        assert_one_line_error(gym_gui(*ppo, "--param", param, "--detach", home=home), needle)
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
     # A kind without a default budget (CleanRL runs by its script's steps) asks for one.
     assert_one_line_error(
         gym_gui("train", "--worker", "cleanrl", "--algo", "ppo", "--env", "CartPole-v1", home=home),

@@ -8,6 +8,8 @@ import difflib
 import re
 from typing import Any
 
+from gym_gui_cleanrl_worker.form import parameter
+
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
 
@@ -113,6 +115,9 @@ def _coerce(param: dict[str, Any], value: Any) -> Any:
         for item in checked:
             if item not in choices:
                 raise ValueError(f"{flag}: {item!r} is not one of {', '.join(map(str, choices))}")
+    # The contract's one validator of values: finite numbers, a count's least (form.COUNTS).
+    if why := parameter(param).problem(result):
+        raise ValueError(f"{flag}: {why}")
     return result
 
 
