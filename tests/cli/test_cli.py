@@ -99,6 +99,36 @@ def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
         "field 'budget': CleanRL Worker has no default budget",
         "--total-timesteps",
     )
+    # An argument the env does not take is refused at submit, whichever lane checks it.
+    config.write_text(
+        json.dumps(
+            {
+                "worker": "random",
+                "env_id": "FrozenLake-v1",
+                "budget": {"episodes": 1},
+                "env_kwargs": {"foo": 1},
+            }
+        )
+    )
+    assert_one_line_error(
+        gym_gui("train", "--config", str(config), "--detach", home=home),
+        "field 'env_kwargs': FrozenLake-v1 takes no argument 'foo'",
+    )
+    config.write_text(
+        json.dumps(
+            {
+                "worker": "cleanrl",
+                "algorithm": "ppo",
+                "env_id": "CartPole-v1",
+                "budget": {"timesteps": 2000},
+                "env_kwargs": {"sutton_barto_reward": True},
+            }
+        )
+    )
+    assert_one_line_error(
+        gym_gui("train", "--config", str(config), "--detach", home=home),
+        "field 'env_kwargs': CleanRL's scripts make their environment from its id alone",
+    )
     assert_one_line_error(gym_gui("show", "../registry", home=home), "invalid run id")
     assert_one_line_error(
         gym_gui("cancel", "CartPole-v1__random__0__1", home=home), "CartPole-v1__random__0__1"

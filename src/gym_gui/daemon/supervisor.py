@@ -49,7 +49,7 @@ from gym_gui.daemon.live import (
     token_digest,
 )
 from gym_gui.daemon.scheduler import Scheduler
-from gym_gui.envs.check import check_env
+from gym_gui.envs.check import check_env, check_env_kwargs
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import MODEL_KINDS, RunDir, file_sha256
@@ -250,8 +250,9 @@ class Supervisor:
             )
         if plugin.bundle is None:
             # A worker with its own bundle decides which env ids it can make (its launcher checks);
-            # the others run in gym_gui's environment, whose gymnasium answers.
+            # the others run in gym_gui's environment, whose gymnasium answers, for the arguments too.
             check_env(config.env_id)
+            check_env_kwargs(config.env_id, config.env_kwargs)
         if config.rerun_of is not None and not self.registry.exists(config.rerun_of):
             raise ConfigError(f"field 'rerun_of': there is no run {config.rerun_of} to re-run")
         if spec.launch is Launch.DAEMON:
