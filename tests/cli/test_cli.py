@@ -55,8 +55,18 @@ def test_train_200_frozenlake_episodes_then_show(home: Path) -> None:
 def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
     assert_one_line_error(
         gym_gui("train", "--worker", "random", "--env", "FrozenLake-v2", "--episodes", "1", home=home),
+        "field 'env_id': ",
         "FrozenLake-v1",
     )
+    # Whoever finds the id unknown (gym_gui's gymnasium, a kind's plugin, a bundle's), the line names the field.
+    for kind in (("--worker", "spade_bdi"), ("--worker", "llm"), ("--worker", "cleanrl", "--algo", "ppo")):
+        assert_one_line_error(
+            gym_gui(
+                "train", *kind, "--env", "CartPol-v1", "--total-timesteps", "2000", "--dry-run", home=home
+            ),
+            "field 'env_id': ",
+            "CartPol",
+        )
     config = tmp_path / "run.json"
     config.write_text(
         json.dumps({"worker": "random", "env_id": "CartPole-v1", "budget": {"episodes": 1}, "speed": 3})

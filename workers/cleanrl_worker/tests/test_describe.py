@@ -274,7 +274,7 @@ def test_a_run_on_an_env_its_script_cannot_train_on_is_refused_with_the_same_rea
         answer = _describe_cli(
             cleanrl_python, "--algo", "ppo", "--values", "{}", "--env-id", env_id, expect_rc=1
         )
-        assert answer["error"] == offered[env_id] != ""
+        assert answer["error"] == f"field 'env_id': {offered[env_id]}" and offered[env_id]
     resolved = _describe_cli(cleanrl_python, "--algo", "ppo", "--values", "{}", "--env-id", "Acrobot-v1")
     assert resolved["argv"] == []
 
