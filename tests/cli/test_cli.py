@@ -160,6 +160,32 @@ def test_usage_errors_are_one_line_naming_what_was_wrong(home: Path) -> None:
     assert group.returncode == 2 and "start" in group.stdout + group.stderr
 
 
+def test_a_long_input_is_shown_cut_in_its_error_line(home: Path) -> None:
+    # A 10,000-character id, parameter or value is refused in one line that shows its start, not all of it.
+    long = "a" * 10_000
+    ppo = (
+        "train",
+        "--worker",
+        "cleanrl",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--total-timesteps",
+        "1000",
+    )
+    for args in [
+        ("show", long),
+        ("cancel", "../" + long),
+        ("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "1", "--param", long),
+        ("train", "--worker", "llm", "--env", "FrozenLake-v1", "--param", f"max_tokens={long}", "--dry-run"),
+        (*ppo, "--param", f"{long}=1", "--dry-run"),
+    ]:
+        result = gym_gui(*args, home=home)
+        assert_one_line_error(result, "a" * 70 + "…")
+        assert len(result.stderr) < 400, (args[:3], len(result.stderr))
+
+
 def test_bundles_list_takes_the_names_it_shows(home: Path) -> None:
     listed = gym_gui("bundles", "list", "cleanrl", home=home)
     assert listed.returncode == 0, listed.stderr

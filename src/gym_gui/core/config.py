@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from gym_gui_sdk.contract import cut, shown
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -244,11 +245,11 @@ class ExecutorOptions(_Strict):
             return None
         parts = urlsplit(value if "://" in value else f"http://{value}")
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"{value!r} is not a Ray dashboard address (host:port or http://host:port)")
+            raise ValueError(f"{shown(value)} is not a Ray dashboard address (host:port or http://host:port)")
         try:
             parts.port  # noqa: B018 (raises on a port that is not a number)
         except ValueError:
-            raise ValueError(f"{value!r} has an invalid port") from None
+            raise ValueError(f"{shown(value)} has an invalid port") from None
         return value
 
     @model_validator(mode="after")
@@ -430,10 +431,8 @@ def _describe_error(error: Any) -> str:
     value = error.get("input")
     if isinstance(value, str) and "://" in value:
         value = redact_url(value)  # an error names the URL, never its password
-    shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
-    if len(shown) > 80:
-        shown = shown[:77] + "…"
-    return f"field '{where}': {message} (got {shown})"
+    given = cut(json.dumps(value, default=str)) if not isinstance(value, dict) else "{…}"
+    return f"field '{where}': {message} (got {given})"
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import FormSpec, shown
 from gym_gui_sdk.json_object import json_object
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -180,7 +180,7 @@ class SweepSpec(_Strict):
     def _name_form(cls, value: str | None) -> str | None:
         if value is not None and not _NAME.match(value):
             raise ValueError(
-                f"{value!r} is not a name: letters, digits, '.', '_' and '-', starting with a letter or digit"
+                f"{shown(value)} is not a name: letters, digits, '.', '_' and '-', starting with a letter or digit"
             )
         return value
 
@@ -188,7 +188,7 @@ class SweepSpec(_Strict):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and "://" not in value:
-            raise ValueError(f"{value!r} is not an SQLAlchemy URL (e.g. sqlite:////path/to/study.db)")
+            raise ValueError(f"{shown(value)} is not an SQLAlchemy URL (e.g. sqlite:////path/to/study.db)")
         if value is not None and redact_url(value) != value:
             raise ValueError(
                 "the URL holds a password, which the spec, the sweep's files and the registry would keep: "
@@ -337,7 +337,7 @@ def check_space(spec: SweepSpec, form: FormSpec) -> None:
             values = list(dist.choices)
         for value in values:
             if why := param.problem(value):
-                raise ConfigError(f"{where}: {value!r} is not a value of {name}: {why}")
+                raise ConfigError(f"{where}: {shown(value)} is not a value of {name}: {why}")
 
 
 def _sqlite_files(url: str) -> list[Path]:

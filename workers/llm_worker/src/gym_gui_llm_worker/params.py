@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from gym_gui_sdk.contract import ParameterSpec, parameter_problems, resolve_parameters
+from gym_gui_sdk.contract import ParameterSpec, parameter_problems, resolve_parameters, shown
 
 # The environment variable holding the endpoint's API key. It reaches the worker as a run secret
 # only (never stored, never logged, ``***`` in previews); a local server needs none.
@@ -188,8 +188,7 @@ def _endpoint_problem(url: str) -> str:
     except ValueError:  # an unclosed bracket of an IPv6 host, a port out of range
         scheme, host, credentials = "", None, None
     if scheme not in ("http", "https") or not host:
-        shown = url if len(url) <= 80 else url[:79] + "…"
-        return f"must be an http or https address with a host, such as {DEFAULT_BASE_URL}, got {shown!r}"
+        return f"must be an http or https address with a host, such as {DEFAULT_BASE_URL}, got {shown(url)}"
     if credentials:
         return f"must not hold credentials: give the key as {API_KEY_ENV} in the worker's environment"
     return ""
