@@ -60,6 +60,14 @@ class Home:
     def root(self) -> Path:
         return self._root
 
+    def holds(self, path: Path | str) -> bool:
+        """Whether ``path``, its symlinks resolved, is this home or lies inside it.
+
+        The home's files are gym_gui's own (the registry, each run's database): nothing a user names
+        as a destination or a foreign database may be one of them.
+        """
+        return Path(path).expanduser().resolve().is_relative_to(self._root)
+
     @property
     def runs_dir(self) -> Path:
         return self._root / "runs"

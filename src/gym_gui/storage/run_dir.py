@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import sqlite3
 import tarfile
 import tempfile
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gym_gui.core.config import EvaluationOptions, RunConfig, format_validation_error, redact
 from gym_gui.core.errors import StorageError
 from gym_gui.core.states import RunState
+from gym_gui.storage.home import Home
 from gym_gui.storage.space import disk_full, is_disk_full
 
 log = logging.getLogger(__name__)
@@ -468,26 +470,33 @@ class RunDir:
 
     # ------------------------------------------------------------ export
 
-    def export(self, target: Path) -> None:
+    def export(self, target: Path, *, home: Home) -> None:
         """Write the run directory as the .tar.gz ``target``, consistent even while the run writes.
 
         Every SQLite file is copied through SQLite's backup API (one consistent snapshot, its WAL
         included), and JSON files are replaced atomically by their writers, so the archive never
-        holds a torn file. The archive's top directory is the run id.
+        holds a torn file. The archive's top directory is the run id. ``target`` must lie outside
+        ``home`` (symlinks resolved), so an export can never replace the registry or a run's database.
 
         Raises:
-            StorageError: the directory is missing, a database could not be copied, or the
-                archive could not be written (nothing is left at ``target`` then).
+            StorageError: the target is inside the home, the directory is missing, a database could
+                not be copied, or the archive could not be written (``target`` is left as it was then).
         """
+        target = Path(target)
+        if home.holds(target):
+            raise StorageError(
+                f"{target} is inside the gym_gui home {home.root}, whose files are gym_gui's own: "
+                "export the run to a path outside it"
+            )
         if not self._path.is_dir():
             raise StorageError(f"no run directory at {self._path}")
-        target = Path(target)
-        # Written beside the target and renamed when complete: a failed export leaves no torn archive.
-        partial = target.with_name(target.name + ".tmp")
+        # Written under a name of its own beside the target (mode "x": never an existing file) and
+        # renamed when complete: a failed export leaves no torn archive and touches no other file.
+        partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
-            with tempfile.TemporaryDirectory() as tmp, tarfile.open(partial, "w:gz") as tar:
+            with tempfile.TemporaryDirectory() as tmp, tarfile.open(partial, "x:gz") as tar:
                 for path in sorted(self._path.rglob("*")):
-                    if path.is_dir() or path.name.endswith(_NOT_EXPORTED) or path == target:
+                    if path.is_dir() or path.name.endswith(_NOT_EXPORTED):
                         continue
                     arcname = str(Path(self.run_id) / path.relative_to(self._path))
                     if path.suffix == ".sqlite":

@@ -8,6 +8,10 @@ import difflib
 import re
 from typing import Any
 
+from gym_gui_sdk.contract import cut, shown
+
+from gym_gui_cleanrl_worker.form import parameter
+
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
 
@@ -46,12 +50,12 @@ def _lookup(description: dict[str, Any], key: str) -> dict[str, Any]:
     names = [p["name"] for p in params]
     close = difflib.get_close_matches(wanted.replace("_", "-"), names, n=1)
     hint = f"; did you mean --{close[0]}?" if close else ""
-    raise ValueError(f"unknown parameter --{wanted} for {description.get('algo', 'this script')}{hint}")
+    raise ValueError(f"unknown parameter --{cut(wanted)} for {description.get('algo', 'this script')}{hint}")
 
 
 def _coerce_scalar(kind: str, value: Any, flag: str) -> Any:
     def bad(expected: str) -> ValueError:
-        return ValueError(f"{flag}: expected {expected}, got {value!r}")
+        return ValueError(f"{flag}: expected {expected}, got {shown(value)}")
 
     if kind == "bool":
         if isinstance(value, bool):
@@ -112,7 +116,10 @@ def _coerce(param: dict[str, Any], value: Any) -> Any:
     if choices:
         for item in checked:
             if item not in choices:
-                raise ValueError(f"{flag}: {item!r} is not one of {', '.join(map(str, choices))}")
+                raise ValueError(f"{flag}: {shown(item)} is not one of {', '.join(map(str, choices))}")
+    # The contract's one validator of values: finite numbers, a count's least (form.COUNTS).
+    if why := parameter(param).problem(result):
+        raise ValueError(f"{flag}: {why}")
     return result
 
 

@@ -207,6 +207,12 @@ class CleanRLLauncher:
     # ------------------------------------------------------------ checks
 
     def validate(self, config: RunConfig) -> None:
+        # Neither a script nor an evaluation passes arguments to gym.make: given ones would be ignored.
+        if config.env_kwargs:
+            raise ConfigError(
+                "field 'env_kwargs': CleanRL's scripts make their environment from its id alone and "
+                "take no arguments for it: leave env_kwargs empty"
+            )
         if config.mode == "evaluate":
             self._model_path(config)
             self._check_evaluation_env(config)
