@@ -206,8 +206,8 @@ def test_a_dataset_minaris_datacollector_made_is_listed_checked_at_first_use_and
             "1",
             home=cli_home,
         ),
-        "field 'env_id'",
-        "recorded on CartPole-v1",
+        "field 'dataset'",
+        "recorded on CartPole-v1, not on the run's env Acrobot-v1",
     )
     # A dataset whose data changed since it was recorded is refused, naming the file; nothing is stored.
     with DaemonClient.connect(cli_home, autostart=False) as client:
