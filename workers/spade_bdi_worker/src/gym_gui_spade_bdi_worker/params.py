@@ -16,6 +16,8 @@ MODES = ("fast", "deliberate")
 XMPP_SERVERS = ("embedded", "external")
 # The secret a run against an external XMPP server gets in its environment (never in its config).
 PASSWORD_ENV = "XMPP_PASSWORD"
+# What the name of a plans file (``asl``) ends in.
+PLANS_SUFFIX = ".asl"
 
 
 _LEARNING = "Learning"
@@ -88,7 +90,11 @@ PARAMETERS = (
         high=10**6,
     ),
     ParameterSpec(
-        "asl", "str", "", "the agent's plans: an absolute path to an .asl file (empty: the shipped plans)"
+        "asl",
+        "str",
+        "",
+        "the agent's plans: an absolute path to an .asl file of AgentSpeak plans with a plan for +!run, "
+        "checked before the run starts (empty: the shipped plans)",
     ),
     ParameterSpec(
         "map",
