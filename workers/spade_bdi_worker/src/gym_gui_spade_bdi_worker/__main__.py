@@ -30,7 +30,18 @@ from gym_gui_spade_bdi_worker.plans import PlansRefused, read_plans
 from gym_gui_spade_bdi_worker.training import Settings, Training
 from gym_gui_spade_bdi_worker.xmpp import EmbeddedXMPP, XMPPAccount, XMPPUnavailable, check_ready
 
-HYPERPARAMETERS = ("alpha", "gamma", "epsilon_start", "epsilon_end", "epsilon_decay", "max_steps", "mode")
+HYPERPARAMETERS = (
+    "alpha",
+    "gamma",
+    "epsilon_start",
+    "epsilon_end",
+    "epsilon_decay",
+    "exploration_fraction",
+    "max_steps",
+    "mode",
+)
+# What the exploration schedule reads (Training.epsilon_decay).
+EXPLORATION = ("epsilon_start", "epsilon_end", "epsilon_decay", "exploration_fraction")
 
 
 class RunFailed(RuntimeError):
@@ -82,6 +93,7 @@ async def train(session: WorkerSession, config: dict[str, Any], run_dir: Path, q
         evaluating=evaluating,
         real_time=bool((config.get("evaluation") or {}).get("real_time")),
         hyperparameters={name: values[name] for name in HYPERPARAMETERS},
+        exploration={name: values[name] for name in EXPLORATION},
     )
     training = Training(session, env, settings, run_dir, None if start is None else start.q)
     if start is not None:
@@ -125,7 +137,7 @@ async def train(session: WorkerSession, config: dict[str, Any], run_dir: Path, q
                 mode=settings.mode,
                 evaluating=evaluating,
                 epsilon=0.0 if evaluating else float(values["epsilon_start"]),
-                epsilon_decay=float(values["epsilon_decay"]),
+                epsilon_decay=training.epsilon_decay(),
                 epsilon_end=float(values["epsilon_end"]),
                 episode=0,
                 episodes_left=training.episodes_left,

@@ -201,6 +201,7 @@ class QLearningAgent(BDIAgent):
                 self.believe("checkpoint_due")
             self.believe("episode", training.episode)
             self.believe("episodes_left", training.episodes_left)
+            self.believe("epsilon_decay", training.epsilon_decay())
             self.believe("success_rate", training.success_rate)
 
         @action(".save_checkpoint", 1)

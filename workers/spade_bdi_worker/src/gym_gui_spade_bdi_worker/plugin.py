@@ -32,11 +32,20 @@ from gym_gui.workers import (
 from gym_gui_spade_bdi_worker.checkpoint import FINAL, CheckpointRefused, QTableFile
 from gym_gui_spade_bdi_worker.environments import EnvRefused, grid_map, make_env, run_env_kwargs, table_shape
 from gym_gui_spade_bdi_worker.operator import operator_card
-from gym_gui_spade_bdi_worker.params import PARAMETERS, PASSWORD_ENV, PLANS_SUFFIX, problems, resolve
+from gym_gui_spade_bdi_worker.params import (
+    PARAMETERS,
+    PASSWORD_ENV,
+    PLANS_SUFFIX,
+    final_epsilon,
+    problems,
+    resolve,
+)
 
 PACKAGE = "gym_gui_spade_bdi_worker"
 # A plans check is a Python start in the bundle and one parse: well under a second.
 _PLANS_CHECK_SECONDS = 60
+# How far above epsilon_end a run's last episode may still explore before the plan says so.
+_STILL_EXPLORING = 0.05
 
 BUNDLE = BundleSpec(
     name="spade_bdi",
@@ -176,6 +185,7 @@ class SpadeBDILauncher(ModuleLauncher):
         return LaunchPlan(
             argv=argv,
             secrets=secrets,
+            warnings=_exploration_warnings(config),
             extras=ManifestExtras({"q_table_source": str(source) if source else None}),
         )
 
@@ -200,6 +210,24 @@ class SpadeBDILauncher(ModuleLauncher):
     def describe(self, query: Mapping[str, str]) -> FormSpec:
         """The parameters gym_gui's generated form shows, one editor each; a run counts episodes."""
         return FormSpec(parameters=PARAMETERS, budget_bounds=("episodes", "timesteps"))
+
+
+def _exploration_warnings(config: RunConfig) -> list[str]:
+    """What the form's preview and the run say when the run's own ``epsilon_decay`` leaves epsilon
+    well above its floor in its last episode: it still explores as it ends (the schedule fitted to
+    the budget, without ``epsilon_decay``, always ends at ``epsilon_end``)."""
+    values = resolve(config.params)
+    episodes = config.budget.episodes
+    if config.mode != "train" or values["epsilon_decay"] is None or not episodes:
+        return []
+    final, floor = final_epsilon(values, episodes), float(values["epsilon_end"])
+    if final - floor <= _STILL_EXPLORING:
+        return []
+    return [
+        f"epsilon_decay {values['epsilon_decay']:g} leaves epsilon at {final:.2f} in the last of "
+        f"{episodes} episodes (epsilon_end {floor:g}): the run still explores as it ends; leave "
+        "epsilon_decay empty to fit the schedule to the budget"
+    ]
 
 
 PLUGIN = WorkerPlugin(
