@@ -399,7 +399,10 @@ class CleanRLLauncher:
         description = self.arguments(source, config.algorithm)
         try:
             return resolve_command(
-                description, json.loads(json.dumps(script_params(config.params))), self._mapped(config, gpu)
+                description,
+                json.loads(json.dumps(script_params(config.params))),
+                self._mapped(config, gpu),
+                cleanrl_form.WITHHELD_FLAGS,
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
