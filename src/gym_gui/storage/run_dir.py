@@ -13,6 +13,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -227,6 +228,31 @@ def file_sha256(path: Path) -> str:
     """The SHA-256 of a file's bytes, as hex (read in blocks; blocking)."""
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def saved_model_refusal(
+    run_id: str, model: SavedModel, file: Path, digest: Callable[[Path], str] = file_sha256
+) -> str | None:
+    """Why run ``run_id``'s saved ``model`` (its file ``file``) cannot be loaded as it was saved, or
+    None: the file is gone, cannot be read, or no longer has the sha256 recorded when it was saved.
+    The one check of a model before anything loads it (the model browser, operators, evaluations).
+
+    ``digest`` computes a file's sha256 (a cache's, for the browser). A model registered before
+    digests were recorded (``sha256`` None) cannot be checked and is not refused.
+    """
+    where = f"{model.path} of run {run_id}"
+    if not file.is_file():
+        return f"{where} is gone: no file at {file}"
+    try:
+        found = digest(file)
+    except OSError as exc:
+        return f"{where} cannot be read: {exc.strerror or exc}"
+    if model.sha256 is not None and found != model.sha256:
+        return (
+            f"{where} has changed since it was saved: its sha256 is {found[:12]}…, "
+            f"the run's manifest recorded {model.sha256[:12]}…"
+        )
+    return None
 
 
 # ------------------------------------------------------------------ the directory

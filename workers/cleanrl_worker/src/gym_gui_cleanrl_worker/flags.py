@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gym_gui_sdk.contract import cut, shown
@@ -17,17 +18,25 @@ _FALSE = {"n", "no", "f", "false", "off", "0"}
 
 
 def resolve_command(
-    description: dict[str, Any], values: dict[str, Any], mapped: dict[str, Any]
+    description: dict[str, Any],
+    values: dict[str, Any],
+    mapped: dict[str, Any],
+    withheld: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The script and its exact flags for a run.
 
     ``values`` are the user's parameters, checked strictly (an unknown or ill-typed one raises
     ValueError naming the script's own flag); ``mapped`` are the flags gym_gui derives from the
     run config (env id, seed, budget, tracking …), given only where the script declares them.
-    A user parameter that a config field already sets is refused, so there is one source for it.
+    A user parameter that a config field already sets is refused, so there is one source for it;
+    so is one of ``withheld`` (flag → why it is not offered), with its reason.
     """
     known = {param["name"] for param in description["params"]}
     given = {key.lstrip("-") for key in validate(description, values)}
+    withheld = withheld or {}
+    refused = sorted(given & set(withheld))
+    if refused:
+        raise ValueError(f"--{refused[0]} {withheld[refused[0]]}")
     clash = sorted(given & set(mapped))
     if clash:
         raise ValueError(

@@ -25,6 +25,15 @@ MAPPED_FLAGS: dict[str, str] = {
     "wandb-project-name": "tracking.wandb_project",
     "wandb-entity": "tracking.wandb_entity",
 }
+# Script flags the form does not offer and a run may not set, each with why. dqn's and c51's
+# --upload-model and --hf-entity push the model to the Hugging Face Hub, which cannot work here:
+# the bundle has no huggingface_hub and no token reaches a script. Withheld until gym_gui
+# publishes models itself.
+_NO_PUBLISHING = (
+    "is not offered: publishing a model to the Hugging Face Hub is not available yet "
+    "(the cleanrl bundle has no huggingface_hub, and no token reaches a script)"
+)
+WITHHELD_FLAGS: dict[str, str] = {"upload-model": _NO_PUBLISHING, "hf-entity": _NO_PUBLISHING}
 # The kind's own parameters (never a script's flag): where the scripts and their interpreter come from.
 SOURCE_PARAMS = ("scripts_dir", "python")
 
@@ -118,8 +127,13 @@ def parameter(argument: Mapping[str, Any]) -> ParameterSpec:
 
 
 def parameters(arguments: Mapping[str, Any]) -> tuple[ParameterSpec, ...]:
-    """A script's arguments (a ``--algo`` answer) as parameters: the ones its flags take."""
-    return tuple(parameter(argument) for argument in arguments.get("params") or [])
+    """A script's arguments (a ``--algo`` answer) as parameters: the ones its flags take, but for
+    :data:`WITHHELD_FLAGS`."""
+    return tuple(
+        parameter(argument)
+        for argument in arguments.get("params") or []
+        if argument.get("name") not in WITHHELD_FLAGS
+    )
 
 
 def env_choices(answer: Mapping[str, Any]) -> tuple[tuple[EnvChoice, ...] | None, str]:
