@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.markup import escape
 from typer._click import exceptions as click_errors  # typer carries its own click
 
-from gym_gui.core.daemon_file import setting_differences
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
 from gym_gui.protocol.client import DaemonClient
@@ -48,12 +47,14 @@ def open_home() -> Home:
     return home
 
 
-def connect(autostart: bool = True) -> DaemonClient:
-    """A client of the home's daemon (started when none runs, unless ``autostart`` is False)."""
+def connect(autostart: bool = True, daemon_args: list[str] | None = None) -> DaemonClient:
+    """A client of the home's daemon (started with ``daemon_args`` when none runs, unless ``autostart``
+    is False)."""
     home = open_home()
-    client = DaemonClient.connect(home.root, autostart=autostart)
-    # A running daemon keeps the settings it started with: say so when this shell's differ.
-    for note in setting_differences(client.info.settings, home.daemon_settings()):
+    client = DaemonClient.connect(home.root, autostart=autostart, daemon_args=daemon_args)
+    # A running daemon keeps the settings and options it started with: say so when this shell's or
+    # the home's differ.
+    for note in home.daemon_differences(client.info):
         err_console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
     return client
 
