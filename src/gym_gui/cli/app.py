@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -13,8 +14,10 @@ from typer._click import exceptions as click_errors  # typer carries its own cli
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
-from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+
+if TYPE_CHECKING:
+    from gym_gui.protocol.client import DaemonClient
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -24,8 +27,9 @@ app = typer.Typer(
 )
 
 
-console = Console()
-err_console = Console(stderr=True)
+# No emoji codes: a run's reason or a parameter may hold ":name:" text, and it is shown as it is.
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
 
 _STATE_STYLE = {
     "QUEUED": "dim",
@@ -50,6 +54,9 @@ def open_home() -> Home:
 def connect(autostart: bool = True, daemon_args: list[str] | None = None) -> DaemonClient:
     """A client of the home's daemon (started with ``daemon_args`` when none runs, unless ``autostart``
     is False)."""
+    # Imported here: gRPC and the wire messages are paid for by the commands that call the daemon.
+    from gym_gui.protocol.client import DaemonClient
+
     home = open_home()
     client = DaemonClient.connect(home.root, autostart=autostart, daemon_args=daemon_args)
     # A running daemon keeps the settings and options it started with: say so when this shell's or

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
 from gym_gui.cli.app import app, connect, console, elapsed, state_markup, when
-from gym_gui.cli.follow import RunWarnings
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import (
     BundleProgress,
@@ -24,8 +22,9 @@ from gym_gui.core.records import (
     StepBatch,
     TelemetryEvent,
 )
-from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader
+
+# Run directories, their databases and the follow helpers are imported by the commands that read
+# them (show, watch): `runs` answers without them (gym_gui/cli/__init__.py).
 
 
 @app.command()
@@ -52,6 +51,10 @@ def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs
 @app.command()
 def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Everything about one run: state history, progress, episodes and where its files are."""
+    from gym_gui.cli.follow import RunWarnings
+    from gym_gui.storage.run_dir import RunDir
+    from gym_gui.storage.telemetry import TelemetryReader
+
     run_id = validate_run_id(run)
     with connect() as client:
         detail = client.get_run(run_id)
@@ -106,6 +109,8 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
 @app.command()
 def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Follow a run live: episodes, metrics and state changes as they arrive."""
+    from rich.live import Live
+
     run_id = validate_run_id(run)
     with connect() as client:
         # A warning given before watching began (disk low …) is said first; later ones arrive as events.
@@ -146,6 +151,9 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
 
 def _stored_metrics(run_dir: str) -> list[MetricPoint]:
     """The last stored point of each of a run's metrics; none while it has no telemetry."""
+    from gym_gui.storage.run_dir import RunDir
+    from gym_gui.storage.telemetry import TelemetryReader
+
     files = RunDir(run_dir) if run_dir else None
     if files is None or not files.has_telemetry():
         return []
