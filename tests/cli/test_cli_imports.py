@@ -100,3 +100,14 @@ def test_help_lists_every_command_and_each_is_found_by_its_name() -> None:
     assert listed.returncode == 0, listed.stderr
     shown = {line.strip("│ ").split()[0] for line in listed.stdout.splitlines() if line.startswith("│ ")}
     assert set(COMMANDS) <= shown
+
+
+def test_each_command_is_found_by_its_name_when_its_module_is_loaded_alone() -> None:
+    from gym_gui.cli import COMMANDS
+
+    # One command a module: the others of a module load the same way.
+    first_of_module = {module: name for name, module in reversed(COMMANDS.items())}
+    for name in first_of_module.values():
+        shown = gym_gui(name, "--help", home=Path("/nonexistent"))
+        assert shown.returncode == 0, f"{name}: {shown.stderr}"
+        assert f"Usage: gym-gui {name} " in shown.stdout, shown.stdout

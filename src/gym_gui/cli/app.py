@@ -31,6 +31,14 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _command_line() -> None:
+    # A callback keeps `gym-gui NAME …` a group even when a command's module registers one command
+    # only (`gym-gui algorithms`, `gym-gui compare`, loaded alone): without it Typer makes that
+    # command the whole program and NAME an unexpected argument.
+    pass
+
+
 # No emoji codes: a run's reason or a parameter may hold ":name:" text, and it is shown as it is.
 console = Console(emoji=False)
 err_console = Console(stderr=True, emoji=False)
