@@ -37,6 +37,7 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui.workers.run_env import cuda_available, wandb_environment
 from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
 from gym_gui_cleanrl_worker.flags import resolve_command
@@ -44,7 +45,6 @@ from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_para
 from gym_gui_cleanrl_worker.interpreter import (
     BundleCall,
     InterpreterError,
-    cuda_available,
     loader_line,
     pip_freeze,
 )
@@ -514,23 +514,8 @@ class CleanRLLauncher:
                     "no W&B API key was given to this run: W&B tracks offline; `gym-gui wandb sync RUN` uploads it later"
                 )
             # W&B's own directories are the run's: nothing of it lands in the user's home.
-            state = RunDir(run_dir).wandb_state_dir
-            env.update(
-                {
-                    "WANDB_MODE": "online" if online else "offline",
-                    "WANDB_DIR": str(run_dir),
-                    "WANDB_CONFIG_DIR": str(state / "config"),
-                    "WANDB_CACHE_DIR": str(state / "cache"),
-                    "WANDB_DATA_DIR": str(state / "data"),
-                    "WANDB_INIT_TIMEOUT": "30",
-                    "WANDB_NAME": config.tracking.wandb_run_name or run_id,
-                    "WANDB_PROJECT": config.tracking.wandb_project or "cleanRL",
-                }
-            )
-            if config.tracking.wandb_entity:
-                env["WANDB_ENTITY"] = config.tracking.wandb_entity
-            if config.tracking.wandb_base_url:
-                env["WANDB_BASE_URL"] = config.tracking.wandb_base_url
+            mode = "online" if online else "offline"
+            env.update(wandb_environment(config, run_id, run_dir, mode, "cleanRL"))
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]

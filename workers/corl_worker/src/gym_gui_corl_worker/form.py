@@ -1,0 +1,112 @@
+"""The CORL kind's run form as the SDK's contract types it, and a run's command line for pyrallis.
+
+The scripts of a checkout are the variants, a script's ``TrainConfig`` fields its parameters (the describe
+helper reads them in the bundle); this module turns those answers into a :class:`FormSpec` and a run's
+values into the script's arguments. Plain Python: it imports the SDK's contract only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gym_gui_sdk.contract import FormSpec, ParameterSpec, Section, Variant
+
+# The TrainConfig fields gym_gui sets from the run's config, each with that config field (where the script
+# has the field). The env field (``env`` or ``env_name``) is the dataset's env, which is the run's env_id.
+MAPPED_FIELDS: dict[str, str] = {
+    "max_timesteps": "budget.timesteps",
+    "seed": "seed",
+    "device": "resources.gpu",
+    "project": "tracking.wandb_project",
+}
+# Set by gym_gui, never by a run's params: where the script saves its checkpoints (the run's own).
+CHECKPOINTS_FIELD = "checkpoints_path"
+# The kind's own parameters, never a script's field: the user's CORL checkout and a pyrallis config file
+# (CORL's own configs/offline/<algo>/<dataset>.yaml, or one of the user's).
+SCRIPTS_DIR, CONFIG_PATH = "scripts_dir", "config_path"
+SOURCE_PARAMS = (SCRIPTS_DIR, CONFIG_PATH)
+# The metric each evaluation's raw return is recorded under (the bridge's, from the score the script normalises).
+RETURN_METRIC = "eval/return"
+SECTIONS = frozenset({Section.DATASETS, Section.TRACKING, Section.GPU})
+STARTING = {"algorithm": "iql", "seed": 0, "budget.timesteps": 10_000}
+NO_CHECKOUT = (
+    "CORL's scripts come from your checkout (git clone https://github.com/corl-team/CORL): "
+    "name it with --scripts-dir"
+)
+
+
+def mapped(env_field: str | None, names: Sequence[str]) -> dict[str, str]:
+    """The fields of a script gym_gui sets from its run's config: :data:`MAPPED_FIELDS` and its env field."""
+    found = {name: field for name, field in MAPPED_FIELDS.items() if name in names}
+    if env_field:
+        found[env_field] = "env_id"
+    return found
+
+
+def parameters(answer: Mapping[str, Any]) -> tuple[ParameterSpec, ...]:
+    """A ``--algo`` answer's fields as parameters, without the checkpoints path (the run's own). The
+    env field's default, a D4RL dataset's name, is dropped: the run's env is its dataset's."""
+    found = []
+    for entry in answer.get("params") or []:
+        if entry.get("name") == CHECKPOINTS_FIELD:
+            continue
+        if entry.get("name") == answer.get("env_field"):
+            entry = {key: value for key, value in entry.items() if key != "default"}
+        found.append(ParameterSpec.from_json(dict(entry)))
+    return tuple(found)
+
+
+def variants(listing: Sequence[Mapping[str, Any]]) -> tuple[Variant, ...]:
+    return tuple(
+        Variant(
+            name=str(entry["name"]),
+            runnable=bool(entry.get("runnable", True)),
+            reason=str(entry.get("reason") or ""),
+            summary=str(entry.get("summary") or ""),
+        )
+        for entry in listing
+    )
+
+
+def form_spec(
+    listing: Sequence[Mapping[str, Any]] = (),
+    algorithm: str = "",
+    answer: Mapping[str, Any] | None = None,
+    gpu_available: bool = False,
+    note: str = "",
+) -> FormSpec:
+    """The whole form: the checkout's scripts and, with ``algorithm``, its fields (``answer``)."""
+    params = parameters(answer) if answer else ()
+    unsupported = list((answer or {}).get("unsupported") or [])
+    if answer and not note:
+        note = "pyrallis TrainConfig" + (f" (not offered: {', '.join(unsupported)})" if unsupported else "")
+    return FormSpec(
+        variant_label="Algorithm",
+        variants=variants(listing),
+        variant=algorithm,
+        parameters=params,
+        note=note,
+        mapped=mapped((answer or {}).get("env_field"), [p.name for p in params]),
+        sections=SECTIONS,
+        budget_bounds=("timesteps",),
+        gpu_available=gpu_available,
+        starting=STARTING,
+    )
+
+
+def flag_value(value: Any) -> str:
+    """A value as pyrallis reads it from ``--field=value``: YAML's words and flow lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return json.dumps(value)
+    return str(value)
+
+
+def script_args(config_path: str | None, values: Mapping[str, Any]) -> list[str]:
+    """The script's argv after its path: pyrallis's ``--config_path=FILE`` first, then each value as
+    ``--field=value``, which pyrallis lets win over the file's."""
+    argv = [f"--config_path={config_path}"] if config_path else []
+    return argv + [f"--{name}={flag_value(value)}" for name, value in values.items() if value is not None]
