@@ -2,7 +2,8 @@
 
     --scripts-dir D --list                  the offline scripts, each runnable here or not (and why)
     --scripts-dir D --algo A                the fields of A's TrainConfig: name, type, default, help
-    --scripts-dir D --algo A --check ARGS   whether pyrallis takes ARGS (a config file, overrides) for A
+    --scripts-dir D --algo A --check JSON   whether pyrallis takes the arguments (a JSON list: a config
+                                            file, overrides) for A
     --env ID                                the spaces of old gym's ID here, or why it cannot be made
 
 Runs in the bundle, asked by the plugin. Reading a script's fields imports it (torch, gym, wandb: a few
@@ -16,9 +17,11 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import hashlib
 import importlib.util
 import io
 import json
+import os
 import sys
 import types
 import typing
@@ -38,6 +41,8 @@ from gym_gui_corl_worker.scripts import (
 # The directory holding the d4rl stand-in package: first on a script's path.
 STANDIN = Path(__file__).resolve().parent / "standin"
 _SCALARS: dict[Any, str] = {bool: "bool", int: "int", float: "float", str: "str"}
+# Where the answers about scripts' fields are kept, under the interpreter's prefix.
+_KEPT_DIR = "gym_gui_corl_describe"
 
 
 class DescribeError(Exception):
@@ -147,8 +152,30 @@ def _default(item: dataclasses.Field[Any]) -> Any:
 
 def fields(scripts_dir: str, algorithm: str) -> dict[str, Any]:
     """The script's config fields as the contract's parameters (JSON), those a form cannot hold by name,
-    and which field names its env."""
+    and which field names its env.
+
+    Importing a script costs seconds (torch, wandb): the answer is kept in the interpreter's prefix, by
+    the bytes of the script and of this module, so another daemon or a new form reads it at once.
+    """
     path = script_path(scripts_dir, algorithm)
+    digest = hashlib.sha256(path.read_bytes() + Path(__file__).read_bytes()).hexdigest()
+    kept = Path(sys.prefix) / _KEPT_DIR / f"{digest}.json"
+    try:
+        answer: dict[str, Any] = json.loads(kept.read_text())
+        if answer.get("script") == str(path):
+            return answer
+    except (OSError, ValueError):
+        pass
+    answer = _fields(path)
+    with contextlib.suppress(OSError):  # kept for next time when it can be
+        kept.parent.mkdir(exist_ok=True)
+        staging = kept.with_suffix(f".{os.getpid()}.tmp")
+        staging.write_text(json.dumps(answer))
+        staging.replace(kept)
+    return answer
+
+
+def _fields(path: Path) -> dict[str, Any]:
     cls = config_class(load_script(path))
     hints = typing.get_type_hints(cls)
     helps = comments(cls)
@@ -228,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scripts-dir")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--algo")
-    parser.add_argument("--check", nargs=argparse.REMAINDER)
+    parser.add_argument("--check", help="the script's arguments, a JSON list")
     parser.add_argument("--env")
     args = parser.parse_args(argv)
     try:
@@ -237,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.list:
             answer = listing(args.scripts_dir or "")
         elif args.algo and args.check is not None:
-            answer = check(args.scripts_dir or "", args.algo, [a for a in args.check if a != "--"])
+            answer = check(args.scripts_dir or "", args.algo, [str(a) for a in json.loads(args.check)])
         elif args.algo:
             answer = fields(args.scripts_dir or "", args.algo)
         else:

@@ -177,9 +177,8 @@ class CORLLauncher:
         without a key online it would fail at its first step rather than before the run."""
         if config.tracking.wandb_mode == "online" and wandb_auth.API_KEY_VAR not in given:
             raise ConfigError(
-                "field 'tracking.wandb_mode': online W&B tracking needs an API key and none was given "
-                f"(the CLI looks in {wandb_auth.key_sources(config.tracking.wandb_base_url)}); "
-                "track offline (--wandb offline) or log in first"
+                "field 'tracking.wandb_mode': online W&B tracking needs an API key and the run came with "
+                f"none ({wandb_auth.API_KEY_VAR}, or a `wandb login`): log in first, or track offline"
             )
 
     def _check_with_bundle(self, config: RunConfig, scripts_dir: str, config_path: str | None) -> None:
@@ -216,7 +215,7 @@ class CORLLauncher:
             )
             try:
                 self._ask(
-                    key, "--scripts-dir", scripts_dir, "--algo", config.algorithm, "--check", "--", *args
+                    key, "--scripts-dir", scripts_dir, "--algo", config.algorithm, "--check", json.dumps(args)
                 )
             except ConfigError as exc:
                 raise ConfigError(
