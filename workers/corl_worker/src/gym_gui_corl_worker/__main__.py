@@ -20,7 +20,7 @@ from types import TracebackType
 from gym_gui_sdk.worker import Registration, WorkerSession, run_worker
 
 from gym_gui_corl_worker.bridge import RunStopped, WandbBridge
-from gym_gui_corl_worker.describe import STANDIN
+from gym_gui_corl_worker.scripts import STANDIN
 
 
 class ScriptFailed(Exception):

@@ -31,6 +31,7 @@ from typing import Any
 
 from gym_gui_corl_worker.scripts import (
     CONFIG_CLASS,
+    STANDIN,
     STANDIN_MODULES,
     CheckoutError,
     ScriptSource,
@@ -38,8 +39,6 @@ from gym_gui_corl_worker.scripts import (
     script_path,
 )
 
-# The directory holding the d4rl stand-in package: first on a script's path.
-STANDIN = Path(__file__).resolve().parent / "standin"
 _SCALARS: dict[Any, str] = {bool: "bool", int: "int", float: "float", str: "str"}
 # Where the answers about scripts' fields are kept, under the interpreter's prefix.
 _KEPT_DIR = "gym_gui_corl_describe"

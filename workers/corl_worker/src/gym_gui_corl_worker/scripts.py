@@ -22,6 +22,8 @@ ENV_FIELDS = ("env", "env_name")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # Modules a script imports that are not looked for in the interpreter: the stand-in provides d4rl.
 STANDIN_MODULES = frozenset({"d4rl"})
+# The directory holding the d4rl stand-in package (standin/d4rl): first on a script's path.
+STANDIN = Path(__file__).resolve().parent / "standin"
 
 
 class CheckoutError(Exception):
