@@ -114,8 +114,10 @@ def test_a_dataset_of_a_random_run_and_a_persons_run_holds_every_stored_step(
     assert dataset.total_episodes == len(expected) == 14
     assert dataset.total_steps == sum(len(steps) for _, steps in expected)
     env = gym.make("FrozenLake-v1")
-    seeds = [int(meta["seed"]) for meta in dataset.storage.get_episode_metadata(range(dataset.total_episodes))]
-    for episode, (run, steps) in zip(dataset.iterate_episodes(), expected, strict=True):
+    seeds = [
+        int(meta["seed"]) for meta in dataset.storage.get_episode_metadata(range(dataset.total_episodes))
+    ]
+    for episode, (_run, steps) in zip(dataset.iterate_episodes(), expected, strict=True):
         # Every stored step, as stored: the observation after each action, the action, the reward, the end.
         assert episode.observations[1:].tolist() == [json.loads(step.observation) for step in steps]
         assert episode.actions.tolist() == [json.loads(step.action) for step in steps]
@@ -204,8 +206,8 @@ def test_a_dataset_minaris_datacollector_made_is_listed_checked_at_first_use_and
             "1",
             home=cli_home,
         ),
-        "field 'env_id'",
-        "recorded on CartPole-v1",
+        "field 'dataset'",
+        "recorded on CartPole-v1, not on the run's env Acrobot-v1",
     )
     # A dataset whose data changed since it was recorded is refused, naming the file; nothing is stored.
     with DaemonClient.connect(cli_home, autostart=False) as client:

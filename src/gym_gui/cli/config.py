@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from gym_gui_sdk.contract import shown
 from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.config import RunConfig, parse_run_config
@@ -17,7 +18,7 @@ from gym_gui.workers import worker_catalog
 
 def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
-        raise ConfigError(f"--param {text!r}: use name=value")
+        raise ConfigError(f"--param {shown(text)}: use name=value")
     name, raw = text.split("=", 1)
     try:
         value: Any = json.loads(raw)

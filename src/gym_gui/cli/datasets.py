@@ -14,7 +14,7 @@ from gym_gui.cli.app import app, connect, console, open_home, when
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.ids import validate_dataset_id
 from gym_gui.core.records import RunRecord
-from gym_gui.datasets import DatasetCard, DatasetStore, Recorded, RunSource, record_dataset
+from gym_gui.datasets import DatasetCard, DatasetStore, Recorded, RunSource, episode_returns, record_dataset
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.space import format_bytes
 
@@ -203,7 +203,7 @@ def dataset_show(name: Annotated[str, typer.Argument(help="The dataset's id.")])
         )
     for label, value in rows:
         console.print(f"[bold]{label}[/]: {escape(value)}", highlight=False, soft_wrap=True)
-    returns = episode_returns(datasets, card)
+    returns = episode_returns(datasets, card.name)
     if returns:
         console.print(
             f"[bold]returns[/]: mean {sum(returns) / len(returns):.4g}, min {min(returns):.4g}, max {max(returns):.4g}",
@@ -224,15 +224,6 @@ def _space(text: str) -> str:
     if "shape" in space:
         return f"{kind}{tuple(space['shape'])} {space.get('dtype', '')}".strip()
     return kind
-
-
-def episode_returns(datasets: DatasetStore, card: DatasetCard) -> list[float]:
-    """Each episode's return, read through Minari (the dataset's rewards)."""
-    datasets.use_as_minari_root()
-    import minari
-
-    dataset = minari.load_dataset(card.name)
-    return [float(episode.rewards.sum()) for episode in dataset.iterate_episodes()]
 
 
 def histogram(values: list[float], bins: int = 10, width: int = 40) -> list[str]:

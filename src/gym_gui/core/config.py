@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from gym_gui_sdk.contract import cut, shown
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -130,11 +131,36 @@ def _drop_retired(section: str, data: Any) -> Any:
     return data
 
 
+# The largest budgets taken: beyond any experiment a researcher runs (Budget's messages say why).
+MOST_TIMESTEPS = 10**12
+MOST_EPISODES = 10**9
+
+
 class Budget(_Strict):
     """How long the run goes on: a number of environment steps, of episodes, or both (first reached)."""
 
     timesteps: int | None = Field(default=None, gt=0, description="Environment steps to run.")
     episodes: int | None = Field(default=None, gt=0, description="Episodes to run.")
+
+    @field_validator("timesteps")
+    @classmethod
+    def _steps_within_reach(cls, value: int | None) -> int | None:
+        if value is not None and value > MOST_TIMESTEPS:
+            raise ValueError(
+                "must be at most 10^12 environment steps, ten times the longest published runs "
+                "(Agent57 played ~10^11 frames): a larger one is a typo that would run for months or longer"
+            )
+        return value
+
+    @field_validator("episodes")
+    @classmethod
+    def _episodes_within_reach(cls, value: int | None) -> int | None:
+        if value is not None and value > MOST_EPISODES:
+            raise ValueError(
+                "must be at most 10^9 episodes, a hundred times what the longest tabular studies play "
+                "(~10^7): a larger one is a typo that would run for months or longer"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_bound(self) -> Budget:
@@ -219,11 +245,11 @@ class ExecutorOptions(_Strict):
             return None
         parts = urlsplit(value if "://" in value else f"http://{value}")
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"{value!r} is not a Ray dashboard address (host:port or http://host:port)")
+            raise ValueError(f"{shown(value)} is not a Ray dashboard address (host:port or http://host:port)")
         try:
             parts.port  # noqa: B018 (raises on a port that is not a number)
         except ValueError:
-            raise ValueError(f"{value!r} has an invalid port") from None
+            raise ValueError(f"{shown(value)} has an invalid port") from None
         return value
 
     @model_validator(mode="after")
@@ -417,10 +443,8 @@ def _describe_error(error: Any) -> str:
     value = error.get("input")
     if isinstance(value, str) and "://" in value:
         value = redact_url(value)  # an error names the URL, never its password
-    shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
-    if len(shown) > 80:
-        shown = shown[:77] + "…"
-    return f"field '{where}': {message} (got {shown})"
+    given = cut(json.dumps(value, default=str)) if not isinstance(value, dict) else "{…}"
+    return f"field '{where}': {message} (got {given})"
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -6,6 +6,8 @@ import re
 import time
 from collections.abc import Callable
 
+from gym_gui_sdk.contract import shown
+
 from gym_gui.core.errors import ConfigError, InvalidRunId
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -23,7 +25,7 @@ ENV_ID_PATTERN = re.compile(r"^(?:[\w:-]+/)?[\w:.-]*\w[\w:.-]*$")
 def _checked_id(text: str, what: str) -> str:
     if not isinstance(text, str) or not RUN_ID_PATTERN.fullmatch(text):
         raise InvalidRunId(
-            f"invalid {what} id {text!r}: use 1-200 characters of [A-Za-z0-9._-], "
+            f"invalid {what} id {shown(text)}: use 1-200 characters of [A-Za-z0-9._-], "
             "starting with a letter or digit"
         )
     return text
@@ -49,7 +51,7 @@ def validate_env_id(env_id: str) -> str:
     """
     if not ENV_ID_PATTERN.fullmatch(env_id):
         raise ConfigError(
-            f"{env_id!r} is not an environment id: ids look like CartPole-v1 or ALE/Pong-v5 "
+            f"{shown(env_id)} is not an environment id: ids look like CartPole-v1 or ALE/Pong-v5 "
             "(letters, digits, '_', ':', '.', '-' and at most one '/' after a namespace)"
         )
     return env_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gym_gui.datasets.reading import episode_returns
 from gym_gui.datasets.recording import Recorded, RunSource, record_dataset
 from gym_gui.datasets.store import (
     CREATED,
@@ -23,5 +24,6 @@ __all__ = [
     "Recorded",
     "RunSource",
     "check_dataset",
+    "episode_returns",
     "record_dataset",
 ]

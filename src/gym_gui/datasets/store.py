@@ -305,7 +305,9 @@ def check_dataset(store: DatasetStore, name: str, env_id: str, free_bytes: int |
     """
     card = store.verify(name)
     if card.env_id is not None and card.env_id != env_id:
-        raise ConfigError(f"field 'env_id': dataset {name!r} was recorded on {card.env_id}, not {env_id}")
+        raise ConfigError(
+            f"field 'dataset': dataset {name!r} was recorded on {card.env_id}, not on the run's env {env_id}"
+        )
     if free_bytes is not None and card.size_bytes > free_bytes:
         from gym_gui.storage.space import format_bytes
 

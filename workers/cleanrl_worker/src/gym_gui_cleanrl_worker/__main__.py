@@ -356,7 +356,7 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
 def evaluate(session: WorkerSession, registration: Registration, args: argparse.Namespace) -> int:
     from gym_gui_cleanrl_worker.evaluate import env_fps, load_policy, play_episodes
 
-    policy = load_policy(args.model, env_id=registration.config.get("env_id"))
+    policy = load_policy(args.model, str(registration.config.get("env_id")), args.algo, args.scripts_dir)
     session.started(render_kind="pixels", spaces={})
     episode_start = time.time()
     total = 0.0
@@ -430,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     training.add_argument("script_args", nargs=argparse.REMAINDER)
     evaluation = sub.add_parser("evaluate", help="play a saved model")
     evaluation.add_argument("--model", required=True)
+    evaluation.add_argument("--algo", required=True, help="the CleanRL script the model was trained with")
+    evaluation.add_argument("--scripts-dir", default=None, help="the CleanRL checkout it was trained from")
     evaluation.add_argument("--episodes", type=int, required=True)
     evaluation.add_argument("--seed", type=int, default=None)
     evaluation.add_argument(
