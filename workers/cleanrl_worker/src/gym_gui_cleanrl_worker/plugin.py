@@ -20,7 +20,7 @@ from typing import Any
 from gym_gui_sdk.contract import FormSpec, ManifestExtras
 from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
-from gym_gui.core.config import RunConfig, check_path_text
+from gym_gui.core.config import RunConfig, path_param
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
@@ -571,24 +571,10 @@ def _check_source(config: RunConfig) -> None:
     """Refuse a checkout or interpreter (``params.scripts_dir``, ``params.python``) that names no file.
 
     Raises:
-        ConfigError: naming the parameter: not text, not a path, or not absolute (the daemon has
-            another working directory; clients resolve what a user typed before sending it).
+        ConfigError: naming the parameter (``gym_gui.core.config.path_param``).
     """
     for name in SOURCE_PARAMS:
-        value = config.params.get(name)
-        if value is None or value == "":
-            continue
-        field = f"field 'params.{name}'"
-        if not isinstance(value, str):
-            raise ConfigError(f"{field}: expected a path, got {value!r}")
-        try:
-            check_path_text(value)
-        except ConfigError as exc:
-            raise ConfigError(f"{field}: {exc}") from None
-        if not Path(value).is_absolute():
-            raise ConfigError(
-                f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
-            )
+        path_param(config.params, name)
 
 
 PLUGIN = WorkerPlugin(

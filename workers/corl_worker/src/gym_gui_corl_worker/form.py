@@ -59,14 +59,9 @@ def parameters(answer: Mapping[str, Any]) -> tuple[ParameterSpec, ...]:
 
 
 def variants(listing: Sequence[Mapping[str, Any]]) -> tuple[Variant, ...]:
+    """The scripts of a ``--list`` answer (name, runnable, reason, summary) as variants."""
     return tuple(
-        Variant(
-            name=str(entry["name"]),
-            runnable=bool(entry.get("runnable", True)),
-            reason=str(entry.get("reason") or ""),
-            summary=str(entry.get("summary") or ""),
-        )
-        for entry in listing
+        Variant(**{key: entry[key] for key in ("name", "runnable", "reason", "summary")}) for entry in listing
     )
 
 

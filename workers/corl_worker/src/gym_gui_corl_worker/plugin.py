@@ -22,7 +22,7 @@ from typing import Any
 from gym_gui_sdk.contract import FormSpec, ManifestExtras, parameter_problems
 
 from gym_gui.core import wandb_auth
-from gym_gui.core.config import RunConfig, check_path_text
+from gym_gui.core.config import RunConfig, path_param
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.datasets import DatasetCard, DatasetStore
@@ -377,25 +377,7 @@ def _source(config: RunConfig) -> tuple[str | None, str | None]:
     Raises:
         ConfigError: naming the parameter.
     """
-    found: list[str | None] = []
-    for name in corl_form.SOURCE_PARAMS:
-        value = config.params.get(name)
-        if value is None or value == "":
-            found.append(None)
-            continue
-        field = f"field 'params.{name}'"
-        if not isinstance(value, str):
-            raise ConfigError(f"{field}: expected a path, got {value!r}")
-        try:
-            check_path_text(value)
-        except ConfigError as exc:
-            raise ConfigError(f"{field}: {exc}") from None
-        if not Path(value).is_absolute():
-            raise ConfigError(
-                f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
-            )
-        found.append(value)
-    scripts_dir, config_path = found
+    scripts_dir, config_path = (path_param(config.params, name) for name in corl_form.SOURCE_PARAMS)
     if config_path is not None and not Path(config_path).is_file():
         raise ConfigError(f"field 'params.config_path': there is no file {config_path}")
     return scripts_dir, config_path
