@@ -404,11 +404,17 @@ def _shape(space_json: str) -> tuple[int, ...] | None:
 
 
 def _check_dataset_kind(card: DatasetCard) -> None:
-    """CORL's offline algorithms act in continuous spaces on flat observations.
+    """CORL's offline algorithms act in continuous spaces on flat observations, and evaluate on the env.
 
     Raises:
-        ConfigError: a dataset of discrete actions, or of observations that are not one flat Box.
+        ConfigError: a dataset without an env, of discrete actions, or of observations that are not one
+            flat Box.
     """
+    if card.env_id is None:
+        raise ConfigError(
+            f"field 'dataset': dataset {card.name!r} was recorded without an environment; CORL's scripts "
+            "evaluate their policy on the dataset's env"
+        )
     if card.discrete_actions:
         raise ConfigError(
             f"field 'dataset': dataset {card.name!r} has discrete actions; CORL's offline algorithms are "
