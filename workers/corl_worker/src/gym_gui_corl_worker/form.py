@@ -16,11 +16,16 @@ from gym_gui_sdk.contract import FormSpec, ParameterSpec, Section, Variant
 # The TrainConfig fields gym_gui sets from the run's config, each with that config field (where the script
 # has the field). The env field (``env`` or ``env_name``) is the dataset's env, which is the run's env_id.
 MAPPED_FIELDS: dict[str, str] = {
-    "max_timesteps": "budget.timesteps",
-    "seed": "seed",
     "device": "resources.gpu",
     "project": "tracking.wandb_project",
 }
+# A script's count of gradient steps, by the names CORL's scripts give it (iql, any_percent_bc, cql,
+# td3_bc: max_timesteps; awac: num_train_ops; dt: update_steps), which the run's budget sets; edac, sac_n
+# and lb_sac count epochs of num_updates_on_epoch updates instead (:func:`epochs`).
+STEP_FIELDS = ("max_timesteps", "num_train_ops", "update_steps")
+EPOCHS, UPDATES_PER_EPOCH = "num_epochs", "num_updates_on_epoch"
+# Its seed: train_seed in the scripts that also have an eval_seed.
+SEED_FIELDS = ("seed", "train_seed")
 # Set by gym_gui, never by a run's params: where the script saves its checkpoints (the run's own).
 CHECKPOINTS_FIELD = "checkpoints_path"
 # The kind's own parameters, never a script's field: the user's CORL checkout and a pyrallis config file
@@ -37,9 +42,28 @@ NO_CHECKOUT = (
 )
 
 
+def budget_field(names: Sequence[str]) -> str | None:
+    """The field of a script's config the run's budget (gradient steps) sets: its step count, else its
+    epoch count; None when it has neither."""
+    found = next((name for name in STEP_FIELDS if name in names), None)
+    return found or (EPOCHS if EPOCHS in names and UPDATES_PER_EPOCH in names else None)
+
+
+def epochs(steps: int, updates_per_epoch: int) -> int:
+    """The epochs of ``updates_per_epoch`` updates that make at least ``steps`` gradient steps."""
+    return max(1, -(-steps // max(1, updates_per_epoch)))
+
+
 def mapped(env_field: str | None, names: Sequence[str]) -> dict[str, str]:
-    """The fields of a script gym_gui sets from its run's config: :data:`MAPPED_FIELDS` and its env field."""
+    """The fields of a script gym_gui sets from its run's config: :data:`MAPPED_FIELDS`, its step (or
+    epoch) count, its seed and its env field."""
     found = {name: field for name, field in MAPPED_FIELDS.items() if name in names}
+    budget = budget_field(names)
+    if budget:
+        found[budget] = "budget.timesteps"
+    seed = next((name for name in SEED_FIELDS if name in names), None)
+    if seed:
+        found[seed] = "seed"
     if env_field:
         found[env_field] = "env_id"
     return found

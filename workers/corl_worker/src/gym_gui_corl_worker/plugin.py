@@ -203,6 +203,11 @@ class CORLLauncher:
             raise ConfigError(
                 f"field 'algorithm': {config.algorithm}'s TrainConfig names no env (env or env_name)"
             )
+        if corl_form.budget_field([entry["name"] for entry in answer.get("params") or []]) is None:
+            raise ConfigError(
+                f"field 'algorithm': {config.algorithm}'s TrainConfig has no count of steps the run's budget "
+                f"could set ({', '.join((*corl_form.STEP_FIELDS, corl_form.EPOCHS))})"
+            )
         self._check_env(config)
         if config_path:
             args = corl_form.script_args(config_path, values)
@@ -275,16 +280,32 @@ class CORLLauncher:
         ):  # a preview's run has no directory; a dry run writes nothing
             _write_dataset(card, transitions)
 
-        values: dict[str, Any] = {
-            answer["env_field"]: config.env_id,
-            "max_timesteps": config.budget.timesteps,
+        names = [entry["name"] for entry in answer.get("params") or []]
+        steps = config.budget.timesteps
+        assert steps is not None
+        by_field: dict[str, Any] = {
+            "env_id": config.env_id,
+            "budget.timesteps": steps,
             "seed": config.seed,
-            "device": "cuda" if gpu else "cpu",
-            "project": config.tracking.wandb_project,
-            corl_form.CHECKPOINTS_FIELD: str(checkpoints),
+            "resources.gpu": "cuda" if gpu else "cpu",
+            "tracking.wandb_project": config.tracking.wandb_project,
         }
-        names = {entry["name"] for entry in answer.get("params") or []}
-        values = {name: value for name, value in values.items() if name in names and value is not None}
+        values = {
+            name: by_field[field]
+            for name, field in corl_form.mapped(answer["env_field"], names).items()
+            if by_field[field] is not None
+        }
+        if corl_form.budget_field(names) == corl_form.EPOCHS:
+            per_epoch = int(
+                config.params.get(corl_form.UPDATES_PER_EPOCH, _default(answer, corl_form.UPDATES_PER_EPOCH))
+            )
+            values[corl_form.EPOCHS] = corl_form.epochs(steps, per_epoch)
+            warnings.append(
+                f"{config.algorithm} counts epochs of {per_epoch} updates: {steps} steps make "
+                f"{values[corl_form.EPOCHS]} epochs ({values[corl_form.EPOCHS] * per_epoch} updates)"
+            )
+        if corl_form.CHECKPOINTS_FIELD in names:
+            values[corl_form.CHECKPOINTS_FIELD] = str(checkpoints)
         values.update(_script_values(config))
         args = corl_form.script_args(config_path, values)
 
@@ -393,6 +414,11 @@ def _script(scripts_dir: str, algorithm: str) -> Path:
 def _script_values(config: RunConfig) -> dict[str, Any]:
     """The run's params that are the script's fields (the kind's own taken out)."""
     return {name: value for name, value in config.params.items() if name not in corl_form.SOURCE_PARAMS}
+
+
+def _default(answer: Mapping[str, Any], name: str) -> Any:
+    """The script's default of field ``name`` (a describe answer's)."""
+    return next((entry.get("default") for entry in answer.get("params") or [] if entry["name"] == name), None)
 
 
 def _shape(space_json: str) -> tuple[int, ...] | None:
