@@ -73,7 +73,7 @@ BAD_INPUTS = {
     "changed dataset": (config_with(dataset=CHANGED), "field 'dataset': dataset 'pendulum/changed-v0': data/main_data.hdf5 changed since it was first-use"),
     "missing checkout": (config_with(**{"params.scripts_dir": "/nowhere/CORL"}), "field 'params.scripts_dir': /nowhere/CORL is not a directory"),
     "missing script": (config_with(algorithm="nope"), "field 'algorithm': " + str(CHECKOUT) + " has no algorithms/offline/nope.py (its offline algorithms: tiny_bc)"),
-    "dataset of another env": (config_with(env_id="MountainCarContinuous-v0"), f"field 'env_id': dataset '{PENDULUM}' was recorded on Pendulum-v1, not MountainCarContinuous-v0"),
+    "dataset of another env": (config_with(env_id="MountainCarContinuous-v0"), f"field 'dataset': dataset '{PENDULUM}' was recorded on Pendulum-v1, not on the run's env MountainCarContinuous-v0"),
     "online W&B without a key": (config_with(**{"tracking.wandb_mode": "online"}), "field 'tracking.wandb_mode': online W&B tracking needs an API key"),
     "GPU mandatory without one": (config_with(**{"resources.gpu": True, "resources.gpu_mandatory": True}), "field 'resources.gpu_mandatory': a GPU is mandatory for this run, but torch in the corl bundle sees none"),
     "discrete dataset": (config_with(dataset=CARTPOLE, env_id="CartPole-v1"), "field 'dataset': dataset 'cartpole/random-v0' has discrete actions"),

@@ -55,17 +55,16 @@ def epochs(steps: int, updates_per_epoch: int) -> int:
 
 
 def mapped(env_field: str | None, names: Sequence[str]) -> dict[str, str]:
-    """The fields of a script gym_gui sets from its run's config: :data:`MAPPED_FIELDS`, its step (or
-    epoch) count, its seed and its env field."""
-    found = {name: field for name, field in MAPPED_FIELDS.items() if name in names}
+    """The fields of a script gym_gui sets from its run's config, in the order its command line gives
+    them: its env field, its step (or epoch) count, its seed, then :data:`MAPPED_FIELDS`."""
+    found = {env_field: "env_id"} if env_field else {}
     budget = budget_field(names)
     if budget:
         found[budget] = "budget.timesteps"
     seed = next((name for name in SEED_FIELDS if name in names), None)
     if seed:
         found[seed] = "seed"
-    if env_field:
-        found[env_field] = "env_id"
+    found.update({name: field for name, field in MAPPED_FIELDS.items() if name in names})
     return found
 
 
