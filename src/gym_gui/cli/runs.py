@@ -56,9 +56,16 @@ def train(
         Path | None, typer.Option(help="RunConfig JSON file; flags override its values.")
     ] = None,
     scripts_dir: Annotated[
-        Path | None, typer.Option(help="Your own CleanRL checkout (a directory of scripts).")
+        Path | None, typer.Option(help="Your own checkout of a kind's scripts (CleanRL's, CORL's).")
     ] = None,
     python: Annotated[Path | None, typer.Option(help="The interpreter to run --scripts-dir with.")] = None,
+    config_path: Annotated[
+        Path | None,
+        typer.Option(
+            help="A CORL script's pyrallis config file (its configs/offline/…yaml): the script reads it "
+            "first, then the run's own values over it."
+        ),
+    ] = None,
     gpu: Annotated[
         bool | None, typer.Option("--gpu/--no-gpu", help="Use a GPU when one is available.")
     ] = None,
@@ -117,6 +124,7 @@ def train(
             # The daemon runs elsewhere: paths are made absolute here, where they were typed.
             "params.scripts_dir": str(scripts_dir.expanduser().resolve()) if scripts_dir else None,
             "params.python": str(python.expanduser().absolute()) if python else None,
+            "params.config_path": str(config_path.expanduser().resolve()) if config_path else None,
             "resources.gpu": gpu,
             "resources.gpu_mandatory": gpu_mandatory,
             "tracking.wandb_mode": wandb,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -68,6 +69,31 @@ def check_path_text(path: str) -> str:
     if longest > _NAME_MAX:
         raise ConfigError(f"has a part of {longest} bytes; a file or directory name has at most {_NAME_MAX}")
     return path
+
+
+def path_param(params: Mapping[str, Any], name: str) -> str | None:
+    """A run's parameter ``name`` that names a file or directory (a kind's checkout, its interpreter, a
+    config file): None when it is not given, else the absolute path it holds.
+
+    Raises:
+        ConfigError: naming ``params.NAME``: not text, not a path, or not absolute (the daemon has another
+            working directory; clients resolve what a user typed before sending it).
+    """
+    value = params.get(name)
+    if value is None or value == "":
+        return None
+    field = f"field 'params.{name}'"
+    if not isinstance(value, str):
+        raise ConfigError(f"{field}: expected a path, got {value!r}")
+    try:
+        check_path_text(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{field}: {exc}") from None
+    if not os.path.isabs(value):
+        raise ConfigError(
+            f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
+        )
+    return value
 
 
 def _field_check(check: Callable[[str], str], value: str) -> str:

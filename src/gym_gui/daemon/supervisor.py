@@ -54,7 +54,14 @@ from gym_gui.envs.check import check_env, check_env_kwargs
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import MODEL_KINDS, RunDir, file_sha256
-from gym_gui.workers import BundleDirectory, HelperOwner, WorkerCatalog, WorkerLauncher, worker_catalog
+from gym_gui.workers import (
+    BundleDirectory,
+    HelperOwner,
+    SecretsChecker,
+    WorkerCatalog,
+    WorkerLauncher,
+    worker_catalog,
+)
 from gym_gui.workers.bundles import app_environment
 
 __all__ = ["LiveRun", "Supervisor", "SupervisorSettings"]
@@ -158,7 +165,7 @@ class Supervisor:
             ConfigError / UnknownEnv: before anything is stored or started.
             DiskFull: the disk holds less than ``min_free_bytes``; nothing is stored.
         """
-        spec = self._admit(config)
+        spec = self._admit(config, secret_env)
         refusal = "" if config.dry_run else self.disk.refusal()
         if refusal:
             raise DiskFull(f"{refusal}; free some space and submit the run again")
@@ -219,7 +226,7 @@ class Supervisor:
         Raises:
             ConfigError / UnknownEnv: what submit or the launch would refuse, naming the field.
         """
-        spec = self._admit(config)
+        spec = self._admit(config, secret_env)
         run_id = make_run_id(config.env_id, _label(config), config.seed, int(time.time()), exists=self._taken)
         run = LiveRun(
             run_id=run_id,
@@ -238,8 +245,9 @@ class Supervisor:
         """
         return self.imports.import_model(request)
 
-    def _admit(self, config: RunConfig) -> WorkerSpec:
-        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's."""
+    def _admit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> WorkerSpec:
+        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's
+        (``secret_env``: the secrets it was given, of which a launcher that asks learns the names only)."""
         plugin = self.catalog.plugin(config.worker)
         spec = plugin.spec
         if not spec.available:
@@ -265,7 +273,10 @@ class Supervisor:
                     self.datasets, config.dataset, config.env_id, None if space is None else space.free
                 )
             if spec.launch is Launch.DAEMON:
-                self.launching.launcher(config.worker).validate(config)
+                launcher = self.launching.launcher(config.worker)
+                launcher.validate(config)
+                if isinstance(launcher, SecretsChecker):
+                    launcher.check_secrets(config, frozenset(secret_env or {}))
         except UnknownEnv as exc:
             # Whoever found the id unknown (gym_gui's gymnasium or a kind's plugin), the line names the
             # field, as every other refusal of a config does.

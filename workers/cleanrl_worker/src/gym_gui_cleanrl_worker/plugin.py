@@ -20,7 +20,7 @@ from typing import Any
 from gym_gui_sdk.contract import FormSpec, ManifestExtras
 from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
-from gym_gui.core.config import RunConfig, check_path_text
+from gym_gui.core.config import RunConfig, path_param
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
@@ -37,6 +37,7 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui.workers.run_env import cuda_available, wandb_environment
 from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
 from gym_gui_cleanrl_worker.flags import resolve_command
@@ -44,7 +45,6 @@ from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_para
 from gym_gui_cleanrl_worker.interpreter import (
     BundleCall,
     InterpreterError,
-    cuda_available,
     loader_line,
     pip_freeze,
 )
@@ -531,23 +531,8 @@ class CleanRLLauncher:
                     "no W&B API key was given to this run: W&B tracks offline; `gym-gui wandb sync RUN` uploads it later"
                 )
             # W&B's own directories are the run's: nothing of it lands in the user's home.
-            state = RunDir(run_dir).wandb_state_dir
-            env.update(
-                {
-                    "WANDB_MODE": "online" if online else "offline",
-                    "WANDB_DIR": str(run_dir),
-                    "WANDB_CONFIG_DIR": str(state / "config"),
-                    "WANDB_CACHE_DIR": str(state / "cache"),
-                    "WANDB_DATA_DIR": str(state / "data"),
-                    "WANDB_INIT_TIMEOUT": "30",
-                    "WANDB_NAME": config.tracking.wandb_run_name or run_id,
-                    "WANDB_PROJECT": config.tracking.wandb_project or "cleanRL",
-                }
-            )
-            if config.tracking.wandb_entity:
-                env["WANDB_ENTITY"] = config.tracking.wandb_entity
-            if config.tracking.wandb_base_url:
-                env["WANDB_BASE_URL"] = config.tracking.wandb_base_url
+            mode = "online" if online else "offline"
+            env.update(wandb_environment(config, run_id, run_dir, mode, "cleanRL"))
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
@@ -586,24 +571,10 @@ def _check_source(config: RunConfig) -> None:
     """Refuse a checkout or interpreter (``params.scripts_dir``, ``params.python``) that names no file.
 
     Raises:
-        ConfigError: naming the parameter: not text, not a path, or not absolute (the daemon has
-            another working directory; clients resolve what a user typed before sending it).
+        ConfigError: naming the parameter (``gym_gui.core.config.path_param``).
     """
     for name in SOURCE_PARAMS:
-        value = config.params.get(name)
-        if value is None or value == "":
-            continue
-        field = f"field 'params.{name}'"
-        if not isinstance(value, str):
-            raise ConfigError(f"{field}: expected a path, got {value!r}")
-        try:
-            check_path_text(value)
-        except ConfigError as exc:
-            raise ConfigError(f"{field}: {exc}") from None
-        if not Path(value).is_absolute():
-            raise ConfigError(
-                f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
-            )
+        path_param(config.params, name)
 
 
 PLUGIN = WorkerPlugin(
