@@ -115,10 +115,9 @@ RayAddressOption = Annotated[
 
 
 def scripts_worker() -> str:
-    """The one installed worker kind whose runs are chosen from a list of scripts (algorithms)."""
-    kinds = [plugin.spec.kind for plugin in worker_catalog().plugins() if plugin.form.variant_label]
-    if len(kinds) == 1:
-        return kinds[0]
-    if not kinds:
+    """The installed worker kind whose runs are chosen from a list of scripts (algorithms), first in the
+    roster when there are several (CleanRL's: the others name theirs with --worker)."""
+    plugins = [plugin for plugin in worker_catalog().plugins() if plugin.form.variant_label]
+    if not plugins:
         raise ConfigError("no installed worker kind offers algorithms; `gym-gui workers` lists the kinds")
-    raise ConfigError(f"several worker kinds offer algorithms ({', '.join(kinds)}): choose one with --worker")
+    return min(plugins, key=lambda plugin: (plugin.spec.rank, plugin.spec.kind)).spec.kind

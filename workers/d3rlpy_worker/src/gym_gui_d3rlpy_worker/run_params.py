@@ -64,6 +64,7 @@ EVALUATOR_TAGS = {"environment": RETURN_METRIC, "td_error": TD_ERROR_METRIC}
 # The files a run writes (relative to its directory).
 CHECKPOINTS_DIR = "checkpoints"
 FINAL_MODEL = f"{CHECKPOINTS_DIR}/final.d3"
+INTERRUPTED_MODEL = f"{CHECKPOINTS_DIR}/interrupted.d3"  # saved when a stop ends training
 MODEL_SUFFIX = ".d3"
 
 

@@ -25,6 +25,7 @@ from gym_gui_d3rlpy_worker.dataset import OfflineData, load
 from gym_gui_d3rlpy_worker.policy import encoded_env, make_env
 from gym_gui_d3rlpy_worker.run_params import (
     FINAL_MODEL,
+    INTERRUPTED_MODEL,
     STEPS_PER_SECOND_METRIC,
     checkpoint_path,
     run_values,
@@ -205,7 +206,7 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
             callback=count,
         )
     except TrainingStopped:
-        checkpoints.save(algo, done, checkpoint_path(done), interrupted=True)
+        checkpoints.save(algo, done, INTERRUPTED_MODEL, interrupted=True)
         return "stopped"
     elapsed = time.perf_counter() - started
     points: Points = [(STEPS_PER_SECOND_METRIC, done, done / elapsed if elapsed > 0 else 0.0)]
