@@ -99,13 +99,28 @@ def make_algorithm(plan: Plan) -> Any:
     return config_class(plan.algorithm)(**plan.algo_params).create(device="cpu:0")
 
 
-def evaluators(plan: Plan, data: OfflineData) -> dict[str, Any]:
-    """d3rlpy's evaluators the run asks for: TD error on the dataset's first episodes, the return of the
-    policy in the dataset's environment (seeded from the run's seed)."""
+def estimates_values(algo: Any, data: OfflineData) -> bool:
+    """Whether the algorithm has a value to measure a TD error of (behaviour cloning has none).
+
+    Its networks are built here, as fit would build them first (the same one sample of the dataset,
+    the same draws of torch's generator), so fit goes on from where it would have been."""
+    algo.build_with_dataset(data.mdp)
+    episode = data.mdp.episodes[0]
+    try:
+        algo.predict_value(episode.observations[:1], episode.actions[:1])
+    except NotImplementedError:
+        return False
+    return True
+
+
+def evaluators(plan: Plan, data: OfflineData, values: bool) -> dict[str, Any]:
+    """d3rlpy's evaluators the run asks for: TD error on the dataset's first episodes (``values``: the
+    algorithm has values), the return of the policy in the dataset's environment (seeded from the run's
+    seed)."""
     from d3rlpy.metrics import EnvironmentEvaluator, TDErrorEvaluator
 
     found: dict[str, Any] = {}
-    if plan.td_error_episodes:
+    if plan.td_error_episodes and values:
         found["td_error"] = TDErrorEvaluator(episodes=data.mdp.episodes[: plan.td_error_episodes])
     if plan.eval_episodes:
         env = encoded_env(make_env(plan.env_id, plan.env_kwargs))
@@ -178,7 +193,10 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
         {"dataset": dataset_name, "episodes": data.episodes, "steps": data.steps, "mean_return": data.mean_return},
     )
     algo = make_algorithm(plan)
-    found = evaluators(plan, data)
+    values = estimates_values(algo, data)
+    if plan.td_error_episodes and not values:
+        session.event("INFO", f"{plan.algorithm} estimates no values: no TD error is measured")
+    found = evaluators(plan, data, values)
     forward = GymGuiAdapterFactory(session.metrics, reference)
     session.artifact("tensorboard", f"{EVENT_FILES}/{plan.algorithm}", 0, {})
     checkpoints = Checkpoints(session, run_dir, plan.algorithm)
