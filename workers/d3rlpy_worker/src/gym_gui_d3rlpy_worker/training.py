@@ -193,6 +193,8 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
         {"dataset": dataset_name, "episodes": data.episodes, "steps": data.steps, "mean_return": data.mean_return},
     )
     algo = make_algorithm(plan)
+    # Timed from here: fit called directly builds the networks inside (estimates_values builds them first).
+    started = time.perf_counter()
     values = estimates_values(algo, data)
     if plan.td_error_episodes and not values:
         session.event("INFO", f"{plan.algorithm} estimates no values: no TD error is measured")
@@ -208,7 +210,6 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
         done = step
         callback(algo, epoch, step)
 
-    started = time.perf_counter()
     try:
         algo.fit(
             data.mdp,
