@@ -12,7 +12,9 @@ DataCollector in its datasets root; then, alternately ``--repeats`` times:
   own ``time/steps_per_second`` (gradient steps over the seconds ``fit`` took);
 - direct: the d3rlpy bundle's interpreter running this file with ``--direct``: the same dataset
   (the worker's own Minari → MDPDataset conversion), ``d3rlpy.seed``, ``DiscreteCQLConfig().create()``
-  and ``fit`` as a d3rlpy user calls it (d3rlpy's default file logger, no progress bar), timed the same way.
+  and ``fit`` with nothing logged (d3rlpy's ``NoopAdapterFactory``, no progress bar): the strictest
+  reference (d3rlpy's default file logger also saves the model every epoch, which costs more than
+  gym_gui's logging). Timed from ``fit``'s call, which builds the networks, to its end.
 
 Both get the same thread pool size (``OMP_NUM_THREADS``, the caller's, else 1). Every epoch's losses
 (loss, td_loss, conservative_loss: d3rlpy's epoch means) of each gym_gui run are compared with the
@@ -65,10 +67,9 @@ class D3rlpyFigures:
 # ---------------------------------------------------------------- the direct side (in the d3rlpy bundle)
 
 
-def direct_fit(dataset: str, steps: int, steps_per_epoch: int, logdir: str) -> dict[str, Any]:
-    """d3rlpy's fit as its user calls it, on the dataset gym_gui's worker reads (its conversion)."""
+def direct_fit(dataset: str, steps: int, steps_per_epoch: int) -> dict[str, Any]:
+    """d3rlpy's fit called directly, logging nothing, on the dataset gym_gui's worker reads (its conversion)."""
     import d3rlpy
-
     from gym_gui_d3rlpy_worker.dataset import load
 
     data = load(dataset)
@@ -79,13 +80,15 @@ def direct_fit(dataset: str, steps: int, steps_per_epoch: int, logdir: str) -> d
         data.mdp,
         n_steps=steps,
         n_steps_per_epoch=steps_per_epoch,
-        logger_adapter=d3rlpy.logging.FileAdapterFactory(root_dir=logdir),
+        logger_adapter=d3rlpy.logging.NoopAdapterFactory(),
         show_progress=False,
     )
     elapsed = time.perf_counter() - start
     return {
         "steps_per_second": steps / elapsed,
-        "losses": [[epoch * steps_per_epoch, {name: metrics[name] for name in LOSSES}] for epoch, metrics in results],
+        "losses": [
+            [epoch * steps_per_epoch, {name: metrics[name] for name in LOSSES}] for epoch, metrics in results
+        ],
     }
 
 
@@ -112,7 +115,9 @@ def _collect_dataset(episodes: int) -> int:
     return int(dataset.total_steps)
 
 
-def _through_gym_gui(client: Any, home: Any, steps: int, steps_per_epoch: int) -> tuple[float, float, list[Any]]:
+def _through_gym_gui(
+    client: Any, home: Any, steps: int, steps_per_epoch: int
+) -> tuple[float, float, list[Any]]:
     from gym_gui.core.config import parse_run_config
     from gym_gui.core.states import RunState
     from gym_gui.storage.run_dir import RunDir
@@ -147,10 +152,23 @@ def _through_gym_gui(client: Any, home: Any, steps: int, steps_per_epoch: int) -
     return rate, wall, losses
 
 
-def _direct(python: Path, env: dict[str, str], steps: int, steps_per_epoch: int, logdir: Path) -> dict[str, Any]:
-    command = [str(python), __file__, "--direct", "--steps", str(steps), "--steps-per-epoch", str(steps_per_epoch)]
+def _direct(python: Path, env: dict[str, str], steps: int, steps_per_epoch: int) -> dict[str, Any]:
+    command = [
+        str(python),
+        __file__,
+        "--direct",
+        "--steps",
+        str(steps),
+        "--steps-per-epoch",
+        str(steps_per_epoch),
+    ]
     result = subprocess.run(
-        [*command, "--logdir", str(logdir)], capture_output=True, text=True, env=env, timeout=3600, check=False
+        command,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3600,
+        check=False,
     )
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
@@ -169,7 +187,9 @@ def _first_difference(ours: list[Any], theirs: list[Any]) -> str:
     return ""
 
 
-def measure(steps: int = 2000, steps_per_epoch: int = 500, repeats: int = 3, episodes: int = 100) -> D3rlpyFigures:
+def measure(
+    steps: int = 2000, steps_per_epoch: int = 500, repeats: int = 3, episodes: int = 100
+) -> D3rlpyFigures:
     """Run the comparison (a fresh home and daemon; the d3rlpy bundle from ``$GYM_GUI_BUNDLES``)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from _daemon import fresh_home, release  # bench/ on the path: the shared bench helpers
@@ -199,7 +219,7 @@ def measure(steps: int = 2000, steps_per_epoch: int = 500, repeats: int = 3, epi
             order = ("direct", "gym_gui") if repeat % 2 == 0 else ("gym_gui", "direct")
             for side in order:
                 if side == "direct":
-                    answer = _direct(python, env, steps, steps_per_epoch, home.root / f"direct-{repeat}")
+                    answer = _direct(python, env, steps, steps_per_epoch)
                     figures.direct.append(float(answer["steps_per_second"]))
                     direct_losses = answer["losses"]
                     print(f"direct   #{repeat}: {figures.direct[-1]:8.1f} steps/s", flush=True)
@@ -244,10 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each side")
     parser.add_argument("--episodes", type=int, default=100, help="random CartPole episodes in the dataset")
     parser.add_argument("--direct", action="store_true", help=argparse.SUPPRESS)  # the bundle's side
-    parser.add_argument("--logdir", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.direct:
-        print(json.dumps(direct_fit(DATASET, args.steps, args.steps_per_epoch, args.logdir)))
+        print(json.dumps(direct_fit(DATASET, args.steps, args.steps_per_epoch)))
         return 0
     if args.steps < 1 or args.repeats < 1 or args.steps % args.steps_per_epoch:
         parser.error("--steps must be a whole number of epochs (--steps-per-epoch), --repeats at least 1")

@@ -77,6 +77,8 @@ def metrics(home: Home, run_id: str) -> dict[str, list[tuple[int, float]]]:
     """The run's stored metrics by tag: (step, value) in order."""
     reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
-        return {tag: [(point.step, point.value) for point in reader.metrics(tag)] for tag in reader.metric_tags()}
+        return {
+            tag: [(point.step, point.value) for point in reader.metrics(tag)] for tag in reader.metric_tags()
+        }
     finally:
         reader.close()

@@ -57,7 +57,9 @@ def test_discrete_cql_sends_its_metrics_while_it_trains_and_saves_checkpoints_on
     assert all(model.sha256 for model in models.values()), models
 
 
-def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random(offline: OfflineHome) -> None:
+def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random(
+    offline: OfflineHome,
+) -> None:
     client, home = offline.client, offline.home
     config = d3rlpy_config(
         "discrete_bc", "cartpole/good-eps-v0", 400, steps_per_epoch=200, eval_episodes=1, td_error_episodes=1
@@ -98,7 +100,16 @@ def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random
     # The headline: as an operator it beats the random one on the same seeds.
     table = home.root / "arena.json"
     arena = gym_gui(
-        "arena", run_id, "random", "--env", "CartPole-v1", "--episodes", "10", "--json", str(table), home=home.root
+        "arena",
+        run_id,
+        "random",
+        "--env",
+        "CartPole-v1",
+        "--episodes",
+        "10",
+        "--json",
+        str(table),
+        home=home.root,
     )
     assert arena.returncode == 0, arena.stderr
     result = {row["operator"]: row for row in json.loads(table.read_text())["operators"]}

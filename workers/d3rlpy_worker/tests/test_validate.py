@@ -33,10 +33,22 @@ def test_the_form_comes_from_d3rlpys_config_dataclasses(offline: OfflineHome) ->
     [
         (("--algo", "nope"), ("field 'algorithm'", "d3rlpy has no algorithm 'nope'")),
         (("--algo", "discrete_cql", "--param", "learning_rate=-1"), ("field 'params.learning_rate'",)),
-        (("--algo", "discrete_cql", "--param", "batch_size=2.5"), ("field 'params.batch_size'", "whole number")),
+        (
+            ("--algo", "discrete_cql", "--param", "batch_size=2.5"),
+            ("field 'params.batch_size'", "whole number"),
+        ),
         (("--algo", "discrete_cql", "--param", "bogus=1"), ("field 'params.bogus'", "unknown parameter")),
-        (("--algo", "discrete_cql", "--param", "steps_per_epoch=150"), ("field 'budget.timesteps'", "epochs")),
-        (("--algo", "cql",), ("field 'algorithm'", "cql takes continuous actions", "'cartpole/random-v0'")),
+        (
+            ("--algo", "discrete_cql", "--param", "steps_per_epoch=150"),
+            ("field 'budget.timesteps'", "epochs"),
+        ),
+        (
+            (
+                "--algo",
+                "cql",
+            ),
+            ("field 'algorithm'", "cql takes continuous actions", "'cartpole/random-v0'"),
+        ),
         (("--algo", "iql"), ("field 'algorithm'", "iql takes continuous actions")),
     ],
 )

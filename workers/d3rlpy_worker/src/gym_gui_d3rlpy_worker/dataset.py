@@ -70,11 +70,15 @@ def load(name: str) -> OfflineData:
     try:
         dataset = minari.load_dataset(name)
     except Exception as exc:
-        raise DatasetError(f"dataset {name!r} cannot be loaded by Minari: {type(exc).__name__}: {exc}") from None
+        raise DatasetError(
+            f"dataset {name!r} cannot be loaded by Minari: {type(exc).__name__}: {exc}"
+        ) from None
     encode = observation_transform(dataset.observation_space)
     action_kind = type(dataset.action_space).__name__
     if action_kind not in ("Discrete", "Box"):
-        raise DatasetError(f"dataset {name!r} has actions of a {action_kind} space: d3rlpy takes Box or Discrete")
+        raise DatasetError(
+            f"dataset {name!r} has actions of a {action_kind} space: d3rlpy takes Box or Discrete"
+        )
     discrete = action_kind == "Discrete"
     columns: dict[str, list[np.ndarray]] = {key: [] for key in ("obs", "act", "rew", "term", "timeout")}
     returns = []

@@ -67,7 +67,7 @@ def _summary(doc: str) -> str:
     return re.sub(r"^Config(?: of)? ", "", first).rstrip(".")
 
 
-def describe_algorithm(config_class: type) -> dict[str, Any]:
+def describe_algorithm(config_class: Any) -> dict[str, Any]:
     """One algorithm: its name, the action space it acts in, a summary and its scalar parameters."""
     from d3rlpy.constants import ActionSpace
 
@@ -79,7 +79,7 @@ def describe_algorithm(config_class: type) -> dict[str, Any]:
     hints = typing.get_type_hints(config_class)
     params = []
     for field in dataclasses.fields(config_class):
-        kind = _SCALARS.get(hints.get(field.name))  # type: ignore[call-overload]
+        kind = _SCALARS.get(hints[field.name]) if field.name in hints else None
         if kind is None or field.default is dataclasses.MISSING:
             continue  # factories, scalers: their defaults
         if field.name in RUN_PARAMETER_NAMES:
@@ -110,27 +110,35 @@ def describe_algorithm(config_class: type) -> dict[str, Any]:
     }
 
 
+def _is_config(candidate: Any) -> bool:
+    from d3rlpy.base import LearnableConfig
+
+    return isinstance(candidate, type) and issubclass(candidate, LearnableConfig)
+
+
+def config_classes() -> dict[str, Any]:
+    """d3rlpy's algorithm config classes (``d3rlpy.algos.*Config``) by their type name (``discrete_cql``)."""
+    import d3rlpy.algos
+
+    found: dict[str, Any] = {}
+    for name in sorted(dir(d3rlpy.algos)):
+        candidate = getattr(d3rlpy.algos, name)
+        if not (name.endswith("Config") and _is_config(candidate)):
+            continue
+        try:
+            found[candidate.get_type()] = candidate
+        except NotImplementedError:
+            continue  # an abstract base (TransformerConfig)
+    return found
+
+
 def build_answer() -> dict[str, Any]:
     """Every algorithm d3rlpy trains with ``fit`` on transitions, by name."""
     import d3rlpy
-    import d3rlpy.algos
     from d3rlpy.algos.qlearning.base import QLearningAlgoBase
-    from d3rlpy.base import LearnableConfig
 
     algorithms = []
-    for name in sorted(dir(d3rlpy.algos)):
-        config_class = getattr(d3rlpy.algos, name)
-        if not (
-            isinstance(config_class, type)
-            and issubclass(config_class, LearnableConfig)
-            and name.endswith("Config")
-            and dataclasses.is_dataclass(config_class)
-        ):
-            continue
-        try:
-            kind = config_class.get_type()
-        except NotImplementedError:
-            continue  # an abstract base (TransformerConfig)
+    for kind, config_class in config_classes().items():
         if kind in _NOT_LEARNING:
             continue
         try:

@@ -44,7 +44,10 @@ def evaluate(
     config = registration.config
     env = make_env(str(config["env_id"]), dict(config.get("env_kwargs") or {}), render_mode="rgb_array")
     policy = load_policy(model, env.observation_space, env.action_space)
-    session.started(render_kind="pixels", spaces={"observation": str(env.observation_space), "action": str(env.action_space)})
+    session.started(
+        render_kind="pixels",
+        spaces={"observation": str(env.observation_space), "action": str(env.action_space)},
+    )
     period = 1.0 / _env_fps(env) if real_time else 0.0
     due = time.monotonic()
     last_frame = -math.inf

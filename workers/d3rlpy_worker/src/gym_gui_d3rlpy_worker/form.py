@@ -53,7 +53,9 @@ def form_spec(answer: Mapping[str, Any], algorithm: str = "") -> FormSpec:
         variants=variants(answer.get("algorithms") or []),
         variant=algorithm,
         parameters=algorithm_parameters(entry) if entry is not None else RUN_PARAMETERS,
-        note=f"d3rlpy {answer.get('d3rlpy', '?')}: the fields of {entry['class']}" if entry is not None else "",
+        note=f"d3rlpy {answer.get('d3rlpy', '?')}: the fields of {entry['class']}"
+        if entry is not None
+        else "",
     )
 
 

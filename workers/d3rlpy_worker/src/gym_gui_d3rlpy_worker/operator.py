@@ -61,7 +61,9 @@ class PolicyOperator:
         observations = [np.asarray(turn.observation) for turn in turns]
         if expected.kind == "Box" and any(obs.shape != expected.shape for obs in observations):
             shapes = sorted({obs.shape for obs in observations if obs.shape != expected.shape})
-            raise OperatorError(f"{self.card.title} expects {expected} observations; it was given shapes {shapes}")
+            raise OperatorError(
+                f"{self.card.title} expects {expected} observations; it was given shapes {shapes}"
+            )
         actions = self.policy.act_batch(observations)
         return [Decision(a if isinstance(a, int) else np.asarray(a).tolist()) for a in actions]
 

@@ -109,7 +109,7 @@ class D3rlpyLauncher:
             raise ConfigError(f"field 'mode': the d3rlpy worker trains or evaluates, got {config.mode!r}")
         self._check_training(config)
 
-    def _check_training(self, config: RunConfig) -> tuple[DatasetCard, dict[str, Any] | None]:
+    def _check_training(self, config: RunConfig) -> tuple[DatasetCard, Mapping[str, Any] | None]:
         """What a training run needs before anything is stored: an algorithm of d3rlpy's (when the bundle can
         say), parameters it takes, a budget of whole epochs, and a dataset whose actions it can take.
 
@@ -119,9 +119,13 @@ class D3rlpyLauncher:
             raise ConfigError("field 'algorithm': choose a d3rlpy algorithm, e.g. discrete_cql")
         steps = config.budget.timesteps
         if steps is None:
-            raise ConfigError("field 'budget.timesteps': a d3rlpy run trains a number of gradient steps (--steps)")
+            raise ConfigError(
+                "field 'budget.timesteps': a d3rlpy run trains a number of gradient steps (--steps)"
+            )
         if config.dataset is None:
-            raise ConfigError("field 'dataset': a d3rlpy run learns from a dataset; `gym-gui dataset list` shows them")
+            raise ConfigError(
+                "field 'dataset': a d3rlpy run learns from a dataset; `gym-gui dataset list` shows them"
+            )
         entry = None
         parameters = d3rlpy_form.without_bundle().parameters
         if self.bundles.installed(self.bundle):
@@ -129,12 +133,14 @@ class D3rlpyLauncher:
             entry = d3rlpy_form.find(answer, config.algorithm)
             if entry is None:
                 names = ", ".join(item["name"] for item in answer.get("algorithms") or [])
-                raise ConfigError(f"field 'algorithm': d3rlpy has no algorithm {config.algorithm!r}; it has {names}")
+                raise ConfigError(
+                    f"field 'algorithm': d3rlpy has no algorithm {config.algorithm!r}; it has {names}"
+                )
             parameters = d3rlpy_form.algorithm_parameters(entry)
             problems = parameter_problems(parameters, config.params)
         else:  # the algorithm's own fields are known once the bundle is: checked at launch
-            names = {parameter.name for parameter in parameters}
-            problems = parameter_problems(parameters, {k: v for k, v in config.params.items() if k in names})
+            own = {parameter.name for parameter in parameters}
+            problems = parameter_problems(parameters, {k: v for k, v in config.params.items() if k in own})
         for name, why in problems:
             raise ConfigError(f"field 'params.{name}': {why}")
         per_epoch = int(run_values(config.params)["steps_per_epoch"])
@@ -149,7 +155,11 @@ class D3rlpyLauncher:
             wanted_discrete = entry["action"] == "discrete"
             if wanted_discrete != card.discrete_actions:
                 actions = "discrete" if card.discrete_actions else "continuous"
-                hint = "a discrete_* algorithm, nfq, dqn or double_dqn" if card.discrete_actions else "bc, cql, iql, td3_plus_bc, awac, …"
+                hint = (
+                    "a discrete_* algorithm, nfq, dqn or double_dqn"
+                    if card.discrete_actions
+                    else "bc, cql, iql, td3_plus_bc, awac, …"
+                )
                 raise ConfigError(
                     f"field 'algorithm': {config.algorithm} takes {entry['action']} actions and dataset "
                     f"{config.dataset!r} has {actions} ones ({card.action_space}); choose {hint}"
@@ -182,9 +192,13 @@ class D3rlpyLauncher:
         try:
             trained = RunDir(self.home.run_dir(config.evaluation.run_id)).read_config()
         except GymGuiError as exc:
-            raise ConfigError(f"field 'evaluation.run_id': the trained run's config cannot be read: {exc}") from None
+            raise ConfigError(
+                f"field 'evaluation.run_id': the trained run's config cannot be read: {exc}"
+            ) from None
         if trained.worker != PLUGIN.kind or trained.mode != "train":
-            raise ConfigError(f"field 'evaluation.run_id': run {config.evaluation.run_id} is not a d3rlpy training run")
+            raise ConfigError(
+                f"field 'evaluation.run_id': run {config.evaluation.run_id} is not a d3rlpy training run"
+            )
         if trained.env_id != config.env_id:
             raise ConfigError(
                 f"field 'env_id': the model of run {config.evaluation.run_id} was trained on "
@@ -209,7 +223,9 @@ class D3rlpyLauncher:
             extras = RunDir(self.home.run_dir(run)).read_manifest().extras
             observation, action = space_spec(extras[OBSERVATION_SPACE]), space_spec(extras[ACTION_SPACE])
         except (GymGuiError, KeyError, ValueError) as exc:
-            raise ConfigError(f"run {run}: its manifest does not say what its model acts on ({exc})") from None
+            raise ConfigError(
+                f"run {run}: its manifest does not say what its model acts on ({exc})"
+            ) from None
         card = OperatorCard(
             name=config.algorithm,
             kind=PLUGIN.kind,
@@ -229,7 +245,11 @@ class D3rlpyLauncher:
         self, run_id: str, config: RunConfig, run_dir: Path, secret_env: Mapping[str, str]
     ) -> LaunchPlan:
         python = self.python()
-        environment = {"bundle": self.bundle, "python": str(python), "packages": self.bundles.freeze(self.bundle)}
+        environment = {
+            "bundle": self.bundle,
+            "python": str(python),
+            "packages": self.bundles.freeze(self.bundle),
+        }
         if config.mode == "evaluate":
             assert config.budget.episodes is not None and config.evaluation is not None
             argv = [str(python), "-m", PACKAGE, "evaluate", "--model", str(self._model_path(config))]
@@ -274,7 +294,9 @@ def _check_spaces(name: str, card: DatasetCard) -> None:
         except ValueError as exc:
             raise ConfigError(f"field 'dataset': dataset {name!r} has {what} of {exc}") from None
         if what == "actions" and space.kind == "Box" and len(space.shape) != 1:
-            raise ConfigError(f"field 'dataset': dataset {name!r} has actions of shape {space.shape}; d3rlpy takes flat ones")
+            raise ConfigError(
+                f"field 'dataset': dataset {name!r} has actions of shape {space.shape}; d3rlpy takes flat ones"
+            )
 
 
 def _ask(python: Path, module: str, *args: str) -> dict[str, Any]:

@@ -63,7 +63,9 @@ def load_policy(model_path: str | os.PathLike[str], observation_space: Any, acti
         algo = d3rlpy.load_learnable(os.fspath(model_path), device="cpu:0")
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise ModelError(f"cannot load {model_path} as a d3rlpy model: {type(exc).__name__}: {first}") from None
+        raise ModelError(
+            f"cannot load {model_path} as a d3rlpy model: {type(exc).__name__}: {first}"
+        ) from None
     return Policy(algo, observation_space, action_space)
 
 
@@ -86,7 +88,7 @@ def encoded_env(env: Any) -> Any:
     encode = observation_transform(env.observation_space)
     space = gymnasium.spaces.Box(0.0, 1.0, (int(env.observation_space.n),), np.float32)
 
-    class OneHot(gymnasium.ObservationWrapper):  # type: ignore[misc]
+    class OneHot(gymnasium.ObservationWrapper):
         def __init__(self, inner: Any) -> None:
             super().__init__(inner)
             self.observation_space = space

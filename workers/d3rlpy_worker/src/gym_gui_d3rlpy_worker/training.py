@@ -22,6 +22,7 @@ from gym_gui_sdk.worker import Registration, WorkerSession
 
 from gym_gui_d3rlpy_worker.bridge import GymGuiAdapterFactory, Points, Reference
 from gym_gui_d3rlpy_worker.dataset import OfflineData, load
+from gym_gui_d3rlpy_worker.describe import config_classes
 from gym_gui_d3rlpy_worker.policy import encoded_env, make_env
 from gym_gui_d3rlpy_worker.run_params import (
     FINAL_MODEL,
@@ -74,20 +75,12 @@ class Plan:
         )
 
 
-def config_class(algorithm: str) -> type:
+def config_class(algorithm: str) -> Any:
     """d3rlpy's config class whose type name is ``algorithm``."""
-    import d3rlpy.algos
-    from d3rlpy.base import LearnableConfig
-
-    for name in dir(d3rlpy.algos):
-        candidate = getattr(d3rlpy.algos, name)
-        if isinstance(candidate, type) and issubclass(candidate, LearnableConfig) and name.endswith("Config"):
-            try:
-                if candidate.get_type() == algorithm:
-                    return candidate
-            except NotImplementedError:
-                continue
-    raise ValueError(f"d3rlpy has no algorithm {algorithm!r}")
+    found = config_classes().get(algorithm)
+    if found is None:
+        raise ValueError(f"d3rlpy has no algorithm {algorithm!r}")
+    return found
 
 
 def make_algorithm(plan: Plan) -> Any:
@@ -190,7 +183,12 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
         "INFO",
         f"{plan.algorithm} on {dataset_name}: {data.episodes} episodes, {data.steps} steps, "
         f"mean return {data.mean_return:.4g}",
-        {"dataset": dataset_name, "episodes": data.episodes, "steps": data.steps, "mean_return": data.mean_return},
+        {
+            "dataset": dataset_name,
+            "episodes": data.episodes,
+            "steps": data.steps,
+            "mean_return": data.mean_return,
+        },
     )
     algo = make_algorithm(plan)
     # Timed from here: fit called directly builds the networks inside (estimates_values builds them first).
@@ -217,9 +215,7 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
             n_steps_per_epoch=plan.steps_per_epoch,
             experiment_name=plan.algorithm,
             with_timestamp=False,
-            logger_adapter=CombineAdapterFactory(
-                [TensorboardAdapterFactory(root_dir=str(run_dir)), forward]
-            ),
+            logger_adapter=CombineAdapterFactory([TensorboardAdapterFactory(root_dir=str(run_dir)), forward]),
             show_progress=False,
             evaluators=found,
             callback=count,
