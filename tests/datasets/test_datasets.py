@@ -114,9 +114,7 @@ def test_a_dataset_of_a_random_run_and_a_persons_run_holds_every_stored_step(
     assert dataset.total_episodes == len(expected) == 14
     assert dataset.total_steps == sum(len(steps) for _, steps in expected)
     env = gym.make("FrozenLake-v1")
-    seeds = [
-        int(meta["seed"]) for meta in dataset.storage.get_episode_metadata(range(dataset.total_episodes))
-    ]
+    seeds = [int(meta["seed"]) for meta in dataset.storage.get_episode_metadata(range(dataset.total_episodes))]
     for episode, (run, steps) in zip(dataset.iterate_episodes(), expected, strict=True):
         # Every stored step, as stored: the observation after each action, the action, the reward, the end.
         assert episode.observations[1:].tolist() == [json.loads(step.observation) for step in steps]
