@@ -16,7 +16,8 @@ DataCollector in its datasets root; then, alternately ``--repeats`` times:
   reference (d3rlpy's default file logger also saves the model every epoch, which costs more than
   gym_gui's logging). Timed from ``fit``'s call, which builds the networks, to its end.
 
-Both get the same thread pool size (``OMP_NUM_THREADS``, the caller's, else 1). Every epoch's losses
+Both get the same thread pool sizes (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``:
+the caller's, else 1). Every epoch's losses
 (loss, td_loss, conservative_loss: d3rlpy's epoch means) of each gym_gui run are compared with the
 direct run's for equality. Per-run lines, then the medians and, last, the ratios. Usage::
 
@@ -194,11 +195,16 @@ def measure(
     sys.path.insert(0, str(Path(__file__).parent))
     from _daemon import fresh_home, release  # bench/ on the path: the shared bench helpers
 
+    from gym_gui_sdk import THREAD_ENV
+
     from gym_gui.protocol.client import DaemonClient
     from gym_gui.storage.home import Home
     from gym_gui.workers import worker_catalog
 
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # The thread pools the daemon gives its worker, given to the direct fit too: the caller's, else 1.
+    threads = os.environ.get("OMP_NUM_THREADS") or "1"
+    for name in THREAD_ENV:
+        os.environ[name] = os.environ.get(name) or threads
     home = Home(fresh_home())
     os.environ["GYM_GUI_HOME"] = str(home.root)
     bundles = worker_catalog().bundle_directory(home.bundles_dir)

@@ -21,10 +21,12 @@ class OfflineHome:
     home: Home
 
 
-def _record(dataset_id: str, episodes: int, seed: int, choose: Any, algorithm: str) -> None:
+def _record(
+    dataset_id: str, episodes: int, seed: int, choose: Any, algorithm: str, env_id: str = "CartPole-v1"
+) -> None:
     import minari
 
-    env = minari.DataCollector(gym.make("CartPole-v1"))
+    env = minari.DataCollector(gym.make(env_id))
     env.action_space.seed(seed)
     for episode in range(episodes):
         observation, _ = env.reset(seed=seed + episode)
@@ -40,6 +42,12 @@ def collect_random(dataset_id: str, episodes: int, seed: int) -> None:
     """A CartPole dataset of random play, recorded by Minari's DataCollector under MINARI_DATASETS_PATH."""
     rng = random.Random(seed)
     _record(dataset_id, episodes, seed, lambda _: rng.randrange(2), "random")
+
+
+def collect_frozenlake(dataset_id: str, episodes: int, seed: int) -> None:
+    """A FrozenLake dataset of random play: Discrete observations, which d3rlpy learns one-hot."""
+    rng = random.Random(seed)
+    _record(dataset_id, episodes, seed, lambda _: rng.randrange(4), "random", env_id="FrozenLake-v1")
 
 
 def balance(observation: Any) -> int:
@@ -59,12 +67,14 @@ def collect_good(dataset_id: str, episodes: int, seed: int, epsilon: float) -> N
     )
 
 
-def d3rlpy_config(algorithm: str, dataset: str, steps: int, **params: Any) -> RunConfig:
+def d3rlpy_config(
+    algorithm: str, dataset: str, steps: int, env_id: str = "CartPole-v1", **params: Any
+) -> RunConfig:
     return parse_run_config(
         {
             "worker": "d3rlpy",
             "algorithm": algorithm,
-            "env_id": "CartPole-v1",
+            "env_id": env_id,
             "dataset": dataset,
             "seed": 1,
             "budget": {"timesteps": steps},

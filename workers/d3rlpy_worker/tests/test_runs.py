@@ -9,11 +9,16 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from gym_gui.core.states import RunState
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.support import gym_gui, wait_until
 from workers.d3rlpy_worker.tests.support import OfflineHome, d3rlpy_config, metrics
+
+# Training, evaluating and an arena each take minutes on a busy two-core machine.
+pytestmark = pytest.mark.timeout(1200)
 
 LIVE_TAGS = ("losses/loss", "losses/td_loss", "eval/td_error", "eval/return", "dataset/mean_return")
 
@@ -115,3 +120,39 @@ def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random
     result = {row["operator"]: row for row in json.loads(table.read_text())["operators"]}
     assert not result[run_id]["error"] and result[run_id]["name"] == "discrete_bc on CartPole-v1"
     assert result[run_id]["mean_return"] > result["random"]["mean_return"], result
+
+
+def test_a_dataset_of_discrete_observations_is_learned_one_hot_and_its_model_acts_on_the_envs_observations(
+    offline: OfflineHome,
+) -> None:
+    client, home = offline.client, offline.home
+    config = d3rlpy_config(
+        "discrete_cql",
+        "frozenlake/random-v0",
+        100,
+        env_id="FrozenLake-v1",
+        steps_per_epoch=100,
+        eval_episodes=2,
+    )
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=600)
+    assert final.state is RunState.COMPLETED, final.reason
+    stored = metrics(home, record.run_id)
+    assert "eval/return" in stored and "eval/td_error" in stored  # played in the env, one-hot encoded
+    extras = RunDir(home.run_dir(record.run_id)).read_manifest().extras
+    assert '"Discrete"' in extras["observation_space"]
+    table = home.root / "frozen.json"
+    arena = gym_gui(
+        "arena",
+        record.run_id,
+        "--env",
+        "FrozenLake-v1",
+        "--episodes",
+        "3",
+        "--json",
+        str(table),
+        home=home.root,
+    )
+    assert arena.returncode == 0, arena.stderr
+    (row,) = json.loads(table.read_text())["operators"]
+    assert not row["error"] and len(row["episodes"]) == 3, row
