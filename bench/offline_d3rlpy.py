@@ -194,7 +194,6 @@ def measure(
     """Run the comparison (a fresh home and daemon; the d3rlpy bundle from ``$GYM_GUI_BUNDLES``)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from _daemon import fresh_home, release  # bench/ on the path: the shared bench helpers
-
     from gym_gui_sdk import THREAD_ENV
 
     from gym_gui.protocol.client import DaemonClient
