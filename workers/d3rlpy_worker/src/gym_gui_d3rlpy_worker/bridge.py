@@ -61,18 +61,15 @@ class GymGuiAdapter:
         self.send = send
         self.reference = reference
         self.points: Points = []
-        self.history: list[tuple[int, dict[str, float]]] = []  # every epoch's points by d3rlpy's name
 
     def write_params(self, params: dict[str, Any]) -> None:
         """The config is in the run's config.json already."""
 
     def before_write_metric(self, epoch: int, step: int) -> None:
         self.points = []
-        self.history.append((step, {}))
 
     def write_metric(self, epoch: int, step: int, name: str, value: float) -> None:
         self.points.append((tag_of(name), step, float(value)))
-        self.history[-1][1][name] = float(value)
         if tag_of(name) == RETURN_METRIC and (score := self.reference.normalized(float(value))) is not None:
             self.points.append((NORMALIZED_METRIC, step, score))
 
@@ -91,14 +88,11 @@ class GymGuiAdapter:
 
 
 class GymGuiAdapterFactory:
-    """d3rlpy's LoggerAdapterFactory of :class:`GymGuiAdapter`; ``adapter`` is the one it made (its history
-    is what the run logged)."""
+    """d3rlpy's LoggerAdapterFactory of :class:`GymGuiAdapter`."""
 
     def __init__(self, send: Callable[[Points], None], reference: Reference) -> None:
         self.send = send
         self.reference = reference
-        self.adapter: GymGuiAdapter | None = None
 
     def create(self, algo: Any, experiment_name: str, n_steps_per_epoch: int) -> GymGuiAdapter:
-        self.adapter = GymGuiAdapter(self.send, self.reference)
-        return self.adapter
+        return GymGuiAdapter(self.send, self.reference)

@@ -12,6 +12,7 @@ as the same ``fit`` called directly (``bench/offline.py`` checks it).
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from gym_gui_d3rlpy_worker.run_params import (
 # The directory d3rlpy's TensorBoard adapter writes under (``<root>/runs/<experiment>``): the run's
 # ``runs/``, where gym_gui's TensorBoard tab looks (RunDir.tensorboard_logdir).
 EVENT_FILES = "runs"
+# Python's switch interval while fit runs (see train).
+SWITCH_INTERVAL = 0.00005
 
 
 class TrainingStopped(Exception):
@@ -190,6 +193,11 @@ def train(session: WorkerSession, registration: Registration, checkpoint_every: 
             "mean_return": data.mean_return,
         },
     )
+    # The SDK's threads wake while fit runs torch, which releases the GIL at every op: each wake-up
+    # then waits out Python's switch interval (5 ms) in contended hand-overs. A short interval lets
+    # them in at once, and a training run, which sends no steps, needs its batch flushed once a second.
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    session.batch_seconds = max(session.batch_seconds, 1.0)
     algo = make_algorithm(plan)
     # Timed from here: fit called directly builds the networks inside (estimates_values builds them first).
     started = time.perf_counter()
