@@ -21,7 +21,7 @@ the caller's, else 1). Every epoch's losses
 (loss, td_loss, conservative_loss: d3rlpy's epoch means) of each gym_gui run are compared with the
 direct run's for equality. Per-run lines, then the medians and, last, the ratios. Usage::
 
-    .venv/bin/python bench/offline_d3rlpy.py [--steps 2000] [--steps-per-epoch 500] [--repeats 3]
+    .venv/bin/python bench/offline_d3rlpy.py [--steps 5000] [--steps-per-epoch 1000] [--repeats 5]
 
 Others call :func:`measure` (bench/offline.py prints its :func:`ratio_lines` last). The d3rlpy bundle
 is looked for where ``make bundles`` installs it (``$GYM_GUI_BUNDLES``, else the home's ``bundles/``).
@@ -189,7 +189,7 @@ def _first_difference(ours: list[Any], theirs: list[Any]) -> str:
 
 
 def measure(
-    steps: int = 2000, steps_per_epoch: int = 500, repeats: int = 3, episodes: int = 100
+    steps: int = 5000, steps_per_epoch: int = 1000, repeats: int = 5, episodes: int = 100
 ) -> D3rlpyFigures:
     """Run the comparison (a fresh home and daemon; the d3rlpy bundle from ``$GYM_GUI_BUNDLES``)."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -264,9 +264,9 @@ def ratio_lines(figures: D3rlpyFigures) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--steps", type=int, default=2000, help="gradient steps of each run")
-    parser.add_argument("--steps-per-epoch", type=int, default=500, help="d3rlpy's n_steps_per_epoch")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each side")
+    parser.add_argument("--steps", type=int, default=5000, help="gradient steps of each run")
+    parser.add_argument("--steps-per-epoch", type=int, default=1000, help="d3rlpy's n_steps_per_epoch")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each side")
     parser.add_argument("--episodes", type=int, default=100, help="random CartPole episodes in the dataset")
     parser.add_argument("--direct", action="store_true", help=argparse.SUPPRESS)  # the bundle's side
     args = parser.parse_args(argv)
