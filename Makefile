@@ -13,7 +13,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-scale bench-operator bench-cli screenshots proto clean
+.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-scale bench-operator bench-cli screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -100,6 +100,10 @@ bench-sweep: install bundles
 
 bench-arena: install bundles
 	$(BIN)/python bench/arena.py
+
+# The offline lane's d3rlpy half (bench/offline.py prints it last beside the dataset half).
+bench-offline: install bundles
+	$(BIN)/python bench/offline_d3rlpy.py
 
 bench-scale: install
 	$(BIN)/python bench/scale.py
