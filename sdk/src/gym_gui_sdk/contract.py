@@ -45,7 +45,7 @@ class Section(StrEnum):
     GPU = "gpu"  # use a GPU, fail without one (``resources``)
     WARM_START = "warm_start"  # start training from another run's saved model (``warm_start``)
     CHECKPOINTS = "checkpoints"  # save the model every N steps (``checkpoints.every_steps``)
-    DATASETS = "datasets"  # record or read episodes as a dataset (the offline lane; no form rows yet)
+    DATASETS = "datasets"  # learn from a dataset of the home (``dataset``; its env is the run's)
 
 
 # The most of a value a user gave that an error line repeats: a 10,000-character id is shown by its start.

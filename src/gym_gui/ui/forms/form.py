@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from gym_gui_sdk.contract import FormSpec, Section
@@ -9,11 +10,13 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gym_gui.core.config import RunConfig
-from gym_gui.core.errors import ConfigError
+from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.records import LaunchPreview, RunRecord, WorkerDescription
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane
+from gym_gui.datasets import DatasetCard, DatasetStore
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
 from gym_gui.ui.capabilities import offers_trained_model
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.base import RunForm
@@ -26,6 +29,8 @@ from gym_gui.ui.forms.tracking import TrackingBox
 from gym_gui.ui.forms.widgets import ParamEditors, scrolled
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
+
+log = logging.getLogger(__name__)
 
 
 class GeneratedForm(RunForm):
@@ -154,8 +159,22 @@ class GeneratedForm(RunForm):
         self.picker.set_label(form.variant_label)
         self.tracking.setVisible(form.has(Section.TRACKING))
         self.rows.show_sections(form)
+        if form.has(Section.DATASETS):
+            self.offer_datasets()
         self.params_box.setTitle(f"{form.variant_label} parameters" if form.variant_label else "Parameters")
         self._show_model()
+
+    def offer_datasets(self) -> None:
+        """Offer the home's datasets as they are now (one that cannot be read is left out and logged:
+        the Datasets browser lists it with why)."""
+        store = DatasetStore(Home(self.link.home))
+        cards: list[DatasetCard] = []
+        for name in store.names():
+            try:
+                cards.append(store.card(name))
+            except GymGuiError as exc:
+                log.warning("dataset %s is not offered: %s", name, exc)
+        self.rows.offer_datasets(cards)
 
     # -------------------------------------------------------- talking to the daemon
 

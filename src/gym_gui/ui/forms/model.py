@@ -51,7 +51,7 @@ class FollowUp:
 def _config_values(config: dict[str, Any]) -> dict[str, Any]:
     """The remembered-form values (:meth:`RunModel.values`) a RunConfig's JSON form gives."""
     values: dict[str, Any] = {}
-    for key in ("env_id", "seed", "algorithm", "notes"):
+    for key in ("env_id", "seed", "algorithm", "notes", "dataset"):
         if key in config:
             values[key] = config[key]
     if isinstance(config.get("algorithm"), str):
@@ -106,6 +106,8 @@ class RunModel:
     checkpoint_every: str = ""
     # The run whose final model training starts from ("": new weights); a choice per run, not remembered.
     warm_start: str = ""
+    # The home dataset an offline kind learns from (Section.DATASETS; "": none chosen yet).
+    dataset: str = ""
     params: Params = field(default_factory=Params)
     shown: str | None = None
     defaults_from: str = ""
@@ -196,6 +198,10 @@ class RunModel:
     def errors(self) -> dict[str, str]:
         """Field → why it is not valid yet, in the order the form shows the fields."""
         errors: dict[str, str] = {}
+        if self.has(Section.DATASETS) and not self.dataset.strip():
+            errors["dataset"] = (
+                "choose a dataset of the home (`gym-gui dataset create` makes one from stored runs)"
+            )
         if not self.env_id.strip():
             errors["env_id"] = "choose an environment"
         elif refusal := self.env_refusal():
@@ -236,6 +242,8 @@ class RunModel:
             data["checkpoints"] = checkpoint_data(self.checkpoint_every)
         if self.has(Section.WARM_START) and self.warm_start.strip():
             data["warm_start"] = WarmStart.reference(self.warm_start)
+        if self.has(Section.DATASETS):
+            data["dataset"] = self.dataset.strip()
         return data
 
     def to_config(self) -> RunConfig:
@@ -277,6 +285,7 @@ class RunModel:
             "budget": self.budget,
             "render_fps": self.render_fps,
             "checkpoint_every": self.checkpoint_every,
+            "dataset": self.dataset,
             "notes": self.notes,
             "params": {variant: raws for variant, raws in saved.items() if raws},
             **self.resources.values(),
@@ -307,7 +316,7 @@ class RunModel:
         fps = values.get("render_fps")
         if isinstance(fps, int | float) and not isinstance(fps, bool) and 0.0 <= fps <= MAX_RENDER_FPS:
             self.render_fps = float(fps)
-        for key in ("checkpoint_every", "notes"):
+        for key in ("checkpoint_every", "dataset", "notes"):
             if (text := text_value(values, key)) is not None:
                 setattr(self, key, text)
         self.resources.restore(values)

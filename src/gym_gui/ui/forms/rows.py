@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gym_gui_sdk.contract import EnvChoice, FormSpec, Section
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.config import MAX_RENDER_FPS
 from gym_gui.core.workers import WorkerSpec
+from gym_gui.datasets import DatasetCard
 from gym_gui.ui.forms.model import SEED_MAX, RunModel
 from gym_gui.ui.forms.widgets import (
     ExecutorRow,
@@ -39,6 +41,7 @@ START_FROM_TIP = (
     "a finished run of this kind with a saved model, or empty for new weights"
 )
 BUDGET_TIP = "How long the run goes: environment steps or episodes."
+DATASET_TIP = "The dataset of the home the run learns from; the run's environment is the dataset's."
 
 
 class CommonRows(QGroupBox):
@@ -55,6 +58,13 @@ class CommonRows(QGroupBox):
     ) -> None:
         super().__init__(spec.display_name, parent)
         self.model = model
+        self._changed = changed
+        # The home's datasets (Section.DATASETS): name → its environment (None: recorded without one).
+        self.dataset_envs: dict[str, str | None] = {}
+        self.dataset_combo = QComboBox()
+        self.dataset_combo.setObjectName("dataset")
+        self.dataset_combo.setPlaceholderText("none in the home: `gym-gui dataset create` makes one")
+        self.dataset_combo.setToolTip(DATASET_TIP)
         self.env_combo = env_combo()
         self.env_note = QLabel()
         self.env_note.setObjectName("envNote")
@@ -112,6 +122,7 @@ class CommonRows(QGroupBox):
         self.executor_row = ExecutorRow()
         self._lay_out()
         self._shows = [
+            bind(self.dataset_combo, model, "dataset", self._dataset_chosen),
             bind(self.env_combo, model, "env_id", changed),
             bind(self.seed_spin, model, "seed", changed),
             bind(self.budget_edit, model, "budget", changed),
@@ -137,6 +148,7 @@ class CommonRows(QGroupBox):
         gpu.addWidget(self.gpu_mandatory_check, 1, 0)
         gpu.setColumnStretch(1, 1)
         form = self.form_rows = QFormLayout(self)
+        form.addRow("Dataset", self.dataset_combo)
         form.addRow("Environment", self.env_combo)
         form.addRow("", self.env_note)
         form.addRow("Seed", self.seed_spin)
@@ -158,6 +170,9 @@ class CommonRows(QGroupBox):
         self.form_rows.setRowVisible(self.gpu_row, form.has(Section.GPU))
         self.form_rows.setRowVisible(self.checkpoint_every_edit, form.has(Section.CHECKPOINTS))
         self.form_rows.setRowVisible(self.start_from_combo, form.has(Section.WARM_START))
+        self.form_rows.setRowVisible(self.dataset_combo, form.has(Section.DATASETS))
+        # A dataset run's environment is its dataset's (the daemon refuses any other).
+        self.env_combo.setEnabled(not form.has(Section.DATASETS))
         if [self.budget_kind_combo.itemText(i) for i in range(self.budget_kind_combo.count())] != list(
             form.budget_bounds
         ):
@@ -176,6 +191,7 @@ class CommonRows(QGroupBox):
 
     def mark(self, errors: dict[str, str]) -> None:
         budget = f"budget.{self.model.budget_kind}"
+        mark(self.dataset_combo, errors.get("dataset", ""), DATASET_TIP)
         mark(self.env_combo, errors.get("env_id", ""))
         mark(self.budget_edit, errors.get(budget, ""), BUDGET_TIP)
         mark(self.render_fps_spin, errors.get("telemetry.render_fps", ""))
@@ -198,6 +214,32 @@ class CommonRows(QGroupBox):
             self.env_combo.insertItem(0, self.model.env_id)  # the variant's own env is one to offer
         self.env_note.setText(unknown if envs is None else "")
         self.form_rows.setRowVisible(self.env_note, envs is None)
+
+    def offer_datasets(self, cards: Sequence[DatasetCard]) -> None:
+        """Offer the home's datasets (each with its environment, episodes and steps as a tip); the
+        chosen one stays chosen while it is there."""
+        self.dataset_envs = {card.name: card.env_id for card in cards}
+        self.dataset_combo.blockSignals(True)
+        self.dataset_combo.clear()
+        for index, card in enumerate(cards):
+            self.dataset_combo.addItem(card.name)
+            env = card.env_id or "no environment"
+            self.dataset_combo.setItemData(
+                index, f"{env}: {card.episodes} episodes, {card.steps} steps", Qt.ItemDataRole.ToolTipRole
+            )
+        if self.model.dataset not in self.dataset_envs:
+            self.model.dataset = cards[0].name if cards else ""
+        self.dataset_combo.setCurrentIndex(self.dataset_combo.findText(self.model.dataset))
+        self.dataset_combo.blockSignals(False)
+        self._dataset_chosen()
+
+    def _dataset_chosen(self) -> None:
+        """The run's environment becomes the chosen dataset's."""
+        env_id = self.dataset_envs.get(self.model.dataset)
+        if env_id and env_id != self.model.env_id:
+            self.model.env_id = env_id
+            self.set_env(env_id)
+        self._changed()
 
     def set_env(self, env_id: str) -> None:
         set_combo_text(self.env_combo, env_id)
