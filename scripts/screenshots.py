@@ -6,8 +6,9 @@ takes over), ``arena`` (operators side by side on one seed with a person's pane,
 batch's table and box plot), ``live`` (a random-agent run live on CartPole), ``cleanrl`` (a
 short CleanRL PPO run's charts, saved models and captured videos), ``bdi`` (a deliberate Spade BDI
 run live, with its value map and its mind), ``llm`` (an LLM run live with its conversation,
-against the test suite's chat server) and ``optuna`` (a study made by ``cleanrl_utils.tuner``,
-attached). Usage::
+against the test suite's chat server), ``optuna`` (a study made by ``cleanrl_utils.tuner``,
+attached) and ``offline`` (a DQN's ε-greedy play as a dataset in the Datasets browser, then d3rlpy's
+DiscreteBC learning it, its charts). Usage::
 
     python scripts/screenshots.py OUT_DIR [SCENE ...]     # every scene when none is named
 """
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))  # the suite's chat server
 
 from gym_gui.core.config import parse_run_config  # noqa: E402
 from gym_gui.core.states import RunState  # noqa: E402
+from gym_gui.datasets import DatasetStore, RunSource, record_dataset  # noqa: E402
 from gym_gui.play.seat import Control  # noqa: E402
 from gym_gui.protocol.client import DaemonClient  # noqa: E402
 from gym_gui.storage.home import Home  # noqa: E402
@@ -128,7 +130,7 @@ def hybrid_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
     pump(lambda: play.session_ready(), 60, "the hybrid episode")
     pump(lambda: play.outcome is not None and play.outcome.step >= 6, 30, "the operator's steps")
     play.press("Down")
-    pump(lambda: play.control.interventions >= 2, 30, "the person's steps")
+    pump(lambda: play.outcome is not None and play.outcome.human_steps >= 2, 30, "the person's steps")
     shoot(window, out, "hybrid")
     play.release("Down")
     run_id = play.run_id
@@ -319,6 +321,50 @@ def optuna_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
     shoot(window, out, "optuna")
 
 
+def offline_scene(window: MainWindow, client: DaemonClient, out: Path) -> None:
+    """The offline lane: a CleanRL DQN's play with 30 % random steps recorded as a dataset, the Datasets
+    browser on it, then d3rlpy's DiscreteBC learning it from its form (the Dataset row) and its charts."""
+    trained = start(
+        window,
+        client,
+        {"worker": "cleanrl", "algorithm": "dqn", "env_id": "CartPole-v1", "budget": {"timesteps": 30_000}},
+    )
+    final = client.wait_for_end(trained, timeout=900)
+    if final.state is not RunState.COMPLETED:
+        raise SystemExit(f"screenshots: DQN run ended {final.state.value}: {final.reason}")
+    evaluation, _ = client.submit(client.evaluation_config(trained, episodes=30, seed=0, epsilon=0.3))
+    ended = client.wait_for_end(evaluation.run_id, timeout=600)
+    if ended.state is not RunState.COMPLETED:
+        raise SystemExit(f"screenshots: the evaluation ended {ended.state.value}: {ended.reason}")
+    datasets = DatasetStore(Home(window.link.home))
+    record_dataset(datasets, "cartpole/dqn-eps30-v0", [RunSource.of(ended.run_id, ended.run_dir)])
+    browser = window.show_datasets()
+    pump(lambda: browser.table.topLevelItemCount() > 0, 30, "the datasets listed")
+    browser.select("cartpole/dqn-eps30-v0")
+    pump(lambda: browser.detail is not None, 60, "the dataset's returns")
+    shoot(window, out, "datasets")
+    window.datasets_dock.hide()
+
+    learner = start(
+        window,
+        client,
+        {
+            "worker": "d3rlpy",
+            "algorithm": "discrete_bc",
+            "env_id": "CartPole-v1",
+            "dataset": "cartpole/dqn-eps30-v0",
+            "budget": {"timesteps": 5_000},
+            "params": {"steps_per_epoch": 500, "eval_episodes": 5},
+        },
+    )
+    open_tab(window, "Charts")
+    final = client.wait_for_end(learner, timeout=900)
+    if final.state is not RunState.COMPLETED:
+        raise SystemExit(f"screenshots: the d3rlpy run ended {final.state.value}: {final.reason}")
+    settle(2)
+    shoot(window, out, "offline-charts")
+
+
 SCENES: dict[str, Callable[[MainWindow, DaemonClient, Path], None]] = {
     "human": human_scene,
     "hybrid": hybrid_scene,
@@ -328,6 +374,7 @@ SCENES: dict[str, Callable[[MainWindow, DaemonClient, Path], None]] = {
     "bdi": bdi_scene,
     "llm": llm_scene,
     "optuna": optuna_scene,
+    "offline": offline_scene,
 }
 
 

@@ -112,6 +112,11 @@ SCRIPT = [
     ),
     Step("gym-gui dataset list", says="frozenlake/random-v0"),
     Step("gym-gui dataset show frozenlake/random-v0", says="sha256"),
+    Step(
+        "gym-gui train --worker d3rlpy --algo discrete_bc --dataset cartpole/ppo-eps30-v0 --steps 2000 "
+        "--param eval_episodes=2",
+        says="COMPLETED",
+    ),
     Step("gym-gui dataset delete cartpole/ppo-eps30-v0", says="deleted"),
     Step("gym-gui pause RUN", run="long_random", says="PAUSED"),
     Step("gym-gui resume RUN", run="long_random", says="RUNNING"),

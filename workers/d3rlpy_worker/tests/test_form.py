@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 from gym_gui.core.errors import ConfigError
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.form import GeneratedForm
-from workers.d3rlpy_worker.tests.support import OfflineHome
+from workers.d3rlpy_worker.tests.support import OfflineHome, collect_random
 
 DESCRIBE_TIMEOUT = 180_000  # ms: the first description imports d3rlpy (and torch) in the bundle
 
@@ -63,3 +63,16 @@ def test_the_daemons_refusal_is_the_forms_badge_word_for_word(
         lambda: form.preview.error() == "" and form.preview.plan is not None, timeout=DESCRIBE_TIMEOUT
     )
     assert form.model.to_config().algorithm == "discrete_bc"
+
+
+def test_a_dataset_made_while_the_form_is_open_is_offered_when_it_shows_again(
+    qtbot: QtBot, form: GeneratedForm, offline: OfflineHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    form.show()
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(offline.home.datasets_dir))
+    collect_random("cartpole/later-v0", episodes=2, seed=50)
+    combo = form.rows.dataset_combo
+    assert combo.findText("cartpole/later-v0") < 0  # nothing has looked since
+    form.hide()
+    form.show()  # as when the user comes back to the form
+    assert combo.findText("cartpole/later-v0") >= 0

@@ -7,6 +7,7 @@ from typing import Any
 
 from gym_gui_sdk.contract import FormSpec, Section
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gym_gui.core.config import RunConfig
@@ -163,6 +164,12 @@ class GeneratedForm(RunForm):
             self.offer_datasets()
         self.params_box.setTitle(f"{form.variant_label} parameters" if form.variant_label else "Parameters")
         self._show_model()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        # Datasets come and go outside the form (the CLI, the Datasets browser): offer them as they are now.
+        if self.model.has(Section.DATASETS):
+            self.offer_datasets()
+        super().showEvent(event)
 
     def offer_datasets(self) -> None:
         """Offer the home's datasets as they are now (one that cannot be read is left out and logged:
