@@ -15,6 +15,7 @@ DiscreteBC learning it, its charts). Usage::
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from gym_gui.core.states import RunState  # noqa: E402
 from gym_gui.datasets import DatasetStore, RunSource, record_dataset  # noqa: E402
 from gym_gui.play.seat import Control  # noqa: E402
 from gym_gui.protocol.client import DaemonClient  # noqa: E402
-from gym_gui.storage.home import Home  # noqa: E402
+from gym_gui.storage.home import BUNDLES_ENV_VAR, Home  # noqa: E402
 from gym_gui.ui.control_panel import AGENT, HUMAN  # noqa: E402
 from gym_gui.ui.daemon_link import DaemonLink  # noqa: E402
 from gym_gui.ui.forms.form import GeneratedForm  # noqa: E402
@@ -385,6 +386,8 @@ def main(out_dir: str, scenes: list[str]) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication(sys.argv)
+    # The temporary home uses the user's bundles (`make bundles` built them), as the test suite does.
+    os.environ.setdefault(BUNDLES_ENV_VAR, str(Home().bundles_dir))
     with tempfile.TemporaryDirectory(prefix="gym_gui_shots_") as tmp:
         home = Home(Path(tmp)).ensure()
         link = DaemonLink(home.root)

@@ -76,3 +76,7 @@ def test_a_dataset_made_while_the_form_is_open_is_offered_when_it_shows_again(
     form.hide()
     form.show()  # as when the user comes back to the form
     assert combo.findText("cartpole/later-v0") >= 0
+
+
+def test_the_environment_row_says_nothing_of_other_environments(form: GeneratedForm) -> None:
+    assert not form.env_combo.isEnabled() and not form.env_note.isVisibleTo(form)

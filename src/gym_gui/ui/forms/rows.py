@@ -213,7 +213,8 @@ class CommonRows(QGroupBox):
         if envs is None and self.env_combo.findText(self.model.env_id) < 0:
             self.env_combo.insertItem(0, self.model.env_id)  # the variant's own env is one to offer
         self.env_note.setText(unknown if envs is None else "")
-        self.form_rows.setRowVisible(self.env_note, envs is None)
+        # A dataset run's environment is its dataset's: nothing to say of the others.
+        self.form_rows.setRowVisible(self.env_note, envs is None and not self.model.has(Section.DATASETS))
 
     def offer_datasets(self, cards: Sequence[DatasetCard]) -> None:
         """Offer the home's datasets (each with its environment, episodes and steps as a tip); the
