@@ -1,37 +1,30 @@
-"""The offline lane's d3rlpy half: DiscreteCQL trained through gym_gui against the same ``fit`` called directly.
+"""bench/offline.py's d3rlpy half: DiscreteCQL trained through gym_gui against the same ``fit`` called directly.
 
-Issue 26's goal: d3rlpy DiscreteCQL through gym_gui ÷ the same ``fit`` called directly on the same
-dataset, steps and seed ≥ 0.95 of its steps/s, with identical losses. A fresh daemon (temporary
-GYM_GUI_HOME) and a CartPole dataset of ``--episodes`` random episodes recorded by Minari's own
-DataCollector in its datasets root; then, alternately ``--repeats`` times:
+On a dataset of the bench's home, alternately ``repeats`` times:
 
-- gym_gui: a ``d3rlpy`` run (``discrete_cql``, ``--steps`` gradient steps, seed 1, epochs of
-  ``--steps-per-epoch``, no evaluators) submitted to the daemon; its worker loads the dataset,
-  seeds d3rlpy and calls ``fit`` with d3rlpy's TensorBoard adapter and gym_gui's metric adapter, its
-  per-step callback (pause, stop, checkpoints) and saves the final model. Its figure is the worker's
-  own ``time/steps_per_second`` (gradient steps over the seconds ``fit`` took);
-- direct: the d3rlpy bundle's interpreter running this file with ``--direct``: the same dataset
-  (the worker's own Minari → MDPDataset conversion), ``d3rlpy.seed``, ``DiscreteCQLConfig().create()``
-  and ``fit`` with nothing logged (d3rlpy's ``NoopAdapterFactory``, no progress bar): the strictest
+- gym_gui: a ``d3rlpy`` run (``discrete_cql``, ``steps`` gradient steps, seed 1, epochs of
+  ``steps_per_epoch``, no evaluators) submitted to the daemon; its worker loads the dataset, seeds
+  d3rlpy and calls ``fit`` with d3rlpy's TensorBoard adapter and gym_gui's metric adapter, its per-step
+  callback (pause, stop, checkpoints) and saves the final model. Its figure is the worker's own
+  ``time/steps_per_second`` (gradient steps over the seconds ``fit`` took);
+- direct: the d3rlpy bundle's interpreter running this file with ``--direct``: the same dataset (the
+  worker's own Minari → MDPDataset conversion), ``d3rlpy.seed``, ``DiscreteCQLConfig().create()`` and
+  ``fit`` with nothing logged (d3rlpy's ``NoopAdapterFactory``, no progress bar): the strictest
   reference (d3rlpy's default file logger also saves the model every epoch, which costs more than
   gym_gui's logging). Timed from ``fit``'s call, which builds the networks, to its end.
 
-Both get the same thread pool sizes (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``:
-the caller's, else 1). Every epoch's losses
-(loss, td_loss, conservative_loss: d3rlpy's epoch means) of each gym_gui run are compared with the
-direct run's for equality. Per-run lines, then the medians and, last, the ratios. Usage::
+Both get the thread pool sizes of the caller's environment (bench/offline.py sets them before its
+daemon starts). Every epoch's losses (loss, td_loss, conservative_loss: d3rlpy's epoch means) of each
+gym_gui run are compared with the direct run's for equality.
 
-    .venv/bin/python bench/offline_d3rlpy.py [--steps 5000] [--steps-per-epoch 1000] [--repeats 5]
-
-Others call :func:`measure` (bench/offline.py prints its :func:`ratio_lines` last). The d3rlpy bundle
-is looked for where ``make bundles`` installs it (``$GYM_GUI_BUNDLES``, else the home's ``bundles/``).
+Only :func:`direct_fit` and this file's ``--direct`` entry run in the d3rlpy bundle (no gym_gui there):
+everything else imports gym_gui inside its functions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -41,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 ALGORITHM = "discrete_cql"
-DATASET = "bench/cartpole-random-v0"
 ENV_ID = "CartPole-v1"
 SEED = 1
 LOSSES = ("loss", "td_loss", "conservative_loss")
@@ -96,28 +88,8 @@ def direct_fit(dataset: str, steps: int, steps_per_epoch: int) -> dict[str, Any]
 # ---------------------------------------------------------------- the orchestration (gym_gui's venv)
 
 
-def _collect_dataset(episodes: int) -> int:
-    """A CartPole dataset of random play, recorded by Minari's DataCollector under MINARI_DATASETS_PATH."""
-    import random
-
-    import gymnasium as gym
-    import minari
-
-    rng = random.Random(0)
-    env = minari.DataCollector(gym.make(ENV_ID))
-    for episode in range(episodes):
-        env.reset(seed=episode)
-        done = False
-        while not done:
-            _, _, terminated, truncated, _ = env.step(rng.randrange(2))
-            done = terminated or truncated
-    dataset = env.create_dataset(dataset_id=DATASET, algorithm_name="random", author="bench")
-    env.close()
-    return int(dataset.total_steps)
-
-
 def _through_gym_gui(
-    client: Any, home: Any, steps: int, steps_per_epoch: int
+    client: Any, home: Any, dataset: str, steps: int, steps_per_epoch: int
 ) -> tuple[float, float, list[Any]]:
     from gym_gui.core.config import parse_run_config
     from gym_gui.core.states import RunState
@@ -129,11 +101,11 @@ def _through_gym_gui(
             "worker": "d3rlpy",
             "algorithm": ALGORITHM,
             "env_id": ENV_ID,
-            "dataset": DATASET,
+            "dataset": dataset,
             "seed": SEED,
             "budget": {"timesteps": steps},
             "params": {"steps_per_epoch": steps_per_epoch, "eval_episodes": 0, "td_error_episodes": 0},
-            "notes": "bench/offline_d3rlpy.py",
+            "notes": "bench/offline.py",
         }
     )
     start = time.perf_counter()
@@ -153,11 +125,14 @@ def _through_gym_gui(
     return rate, wall, losses
 
 
-def _direct(python: Path, env: dict[str, str], steps: int, steps_per_epoch: int) -> dict[str, Any]:
+def _direct(python: Path, dataset: str, steps: int, steps_per_epoch: int) -> dict[str, Any]:
+    import os
+
     command = [
         str(python),
         __file__,
         "--direct",
+        dataset,
         "--steps",
         str(steps),
         "--steps-per-epoch",
@@ -167,7 +142,7 @@ def _direct(python: Path, env: dict[str, str], steps: int, steps_per_epoch: int)
         command,
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
         timeout=3600,
         check=False,
     )
@@ -189,55 +164,37 @@ def _first_difference(ours: list[Any], theirs: list[Any]) -> str:
 
 
 def measure(
-    steps: int = 5000, steps_per_epoch: int = 1000, repeats: int = 5, episodes: int = 100
+    client: Any, home: Any, dataset: str, steps: int, steps_per_epoch: int, repeats: int
 ) -> D3rlpyFigures:
-    """Run the comparison (a fresh home and daemon; the d3rlpy bundle from ``$GYM_GUI_BUNDLES``)."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from _daemon import fresh_home, release  # bench/ on the path: the shared bench helpers
-    from gym_gui_sdk import THREAD_ENV
-
-    from gym_gui.protocol.client import DaemonClient
-    from gym_gui.storage.home import Home
+    """Run the comparison on ``dataset`` of ``home`` (whose datasets root Minari uses in this process),
+    its gym_gui side through ``client``'s daemon, its direct side in the d3rlpy bundle of ``home``."""
+    from gym_gui.datasets import DatasetStore
     from gym_gui.workers import worker_catalog
 
-    # The thread pools the daemon gives its worker, given to the direct fit too: the caller's, else 1.
-    threads = os.environ.get("OMP_NUM_THREADS") or "1"
-    for name in THREAD_ENV:
-        os.environ[name] = os.environ.get(name) or threads
-    home = Home(fresh_home())
-    os.environ["GYM_GUI_HOME"] = str(home.root)
     bundles = worker_catalog().bundle_directory(home.bundles_dir)
     if not bundles.installed("d3rlpy"):
         raise RuntimeError("the d3rlpy bundle is not installed: run `gym-gui bundles install d3rlpy`")
     python = bundles.python("d3rlpy")
-    home.datasets_dir.mkdir(parents=True, exist_ok=True)
-    os.environ["MINARI_DATASETS_PATH"] = str(home.datasets_dir)
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    client = DaemonClient.connect(home.root)
-    try:
-        import warnings
-
-        warnings.filterwarnings("ignore", category=UserWarning)
-        figures = D3rlpyFigures(steps=steps, dataset_steps=_collect_dataset(episodes))
-        for repeat in range(repeats):
-            # Alternate who goes first, so the machine's drift favours neither side.
-            order = ("direct", "gym_gui") if repeat % 2 == 0 else ("gym_gui", "direct")
-            for side in order:
-                if side == "direct":
-                    answer = _direct(python, env, steps, steps_per_epoch)
-                    figures.direct.append(float(answer["steps_per_second"]))
-                    direct_losses = answer["losses"]
-                    print(f"direct   #{repeat}: {figures.direct[-1]:8.1f} steps/s", flush=True)
-                else:
-                    rate, wall, ours = _through_gym_gui(client, home, steps, steps_per_epoch)
-                    figures.gym_gui.append(rate)
-                    figures.gym_gui_wall.append(wall)
-                    print(f"gym_gui  #{repeat}: {rate:8.1f} steps/s (submit to end {wall:.1f} s)", flush=True)
-            difference = _first_difference(ours, direct_losses)
-            if difference and figures.identical:
-                figures.identical, figures.difference = False, difference
-    finally:
-        release(client, home.root, keep=False)
+    figures = D3rlpyFigures(steps=steps, dataset_steps=DatasetStore(home).card(dataset).steps)
+    ours: list[Any] = []
+    direct_losses: list[Any] = []
+    for repeat in range(repeats):
+        # Alternate who goes first, so the machine's drift favours neither side.
+        order = ("direct", "gym_gui") if repeat % 2 == 0 else ("gym_gui", "direct")
+        for side in order:
+            if side == "direct":
+                answer = _direct(python, dataset, steps, steps_per_epoch)
+                figures.direct.append(float(answer["steps_per_second"]))
+                direct_losses = answer["losses"]
+                print(f"direct   #{repeat}: {figures.direct[-1]:8.1f} steps/s", flush=True)
+            else:
+                rate, wall, ours = _through_gym_gui(client, home, dataset, steps, steps_per_epoch)
+                figures.gym_gui.append(rate)
+                figures.gym_gui_wall.append(wall)
+                print(f"gym_gui  #{repeat}: {rate:8.1f} steps/s (submit to end {wall:.1f} s)", flush=True)
+        difference = _first_difference(ours, direct_losses)
+        if difference and figures.identical:
+            figures.identical, figures.difference = False, difference
     return figures
 
 
@@ -253,7 +210,7 @@ def report_lines(figures: D3rlpyFigures) -> list[str]:
 
 
 def ratio_lines(figures: D3rlpyFigures) -> list[str]:
-    """The ratios, printed last: steps/s through gym_gui ÷ direct, and whether the losses were identical."""
+    """The ratios: steps/s through gym_gui ÷ direct, and whether the losses were identical."""
     losses = "identical" if figures.identical else f"DIFFER ({figures.difference})"
     return [
         f"d3rlpy DiscreteCQL through gym_gui / fit called directly = {figures.ratio:.3f} of its steps/s "
@@ -262,27 +219,11 @@ def ratio_lines(figures: D3rlpyFigures) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--steps", type=int, default=5000, help="gradient steps of each run")
-    parser.add_argument("--steps-per-epoch", type=int, default=1000, help="d3rlpy's n_steps_per_epoch")
-    parser.add_argument("--repeats", type=int, default=5, help="runs of each side")
-    parser.add_argument("--episodes", type=int, default=100, help="random CartPole episodes in the dataset")
-    parser.add_argument("--direct", action="store_true", help=argparse.SUPPRESS)  # the bundle's side
-    args = parser.parse_args(argv)
-    if args.direct:
-        print(json.dumps(direct_fit(DATASET, args.steps, args.steps_per_epoch)))
-        return 0
-    if args.steps < 1 or args.repeats < 1 or args.steps % args.steps_per_epoch:
-        parser.error("--steps must be a whole number of epochs (--steps-per-epoch), --repeats at least 1")
-    try:
-        figures = measure(args.steps, args.steps_per_epoch, args.repeats, args.episodes)
-    except RuntimeError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join([*report_lines(figures), *ratio_lines(figures)]))
-    return 0 if figures.identical else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the direct side, in the d3rlpy bundle: one fit, its figures as a JSON line
+    parser = argparse.ArgumentParser(description="d3rlpy's fit called directly (bench/offline.py runs this)")
+    parser.add_argument("--direct", required=True, help="the dataset's Minari id")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--steps-per-epoch", type=int, required=True)
+    args = parser.parse_args()
+    print(json.dumps(direct_fit(args.direct, args.steps, args.steps_per_epoch)))
+    sys.exit(0)
