@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -126,8 +127,6 @@ def _through_gym_gui(
 
 
 def _direct(python: Path, dataset: str, steps: int, steps_per_epoch: int) -> dict[str, Any]:
-    import os
-
     command = [
         str(python),
         __file__,
