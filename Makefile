@@ -101,9 +101,9 @@ bench-sweep: install bundles
 bench-arena: install bundles
 	$(BIN)/python bench/arena.py
 
-# The offline lane's d3rlpy half (bench/offline.py prints it last beside the dataset half).
+# The offline lane: dataset creation ÷ Minari's DataCollector, d3rlpy through gym_gui ÷ its fit called directly.
 bench-offline: install bundles
-	$(BIN)/python bench/offline_d3rlpy.py
+	$(BIN)/python bench/offline.py
 
 bench-scale: install
 	$(BIN)/python bench/scale.py

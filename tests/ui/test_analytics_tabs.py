@@ -204,6 +204,55 @@ def test_charts_keep_every_point_where_storage_and_the_live_stream_meet(
     assert list(values) == [12.0, 15.0, 15.0, 31.0, 40.0]
 
 
+def test_an_offline_runs_return_chart_draws_the_datasets_own_return_across_it(
+    qtbot: QtBot, link: DaemonLink, tmp_path: Path
+) -> None:
+    # What a d3rlpy run stores each epoch: the evaluation's return and its D4RL-style normalised score,
+    # and beside them the dataset's own (the offline score the curve is read against).
+    run_dir = tmp_path / "CartPole-v1__discrete_bc__1__1"
+    run_dir.mkdir()
+    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
+    writer.start()
+    points = []
+    for epoch, (evaluated, score) in enumerate([(15.0, 5.0), (40.0, 18.0)], start=1):
+        step, wall = 200 * epoch, 10.0 * epoch
+        points += [
+            MetricPoint("eval/return", step, wall, evaluated),
+            MetricPoint("eval/normalized_score", step, wall, score),
+            MetricPoint("dataset/mean_return", step, wall, 60.0),
+            MetricPoint("dataset/normalized_score", step, wall, 29.5),
+            MetricPoint("losses/loss", step, wall, 0.5 / epoch),
+        ]
+    writer.put_metrics(points)
+    assert writer.close()
+    tab = ChartsTab(link)
+    show(qtbot, tab)
+    tab.attach(
+        run_record(run_dir.name, RunState.COMPLETED, worker="d3rlpy", lane="analytics", run_dir=str(run_dir))
+    )
+    qtbot.waitUntil(lambda: tab.reference_line("eval/return") is not None, timeout=10_000)
+    assert tab.checked_tags() == ["eval/return"]  # the kind's return curve, with its reference on it
+    line = tab.reference_line("eval/return")
+    assert line is not None and line.value() == 60.0 and line.angle == 0
+    returns = tab.plot_of("eval/return")
+    assert returns is not None and line in returns.items
+    assert "dataset/mean_return 60" in line.label.toPlainText()
+    # The dataset's return is above every evaluation: the plot's range takes it in, so it is seen.
+    qtbot.waitUntil(lambda: returns.viewRange()[1][1] >= 60.0, timeout=5_000)
+
+    # The normalised score's chart gets the dataset's normalised score; a loss has no reference.
+    tab.set_checked_tags(["eval/normalized_score", "losses/loss"])
+    qtbot.waitUntil(lambda: tab.reference_line("eval/normalized_score") is not None, timeout=5_000)
+    score_line = tab.reference_line("eval/normalized_score")
+    assert score_line is not None and score_line.value() == 29.5
+    assert tab.reference_line("losses/loss") is None and tab.reference_line("eval/return") is None
+
+    # A live point of the dataset's score moves its line.
+    tab._on_metrics(MetricBatch(points=[MetricPoint("dataset/normalized_score", 600, 30.0, 31.0)]))
+    qtbot.waitUntil(lambda: score_line.value() == 31.0, timeout=5_000)
+    tab.detach()
+
+
 def test_charts_decimate_a_million_points_and_smooth_like_tensorboard(qtbot: QtBot, link: DaemonLink) -> None:
     tab = ChartsTab(link)
     show(qtbot, tab)

@@ -63,6 +63,9 @@ class WorkerSpec:
         return_metric: the metric tag whose points are its runs' episodic returns (the charts'
             first curve, a re-run's comparison, a saved model's final return); empty: the total
             reward of each episode its runs store.
+        reference_metrics: (curve tag, reference tag) pairs: the reference tag's latest value is drawn
+            as a horizontal line on the curve's chart, the score the curve is read against (d3rlpy's
+            dataset's own return beside its evaluation return).
     """
 
     kind: str
@@ -77,6 +80,7 @@ class WorkerSpec:
     secrets: tuple[str, ...] = ()
     default_budget: tuple[str, int] | None = None
     return_metric: str = ""
+    reference_metrics: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not KIND_PATTERN.fullmatch(self.kind):

@@ -74,6 +74,12 @@ class WorkerCatalog:
         plugin = self._plugins.get(kind)
         return plugin.spec.return_metric if plugin is not None else ""
 
+    def reference_metrics(self, kind: str) -> dict[str, str]:
+        """``kind``'s reference lines (``WorkerSpec.reference_metrics``): curve tag → the tag whose latest
+        value is drawn across the curve's chart; empty for a kind without any or not installed."""
+        plugin = self._plugins.get(kind)
+        return dict(plugin.spec.reference_metrics) if plugin is not None else {}
+
     def plugin(self, kind: str) -> WorkerPlugin:
         """The plugin of ``kind``.
 

@@ -1,7 +1,9 @@
-"""What the d3rlpy tests share: datasets recorded with Minari's DataCollector, run configs, stored metrics."""
+"""What the d3rlpy tests share: datasets recorded with Minari's DataCollector, run configs, stored metrics,
+an arena's table."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +15,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
+from tests.support import gym_gui
 
 
 @dataclass(frozen=True)
@@ -50,23 +53,6 @@ def collect_frozenlake(dataset_id: str, episodes: int, seed: int) -> None:
     _record(dataset_id, episodes, seed, lambda _: rng.randrange(4), "random", env_id="FrozenLake-v1")
 
 
-def balance(observation: Any) -> int:
-    """A scripted CartPole controller that balances the pole for the whole episode (push toward the fall)."""
-    return int(observation[2] + 0.5 * observation[3] > 0)
-
-
-def collect_good(dataset_id: str, episodes: int, seed: int, epsilon: float) -> None:
-    """CartPole played by :func:`balance` with ε-greedy noise: data of mixed quality from a good policy."""
-    rng = random.Random(seed)
-    _record(
-        dataset_id,
-        episodes,
-        seed,
-        lambda obs: rng.randrange(2) if rng.random() < epsilon else balance(obs),
-        f"balance, epsilon {epsilon}",
-    )
-
-
 def d3rlpy_config(
     algorithm: str, dataset: str, steps: int, env_id: str = "CartPole-v1", **params: Any
 ) -> RunConfig:
@@ -92,3 +78,21 @@ def metrics(home: Home, run_id: str) -> dict[str, list[tuple[int, float]]]:
         }
     finally:
         reader.close()
+
+
+def arena(home: Home, *operators: str, env_id: str = "CartPole-v1", episodes: int = 10) -> dict[str, Any]:
+    """`gym-gui arena OPERATORS --env ENV --episodes N`: its JSON table's row per operator."""
+    table = home.root / f"arena-{env_id}.json"
+    played = gym_gui(
+        "arena",
+        *operators,
+        "--env",
+        env_id,
+        "--episodes",
+        str(episodes),
+        "--json",
+        str(table),
+        home=home.root,
+    )
+    assert played.returncode == 0, played.stderr
+    return {row["operator"]: row for row in json.loads(table.read_text())["operators"]}

@@ -1,26 +1,70 @@
-"""d3rlpy runs through a real daemon on datasets Minari's DataCollector recorded: live metrics, TensorBoard files,
-checkpoints (on request, periodic, on a stop), the final model, an evaluation that streams its steps, and
-the model as an operator in `gym-gui arena`, where DiscreteBC learned from a good controller's ε-greedy
-data beats the random operator."""
+"""d3rlpy runs through a real daemon on datasets Minari's DataCollector recorded and on one gym_gui recorded:
+live metrics, TensorBoard files, checkpoints (on request, periodic, on a stop), the final model, an
+evaluation that streams its steps, and the model as an operator in `gym-gui arena`, where DiscreteBC learned
+from an ε-greedy evaluation of a small CleanRL DQN beats the random operator (issue 26's whole chain)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from gym_gui.core.states import RunState
+from gym_gui.datasets import DatasetStore, episode_returns
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.support import gym_gui, wait_until
-from workers.d3rlpy_worker.tests.support import OfflineHome, d3rlpy_config, metrics
+from workers.cleanrl_worker.tests.support import cleanrl_config
+from workers.d3rlpy_worker.tests.support import OfflineHome, arena, d3rlpy_config, metrics
 
 # Training, evaluating and an arena each take minutes on a busy two-core machine.
 pytestmark = pytest.mark.timeout(1200)
 
 LIVE_TAGS = ("losses/loss", "losses/td_loss", "eval/td_error", "eval/return", "dataset/mean_return")
+
+DQN_DATASET = "cartpole/dqn-eps-v0"
+# CleanRL's dqn.py on CartPole-v1, seed 1, small enough for a busy two-core machine (under a minute):
+# learning from step 500, an update every 2 steps, the target network every 100, ε annealed over the
+# first 30 %. Its greedy policy then balances for a few hundred steps (mean over seeds 0-9, played
+# greedily: 270 with seed 1, 352 with seed 2; 3000 steps: 167), where random play lasts about 22.
+DQN_STEPS = 5_000
+DQN_PARAMS = {
+    "learning-starts": 500,
+    "train-frequency": 2,
+    "target-network-frequency": 100,
+    "exploration-fraction": 0.3,
+    "learning-rate": 1e-3,
+    "batch-size": 64,
+}
+
+
+@pytest.fixture(scope="module")
+def dqn_dataset(d3rlpy_daemon: OfflineHome) -> str:
+    """A small CleanRL DQN trained on CartPole, its evaluation with ε = 0.3 recorded as a dataset by
+    `gym-gui eval --dataset --epsilon` (data of mixed quality from a good policy)."""
+    client, home = d3rlpy_daemon.client, d3rlpy_daemon.home
+    record, _ = client.submit(cleanrl_config("dqn", "CartPole-v1", DQN_STEPS, params=DQN_PARAMS))
+    final = client.wait_for_end(record.run_id, timeout=900)
+    assert final.state is RunState.COMPLETED, final.reason
+    recorded = gym_gui(
+        "eval",
+        record.run_id,
+        "--episodes",
+        "10",
+        "--seed",
+        "100",
+        "--render-fps",
+        "0",
+        "--epsilon",
+        "0.3",
+        "--dataset",
+        DQN_DATASET,
+        home=home.root,
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    assert f"dataset {DQN_DATASET}: 10 episodes" in recorded.stdout, recorded.stdout
+    return DQN_DATASET
 
 
 def test_discrete_cql_sends_its_metrics_while_it_trains_and_saves_checkpoints_on_request_and_on_a_stop(
@@ -62,12 +106,12 @@ def test_discrete_cql_sends_its_metrics_while_it_trains_and_saves_checkpoints_on
     assert all(model.sha256 for model in models.values()), models
 
 
-def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random(
-    offline: OfflineHome,
+def test_discrete_bc_learns_a_cleanrl_dqns_epsilon_greedy_data_and_plays_better_than_random(
+    offline: OfflineHome, dqn_dataset: str
 ) -> None:
     client, home = offline.client, offline.home
     config = d3rlpy_config(
-        "discrete_bc", "cartpole/good-eps-v0", 400, steps_per_epoch=200, eval_episodes=1, td_error_episodes=1
+        "discrete_bc", dqn_dataset, 400, steps_per_epoch=200, eval_episodes=1, td_error_episodes=1
     )
     every = config.checkpoints.model_copy(update={"every_steps": 200})
     record, _ = client.submit(config.model_copy(update={"checkpoints": every}))
@@ -85,8 +129,10 @@ def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random
     assert [step for step, _ in stored["losses/loss"]] == [200, 400]
     assert "eval/td_error" not in stored  # behaviour cloning has no values to measure
     assert stored["time/steps_per_second"][0][1] > 0
+    dataset_returns = episode_returns(DatasetStore(home), dqn_dataset)
+    assert stored["dataset/mean_return"][0][1] == pytest.approx(sum(dataset_returns) / len(dataset_returns))
     extras = RunDir(run_dir).read_manifest().extras
-    assert extras["dataset"] == "cartpole/good-eps-v0" and extras["algorithm_class"] == "DiscreteBCConfig"
+    assert extras["dataset"] == dqn_dataset and extras["algorithm_class"] == "DiscreteBCConfig"
     models_listed = gym_gui("models", home=home.root)
     assert run_id in models_listed.stdout, models_listed.stderr
 
@@ -102,24 +148,15 @@ def test_discrete_bc_learns_a_good_controllers_data_and_plays_better_than_random
     finally:
         reader.close()
 
-    # The headline: as an operator it beats the random one on the same seeds.
-    table = home.root / "arena.json"
-    arena = gym_gui(
-        "arena",
-        run_id,
-        "random",
-        "--env",
-        "CartPole-v1",
-        "--episodes",
-        "10",
-        "--json",
-        str(table),
-        home=home.root,
+    # The headline: as an operator it beats the random one on the same seeds, as the DQN's noisy data did.
+    result = arena(home, run_id, "random")
+    bc, random_play = result[run_id], result["random"]
+    assert not bc["error"] and bc["name"] == "discrete_bc on CartPole-v1"
+    assert [e["seed"] for e in bc["episodes"]] == [e["seed"] for e in random_play["episodes"]]
+    assert (
+        min(dataset_returns) > 0 and sum(dataset_returns) / len(dataset_returns) > random_play["mean_return"]
     )
-    assert arena.returncode == 0, arena.stderr
-    result = {row["operator"]: row for row in json.loads(table.read_text())["operators"]}
-    assert not result[run_id]["error"] and result[run_id]["name"] == "discrete_bc on CartPole-v1"
-    assert result[run_id]["mean_return"] > result["random"]["mean_return"], result
+    assert bc["mean_return"] > random_play["mean_return"], result
 
 
 def test_a_dataset_of_discrete_observations_is_learned_one_hot_and_its_model_acts_on_the_envs_observations(
@@ -141,18 +178,5 @@ def test_a_dataset_of_discrete_observations_is_learned_one_hot_and_its_model_act
     assert "eval/return" in stored and "eval/td_error" in stored  # played in the env, one-hot encoded
     extras = RunDir(home.run_dir(record.run_id)).read_manifest().extras
     assert '"Discrete"' in extras["observation_space"]
-    table = home.root / "frozen.json"
-    arena = gym_gui(
-        "arena",
-        record.run_id,
-        "--env",
-        "FrozenLake-v1",
-        "--episodes",
-        "3",
-        "--json",
-        str(table),
-        home=home.root,
-    )
-    assert arena.returncode == 0, arena.stderr
-    (row,) = json.loads(table.read_text())["operators"]
+    (row,) = arena(home, record.run_id, env_id="FrozenLake-v1", episodes=3).values()
     assert not row["error"] and len(row["episodes"]) == 3, row

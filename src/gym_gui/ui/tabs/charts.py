@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 REDRAW_MS = 100  # charts redraw at ~10 Hz whatever the stream rate
 X_STEP = "step"
 X_WALL = "wall time"
+REFERENCE_COLOR = (200, 200, 200)  # a reference line (the score a curve is read against): neutral grey
 
 
 # ---------------------------------------------------------------- series and smoothing
@@ -196,15 +197,28 @@ def _read_metrics(path: Path, since: dict[str, int]) -> dict[str, list[MetricPoi
 
 
 class _TagPlot:
-    """The plot of one tag: its raw points (faint when smoothed) and the smoothed curve."""
+    """The plot of one tag: its raw points (faint when smoothed), the smoothed curve, and the line of
+    its reference tag's latest value when the run's kind names one (hidden until it has a value)."""
 
-    def __init__(self, plot: pg.PlotItem, color: Any) -> None:
+    def __init__(self, plot: pg.PlotItem, color: Any, reference_tag: str | None = None) -> None:
         self.plot = plot
         self.color = color
         self.raw = new_curve(plot, color, width=1.0)
         self.smooth = new_curve(plot, color, width=2.0)
         self.smoothed = _Smoothed()
         self.shown: pg.PlotDataItem | None = None  # the curve the last redraw filled
+        self.reference_tag = reference_tag
+        self.reference: pg.InfiniteLine | None = None
+        if reference_tag is not None:
+            # Horizontal, so it spans whatever x axis is shown; its value counts in the y auto-range.
+            self.reference = pg.InfiniteLine(
+                angle=0,
+                pen=pg.mkPen(REFERENCE_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
+                label=f"{reference_tag} {{value:.4g}}",
+                labelOpts={"position": 0.05, "color": REFERENCE_COLOR, "anchors": [(0, 1), (0, 1)]},
+            )
+            self.reference.setVisible(False)
+            plot.addItem(self.reference)
 
 
 class ChartsTab(RunTab):
@@ -436,12 +450,14 @@ class ChartsTab(RunTab):
         self.canvas.clear()
         self._plots.clear()
         wall = self.x_axis.currentText() == X_WALL
+        references = worker_catalog().reference_metrics(self.run.worker) if self.run is not None else {}
         for row, tag in enumerate(wanted):
             axis = {"bottom": pg.DateAxisItem(orientation="bottom")} if wall else None
             plot = self.canvas.addPlot(row=row, col=0, title=tag, axisItems=axis)
             plot.showGrid(x=True, y=True, alpha=0.2)
             plot.setLabel("bottom", X_WALL if wall else X_STEP)
-            self._plots[tag] = _TagPlot(plot, pg.intColor(row, hues=max(len(wanted), 6)))
+            color = pg.intColor(row, hues=max(len(wanted), 6))
+            self._plots[tag] = _TagPlot(plot, color, references.get(tag))
         self._mark_dirty()
 
     def _axis_matches(self) -> bool:
@@ -470,6 +486,7 @@ class ChartsTab(RunTab):
         wall = self.x_axis.currentText() == X_WALL
         total = 0
         for tag, tag_plot in self._plots.items():
+            self._draw_reference(tag_plot)
             series = self._series.get(tag)
             if series is None or series.size == 0:
                 tag_plot.raw.setData([], [])
@@ -498,7 +515,32 @@ class ChartsTab(RunTab):
                 else "No metrics stored yet; they appear here as the run reports them."
             )
 
+    def _draw_reference(self, tag_plot: _TagPlot) -> None:
+        """Put the plot's reference line at its reference tag's latest value (hidden while it has none)."""
+        line = tag_plot.reference
+        if line is None or tag_plot.reference_tag is None:
+            return
+        reference = self._series.get(tag_plot.reference_tag)
+        if reference is None or reference.size == 0:
+            line.setVisible(False)
+            return
+        line.setVisible(True)  # first: a hidden line's label does not follow its value
+        line.setPos(float(reference.values[-1]))
+
     # ------------------------------------------------------------ for tests and callers
+
+    def reference_line(self, tag: str) -> pg.InfiniteLine | None:
+        """The reference line drawn on ``tag``'s plot, when it is plotted, its kind names a reference
+        tag for it and that tag has a value; else None."""
+        plot = self._plots.get(tag)
+        if plot is None or plot.reference is None or not plot.reference.isVisible():
+            return None
+        return plot.reference
+
+    def plot_of(self, tag: str) -> pg.PlotItem | None:
+        """The plot ``tag`` is drawn on, while it is plotted."""
+        plot = self._plots.get(tag)
+        return None if plot is None else plot.plot
 
     def series(self, tag: str) -> tuple[np.ndarray, np.ndarray]:
         """The raw points of ``tag`` held by the tab: (steps, values)."""

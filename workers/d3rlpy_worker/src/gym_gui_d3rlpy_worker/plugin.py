@@ -34,7 +34,10 @@ from gym_gui.workers import (
 )
 from gym_gui_d3rlpy_worker import form as d3rlpy_form
 from gym_gui_d3rlpy_worker.run_params import (
+    DATASET_NORMALIZED_METRIC,
+    DATASET_RETURN_METRIC,
     FINAL_MODEL,
+    NORMALIZED_METRIC,
     RETURN_METRIC,
     run_values,
     space_spec,
@@ -334,6 +337,12 @@ PLUGIN = WorkerPlugin(
         rank=35,
         description="d3rlpy's offline algorithms (CQL, BC, IQL, TD3+BC, …) trained on a dataset of the home.",
         return_metric=RETURN_METRIC,
+        # The offline score beside the curve: the dataset's own return (and its D4RL-style normalised
+        # score, with reference scores) drawn across the evaluation's chart.
+        reference_metrics=(
+            (RETURN_METRIC, DATASET_RETURN_METRIC),
+            (NORMALIZED_METRIC, DATASET_NORMALIZED_METRIC),
+        ),
     ),
     bundle=BUNDLE,
     launcher=D3rlpyLauncher,
