@@ -64,17 +64,19 @@ LATER_SET = {"tp_later": "tp_plugins:LATER"}
 
 def test_the_installed_catalog_is_the_roster_in_order() -> None:
     catalog = worker_catalog()
-    assert catalog.kinds == ["human", "operator", "spade_bdi", "llm", "cleanrl", "random"]
+    assert catalog.kinds == ["human", "operator", "spade_bdi", "llm", "cleanrl", "corl", "d3rlpy", "random"]
     assert [e.display_name for e in catalog.roster()] == [
         "Human-Only",
         "Operator",
         "Spade BDI Worker",
         "LLM Multi-Step Worker",
         "CleanRL Worker",
+        "CORL Worker",
+        "d3rlpy (offline RL)",
         "Random Baseline",
     ]
     assert catalog.broken == ()
-    assert sorted(catalog.bundles()) == ["cleanrl", "llm", "spade_bdi"]
+    assert sorted(catalog.bundles()) == ["cleanrl", "corl", "d3rlpy", "llm", "spade_bdi"]
     assert catalog.spec("human").launch is Launch.CLIENT
     assert catalog.spec("spade_bdi").available
     llm = catalog.spec("llm")
@@ -101,7 +103,7 @@ def test_broken_and_conflicting_plugins_are_listed_with_their_error(
     catalog = load_catalog()
 
     # gym_gui's own kinds are all there and unchanged.
-    assert catalog.kinds == ["human", "operator", "spade_bdi", "llm", "cleanrl", "random"]
+    assert catalog.kinds == ["human", "operator", "spade_bdi", "llm", "cleanrl", "corl", "d3rlpy", "random"]
     assert catalog.spec("random").display_name == "Random Baseline"
     broken = {b.name: b for b in catalog.broken}
     assert set(broken) == set(BROKEN_SET)
