@@ -204,6 +204,32 @@ def test_charts_keep_every_point_where_storage_and_the_live_stream_meet(
     assert list(values) == [12.0, 15.0, 15.0, 31.0, 40.0]
 
 
+def test_the_return_curve_arriving_after_other_metrics_takes_the_tabs_own_choice_not_the_users(
+    qtbot: QtBot, link: DaemonLink, tmp_path: Path
+) -> None:
+    # A d3rlpy run writes the dataset's return as it starts; its own evaluation ends the first epoch.
+    run_dir = tmp_path / "CartPole-v1__discrete_bc__1__2"
+    run_dir.mkdir()
+    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
+    writer.start()
+    writer.put_metrics([MetricPoint("dataset/mean_return", 0, 1.0, 60.0)])
+    assert writer.close()
+    tab = ChartsTab(link)
+    show(qtbot, tab)
+    tab.attach(
+        run_record(run_dir.name, RunState.COMPLETED, worker="d3rlpy", lane="analytics", run_dir=str(run_dir))
+    )
+    qtbot.waitUntil(lambda: tab.checked_tags() == ["dataset/mean_return"], timeout=10_000)
+    tab.add_points("losses/loss", [200], [2.0], [0.4])
+    assert tab.checked_tags() == ["dataset/mean_return"]
+    tab.add_points("eval/return", [200], [2.0], [15.0])
+    assert tab.checked_tags() == ["eval/return"]
+
+    tab.set_checked_tags(["losses/loss"])  # the user's choice stays as more tags come
+    tab.add_points("eval/normalized_score", [200], [2.0], [5.0])
+    assert tab.checked_tags() == ["losses/loss"]
+
+
 def test_an_offline_runs_return_chart_draws_the_datasets_own_return_across_it(
     qtbot: QtBot, link: DaemonLink, tmp_path: Path
 ) -> None:

@@ -243,6 +243,8 @@ class ChartsTab(RunTab):
         self._dirty = False
         self._background = Background(self)
 
+        # The tags the tab ticked by itself (the return curve or the first tag); [] once the user chose.
+        self._default_choice: list[str] = []
         self.tags = QListWidget()
         self.tags.setToolTip("Tick the metrics to plot; each gets its own chart")
         self.tags.itemChanged.connect(self._tags_changed)
@@ -317,6 +319,7 @@ class ChartsTab(RunTab):
         self._floor.clear()
         self._series.clear()
         self.tags.clear()
+        self._default_choice = []
         self._rebuild_plots()
         self.status.setText("No run selected.")
         super().detach()
@@ -415,11 +418,18 @@ class ChartsTab(RunTab):
             item.setCheckState(Qt.CheckState.Unchecked)
             self.tags.addItem(item)
         self.tags.sortItems()
-        if not self.checked_tags() and self.tags.count():
-            # The run's returns first (its kind's return metric), else the first tag.
-            metric = worker_catalog().return_metric(self.run.worker) if self.run is not None else ""
-            default = self.tags.findItems(metric, Qt.MatchFlag.MatchExactly) if metric else []
-            (default[0] if default else self.tags.item(0)).setCheckState(Qt.CheckState.Checked)
+        # The run's returns first (its kind's return metric), else the first tag; a return metric that
+        # comes after the tab chose another (a d3rlpy run's first evaluation ends its first epoch)
+        # takes that choice's place, unless the user has ticked tags themselves.
+        metric = worker_catalog().return_metric(self.run.worker) if self.run is not None else ""
+        default = self.tags.findItems(metric, Qt.MatchFlag.MatchExactly) if metric else []
+        checked = self.checked_tags()
+        if self.tags.count() and (not checked or (default and checked == self._default_choice != [metric])):
+            for i in range(self.tags.count()):
+                self.tags.item(i).setCheckState(Qt.CheckState.Unchecked)
+            chosen = default[0] if default else self.tags.item(0)
+            chosen.setCheckState(Qt.CheckState.Checked)
+            self._default_choice = [chosen.text()]
         self.tags.blockSignals(False)
         self._rebuild_plots()
 
@@ -432,7 +442,9 @@ class ChartsTab(RunTab):
         ]
 
     def set_checked_tags(self, tags: Iterable[str]) -> None:
+        """Plot ``tags`` (a choice of the user's: kept as they come and go)."""
         wanted = set(tags)
+        self._default_choice = []
         self.tags.blockSignals(True)
         for i in range(self.tags.count()):
             item = self.tags.item(i)
@@ -441,6 +453,7 @@ class ChartsTab(RunTab):
         self._rebuild_plots()
 
     def _tags_changed(self, _item: QListWidgetItem) -> None:
+        self._default_choice = []  # the user chose: the tab no longer changes the ticks
         self._rebuild_plots()
 
     def _rebuild_plots(self) -> None:
