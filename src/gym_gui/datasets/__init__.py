@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gym_gui.datasets.reading import episode_returns
+from gym_gui.datasets.reading import RecordedEpisode, episode_returns, recorded_episode
 from gym_gui.datasets.recording import Recorded, RunSource, record_dataset
 from gym_gui.datasets.store import (
     CREATED,
@@ -22,8 +22,10 @@ __all__ = [
     "DatasetCard",
     "DatasetStore",
     "Recorded",
+    "RecordedEpisode",
     "RunSource",
     "check_dataset",
     "episode_returns",
     "record_dataset",
+    "recorded_episode",
 ]

@@ -142,6 +142,8 @@ class OperatorChoice:
     card: OperatorCard
     plan: OperatorPlan | None = None
     log_dir: Path | None = None  # where its process's standard error goes
+    # An operator gym_gui makes in this process from the action space (a dataset's recorded actions).
+    in_process: Callable[[Any], Operator] | None = None
 
     @property
     def name(self) -> str:
@@ -156,6 +158,8 @@ class OperatorChoice:
         """
         if self.ref.builtin == RANDOM:
             return RandomOperator(action_space)
+        if self.in_process is not None:
+            return self.in_process(action_space)
         if self.plan is None:
             raise ConfigError(f"operator {self.ref.text!r} is a person: the window seats one")
         source = os.environ if secret_env is None else secret_env

@@ -45,12 +45,16 @@ class DatasetDetail:
 class DatasetBrowser(QWidget):
     """The datasets under the home: a table of them, the selected one's card (env, spaces, size, source
     runs, sha256) and the histogram of its episodes' returns, and its episodes; Replay opens the stored
-    run an episode came from at that episode (``replay_requested(run_id, episode)``).
+    run an episode came from at that episode (``replay_requested(run_id, episode)``); an episode of a
+    dataset made outside gym_gui, which names no run, is played again from its recorded seed and
+    actions first (``reenact_requested(dataset, episode)``).
 
     Everything is read off the GUI thread; a dataset that cannot be read says why in the card.
     """
 
     replay_requested = Signal(str, int)
+    # (dataset, episode): an episode of a dataset made outside gym_gui, to be played again as a run.
+    reenact_requested = Signal(str, int)
 
     def __init__(self, home: Home, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -207,7 +211,7 @@ class DatasetBrowser(QWidget):
             source = card.episode_sources[index] if index < len(card.episode_sources) else None
             where = f" — {source[0]} episode {source[1]}" if source else ""
             item = QListWidgetItem(f"episode {index}: return {total:.4g}{where}")
-            item.setData(_KEY, source)
+            item.setData(_KEY, source or (card.name, index))
             self.episodes.addItem(item)
         self._update_replay()
 
@@ -228,18 +232,23 @@ class DatasetBrowser(QWidget):
 
     def _update_replay(self) -> None:
         item = self.episodes.currentItem()
-        source = item.data(_KEY) if item is not None else None
-        self.replay_button.setEnabled(bool(source))
+        self.replay_button.setEnabled(item is not None)
+        outside = self.detail is not None and not self.detail.card.episode_sources
         self.replay_button.setToolTip(
-            ""
-            if source or item is None
-            else "This dataset was made outside gym_gui: it names no stored run to replay."
+            "This dataset was made outside gym_gui: the episode is played again in its environment from "
+            "its recorded seed and actions, as a run, and that run replays."
+            if outside
+            else ""
         )
 
     def replay_selected(self) -> None:
-        """Open the selected episode's stored run in the Replay view, at that episode."""
+        """Open the selected episode's stored run in the Replay view, at that episode (a dataset made
+        outside gym_gui: its episode played again first)."""
         item = self.episodes.currentItem()
-        source = item.data(_KEY) if item is not None else None
-        if source:
-            run_id, episode = source
-            self.replay_requested.emit(str(run_id), int(episode))
+        if item is None or self.detail is None:
+            return
+        where, episode = item.data(_KEY)
+        if self.detail.card.episode_sources:
+            self.replay_requested.emit(str(where), int(episode))
+        else:
+            self.reenact_requested.emit(str(where), int(episode))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import RunRecord
+from gym_gui.play.reenact import Reenacted, reenact
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.comparison import runs_of_comparison
 from gym_gui.storage.home import Home
@@ -205,7 +207,7 @@ class MainWindow(QMainWindow):
         self.runs.together_counts = range(MIN_RUNS, MAX_RUNS + 1)
         self._reads = Background(self, workers=1, name="window-reads")
 
-        self._pending_select: str | None = None
+        self._pending_select: tuple[str, Callable[[str], None]] | None = None
         self.attach_dialog: AttachStudyDialog | None = None
         self.sweep_dialog: SweepDialog | None = None
         self.study_docks: list[StudyDock] = []
@@ -246,6 +248,7 @@ class MainWindow(QMainWindow):
         self.models_dock.visibilityChanged.connect(lambda shown: self.models.refresh() if shown else None)
         self.datasets_dock.visibilityChanged.connect(lambda shown: self.datasets.refresh() if shown else None)
         self.datasets.replay_requested.connect(self.replay_episode)
+        self.datasets.reenact_requested.connect(self.reenact_episode)
         self.run_view.run_requested.connect(self.show_run_in_table)
         self.run_view.train_requested.connect(self.train_with)
         self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
@@ -379,6 +382,21 @@ class MainWindow(QMainWindow):
                 return
         self.statusBar().showMessage(f"run {run_id} has no Replay tab", 10_000)
 
+    def reenact_episode(self, dataset: str, episode: int) -> None:
+        """Play ``episode`` of ``dataset`` (made outside gym_gui) again as a run, then replay that run."""
+        store = self.datasets.store
+        self.statusBar().showMessage(f"playing dataset {dataset!r} episode {episode} again…")
+
+        def done(reenacted: Reenacted) -> None:
+            self.statusBar().showMessage(reenacted.summary(dataset, episode), 20_000)
+            self._follow_new_run(reenacted.run_id, lambda run_id: self.replay_episode(run_id, 0))
+
+        self.link.call(
+            lambda client: reenact(client, store, dataset, episode),
+            done,
+            lambda message: self.statusBar().showMessage(message, 20_000),
+        )
+
     def show_models(self) -> None:
         """Show the checkpoint browser (its dock) in front, listing the models as they are now."""
         if self.models_dock.isVisible():
@@ -479,19 +497,22 @@ class MainWindow(QMainWindow):
 
         self.link.call(submit, on_done=self._follow_new_run)
 
-    def _follow_new_run(self, run_id: str) -> None:
-        """Select a run as soon as its row arrives (the watch stream may lag the submit)."""
+    def _follow_new_run(self, run_id: str, then: Callable[[str], None] | None = None) -> None:
+        """Select a run (or do ``then`` with it) as soon as its row arrives (the watch stream may lag
+        the submit)."""
+        act = then or self.select_run
         if self.runs.info(run_id) is not None:
-            self.select_run(run_id)
+            act(run_id)
             return
-        self._pending_select = run_id
+        self._pending_select = (run_id, act)
         self.runs.run_updated.connect(self._select_when_known)
 
     def _select_when_known(self, run: RunRecord) -> None:
-        if run.run_id == self._pending_select:
+        if self._pending_select is not None and run.run_id == self._pending_select[0]:
             self.runs.run_updated.disconnect(self._select_when_known)
+            act = self._pending_select[1]
             self._pending_select = None
-            self.select_run(run.run_id)
+            act(run.run_id)
 
     def start_sweep(self) -> SweepDialog:
         """Run ▸ Start sweep…: the sweep form, its base run of the worker chosen in the roster (one
