@@ -13,19 +13,21 @@ from tests.support import module_daemon
 from workers.d3rlpy_worker.tests.support import (
     OfflineHome,
     collect_frozenlake,
+    collect_pendulum,
     collect_random,
 )
 
 
 @pytest.fixture(scope="module")
 def d3rlpy_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OfflineHome]:
-    """A daemon on a home holding datasets Minari's DataCollector recorded: CartPole and FrozenLake random play."""
+    """A daemon on a home holding datasets Minari's DataCollector recorded: CartPole, FrozenLake and Pendulum random play."""
     root = tmp_path_factory.mktemp("d3rlpy_home")
     with module_daemon(root, SHARED_BUNDLES, ["--cancel-grace", "20"]) as (client, home):
         with pytest.MonkeyPatch.context() as env:
             env.setenv("MINARI_DATASETS_PATH", str(home.datasets_dir))
             collect_random("cartpole/random-v0", episodes=20, seed=0)
             collect_frozenlake("frozenlake/random-v0", episodes=30, seed=7)
+            collect_pendulum("pendulum/random-v0", episodes=3, seed=3)
         yield OfflineHome(client, home)
 
 

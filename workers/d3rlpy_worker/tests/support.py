@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.protocol.client import DaemonClient
@@ -45,6 +46,19 @@ def collect_random(dataset_id: str, episodes: int, seed: int) -> None:
     """A CartPole dataset of random play, recorded by Minari's DataCollector under MINARI_DATASETS_PATH."""
     rng = random.Random(seed)
     _record(dataset_id, episodes, seed, lambda _: rng.randrange(2), "random")
+
+
+def collect_pendulum(dataset_id: str, episodes: int, seed: int) -> None:
+    """A Pendulum dataset of random torques: Box actions, for d3rlpy's continuous algorithms."""
+    rng = np.random.default_rng(seed)
+    _record(
+        dataset_id,
+        episodes,
+        seed,
+        lambda _: rng.uniform(-2.0, 2.0, size=(1,)).astype(np.float32),
+        "random",
+        env_id="Pendulum-v1",
+    )
 
 
 def collect_frozenlake(dataset_id: str, episodes: int, seed: int) -> None:

@@ -9,6 +9,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.errors import ConfigError
+from gym_gui.datasets import DatasetStore
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.form import GeneratedForm
 from workers.d3rlpy_worker.tests.support import OfflineHome, collect_random
@@ -29,19 +30,20 @@ def form(qtbot: QtBot, offline: OfflineHome) -> Iterator[GeneratedForm]:
 
 
 def test_the_form_offers_the_homes_datasets_and_the_run_takes_the_chosen_ones_env(
-    qtbot: QtBot, form: GeneratedForm
+    qtbot: QtBot, form: GeneratedForm, offline: OfflineHome
 ) -> None:
     combo = form.rows.dataset_combo
     assert combo.isVisibleTo(form) and not form.env_combo.isEnabled()
     offered = [combo.itemText(index) for index in range(combo.count())]
-    assert sorted(offered) == ["cartpole/good-eps-v0", "cartpole/random-v0", "frozenlake/random-v0"]
+    assert sorted(offered) == DatasetStore(offline.home).names()
+    assert {"cartpole/random-v0", "frozenlake/random-v0"} <= set(offered)
 
     combo.setCurrentText("frozenlake/random-v0")
     assert form.env_combo.currentText() == "FrozenLake-v1"
-    combo.setCurrentText("cartpole/good-eps-v0")
+    combo.setCurrentText("cartpole/random-v0")
     assert form.env_combo.currentText() == "CartPole-v1"
     config = form.model.to_config()
-    assert (config.dataset, config.env_id) == ("cartpole/good-eps-v0", "CartPole-v1")
+    assert (config.dataset, config.env_id) == ("cartpole/random-v0", "CartPole-v1")
 
 
 def test_the_daemons_refusal_is_the_forms_badge_word_for_word(

@@ -180,3 +180,19 @@ def test_a_dataset_of_discrete_observations_is_learned_one_hot_and_its_model_act
     assert '"Discrete"' in extras["observation_space"]
     (row,) = arena(home, record.run_id, env_id="FrozenLake-v1", episodes=3).values()
     assert not row["error"] and len(row["episodes"]) == 3, row
+
+
+def test_a_continuous_algorithm_learns_box_actions_and_its_model_plays_them(offline: OfflineHome) -> None:
+    client, home = offline.client, offline.home
+    config = d3rlpy_config(
+        "iql", "pendulum/random-v0", 200, env_id="Pendulum-v1", steps_per_epoch=100, eval_episodes=1
+    )
+    record, _ = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=600)
+    assert final.state is RunState.COMPLETED, final.reason
+    stored = metrics(home, record.run_id)
+    assert [step for step, _ in stored["eval/return"]] == [100, 200]  # played in Pendulum each epoch
+    assert {"losses/actor_loss", "losses/critic_loss"} <= set(stored), sorted(stored)
+    (row,) = arena(home, record.run_id, env_id="Pendulum-v1", episodes=2).values()
+    assert not row["error"] and len(row["episodes"]) == 2, row
+    assert all(episode["length"] == 200 for episode in row["episodes"])  # Pendulum's whole episodes
