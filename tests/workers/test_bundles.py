@@ -151,7 +151,7 @@ def test_a_never_installed_bundle_says_how_to_install_it(tmp_path: Path) -> None
     assert status.python == status.path / "bin" / "python"
     assert HINT in status.reason
     assert not manager.installed("cleanrl")
-    assert [s.name for s in manager.list()] == ["cleanrl", "llm", "spade_bdi"]
+    assert [s.name for s in manager.list()] == ["cleanrl", "corl", "d3rlpy", "llm", "spade_bdi"]
     with pytest.raises(BundleError, match=HINT):
         manager.require("cleanrl")
     with pytest.raises(BundleError, match=HINT):
@@ -162,7 +162,9 @@ def test_a_never_installed_bundle_says_how_to_install_it(tmp_path: Path) -> None
 
 
 def test_an_unknown_bundle_is_refused_with_the_known_names(tmp_path: Path) -> None:
-    with pytest.raises(BundleError, match="unknown bundle 'nope'; known bundles: cleanrl, llm, spade_bdi"):
+    with pytest.raises(
+        BundleError, match="unknown bundle 'nope'; known bundles: cleanrl, corl, d3rlpy, llm, spade_bdi"
+    ):
         worker_catalog().bundle_directory(tmp_path).status("nope")
 
 

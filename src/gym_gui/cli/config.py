@@ -118,7 +118,7 @@ RayAddressOption = Annotated[
 def scripts_worker() -> str:
     """The installed worker kind whose runs are chosen from a list of scripts (algorithms), first in the
     roster when there are several (CleanRL's: the others name theirs with --worker)."""
-    plugins = [plugin for plugin in worker_catalog().plugins() if plugin.form.variant_label]
-    if not plugins:
+    kind = worker_catalog().scripts_kind()
+    if kind is None:
         raise ConfigError("no installed worker kind offers algorithms; `gym-gui workers` lists the kinds")
-    return min(plugins, key=lambda plugin: (plugin.spec.rank, plugin.spec.kind)).spec.kind
+    return kind

@@ -383,13 +383,12 @@ class ImportModelDialog(QDialog):
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         self.worker = QComboBox()
-        for plugin in worker_catalog().plugins():
+        catalog = worker_catalog()
+        for plugin in catalog.plugins():
             if plugin.spec.capabilities.evaluation:
                 self.worker.addItem(plugin.spec.display_name, plugin.spec.kind)
-                if (
-                    plugin.form.variant_label
-                ):  # the kind whose runs are chosen by algorithm, as the CLI's default
-                    self.worker.setCurrentIndex(self.worker.count() - 1)
+        # The kind whose runs are chosen by algorithm, as the CLI's default.
+        self.worker.setCurrentIndex(max(self.worker.findData(catalog.scripts_kind()), 0))
         self.algorithm = QLineEdit("ppo")
         self.env = QComboBox()
         self.env.setEditable(True)

@@ -68,6 +68,14 @@ class WorkerCatalog:
     def plugins(self) -> list[WorkerPlugin]:
         return list(self._plugins.values())
 
+    def scripts_kind(self) -> str | None:
+        """The kind whose runs are chosen from a list of scripts (algorithms), first in the roster when
+        several are (CleanRL's: the others are named with --worker); None when none is installed."""
+        plugins = [plugin for plugin in self._plugins.values() if plugin.form.variant_label]
+        if not plugins:
+            return None
+        return min(plugins, key=lambda plugin: (plugin.spec.rank, plugin.spec.kind)).spec.kind
+
     def return_metric(self, kind: str) -> str:
         """The metric tag of ``kind``'s episodic returns (``WorkerSpec.return_metric``); "" for a kind
         that has none (its episodes' total rewards are its returns) or that is not installed."""
