@@ -49,7 +49,7 @@ def test_a_stalled_store_holds_the_worker_back_and_loses_nothing(
     session.start()
     session.started("none")
     total = 20_000
-    observation = "x" * 1000  # fat steps: far more than every buffer on the way can hold
+    observation = f'"{"x" * 998}"'  # fat steps (a JSON string): more than every buffer on the way holds
     sent = 0
     done = threading.Event()
 

@@ -26,8 +26,9 @@ from gym_gui.storage.telemetry import TelemetryReader
 log = logging.getLogger(__name__)
 
 Phase = pb.Lifecycle.Phase
-# Episodes whose step order is followed at once (a worker playing more at once is not checked for all).
-_OPEN_EPISODES = 10_000
+# Episodes whose steps are followed at once, open and ended ones each (a worker playing more at
+# once is not checked for all).
+_FOLLOWED_EPISODES = 10_000
 
 
 class StreamIngest:
@@ -37,8 +38,9 @@ class StreamIngest:
     gRPC flow control holds the worker back) and out on the RunBus to viewers (lossy). What the
     stream says about the run itself — that the worker lives, its lifecycle phases, its
     artifacts, a violation — goes to the ``Supervisor``, which changes the run. The ingest checks
-    the protocol: messages in ``seq`` order, records only after STARTED, well-formed JSON, artifact
-    paths inside the run directory.
+    the protocol: messages in ``seq`` order, records only after STARTED, every step of an episode
+    once and in order (none missing), an episode's summary counting the steps sent, well-formed
+    JSON, artifact paths inside the run directory.
     """
 
     def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun, resumed: bool) -> None:
@@ -52,7 +54,12 @@ class StreamIngest:
         self.done = threading.Event()
         self._store_steps = run.config.telemetry.store_steps
         self._store_render = run.config.telemetry.store_render
-        self._open_episodes: dict[int, int] = {}  # episode -> its last step sent, until it ends
+        # Episode -> the steps of it sent so far (the next step it must send), until its last step...
+        self._open_episodes: dict[int, int] = {}
+        # ...then until its summary, which must count them. (Both forget their oldest beyond a bound.)
+        self._ended_episodes: dict[int, int] = {}
+        self._forgot_open = False  # more episodes were open at once than are followed
+        self._stored: TelemetryReader | None = None  # what earlier streams stored (a resumed stream's)
 
     def _resend_filter(self) -> None:
         """On a reconnected stream, find where what the worker sends again stops being stored.
@@ -70,13 +77,17 @@ class StreamIngest:
         if not self.resumed or writer is None:
             return
         writer.flush(timeout=60)
-        self._resend = TelemetryReader(writer.path)
+        self._resend = self._stored = TelemetryReader(writer.path)
 
     def _resent_over(self) -> None:
-        """The first record not stored before was found: nothing more is looked up."""
-        if self._resend is not None:
-            self._resend.close()
-            self._resend = None
+        """The first record not stored before was found: nothing more is filtered."""
+        self._resend = None
+
+    def _stored_last_step(self, episode: int) -> int | None:
+        """The last step of ``episode`` stored before this (resumed) stream."""
+        if episode not in self._stored_last and self._stored is not None:
+            self._stored_last[episode] = self._stored.last_step_of(episode)
+        return self._stored_last.get(episode)
 
     def _new_steps(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         reader = self._resend
@@ -84,9 +95,7 @@ class StreamIngest:
             return rows
         for index, row in enumerate(rows):
             episode, step = row[0], row[1]
-            if episode not in self._stored_last:
-                self._stored_last[episode] = reader.last_step_of(episode)
-            last = self._stored_last[episode]
+            last = self._stored_last_step(episode)
             if last is None or step > last:
                 self._resent_over()
                 return rows[index:]
@@ -111,6 +120,9 @@ class StreamIngest:
             self.violation = self.violation or f"could not process a worker message: {exc}"
         finally:
             self._resent_over()
+            if self._stored is not None:
+                self._stored.close()
+                self._stored = None
             if run.writer is not None:
                 with contextlib.suppress(GymGuiError):
                     run.writer.flush(timeout=60)
@@ -152,7 +164,7 @@ class StreamIngest:
             raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
         if kind == "steps":
             batch = message.steps
-            rows = self._new_steps(convert.step_rows(batch))
+            rows = self._new_steps(convert.step_rows(batch, check_json=True))
             self._check_order(rows)
             if self._store_steps and rows:
                 if not self._store_render:
@@ -204,37 +216,75 @@ class StreamIngest:
             self.bus.publish(run.run_id, "event", event)
 
     def _check_order(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Each step is sent once, in step order within its episode (episodes may interleave: a worker
-        may play several at once). A repeat would fail storage without saying which step.
+        """Each step of an episode is sent once, in step order, none missing (episodes may interleave:
+        a worker may play several at once). A repeat would fail storage without saying which step; a
+        gap would leave a hole in the run no one is told of.
 
-        An episode is followed until its terminated or truncated step; a step repeated after that is
-        still refused, by storage ("storage rejected the worker's data: …").
+        An episode is followed from its first step to its summary (see :meth:`_check_summary`);
+        a step repeated after that is still refused, by storage ("storage rejected the worker's
+        data: …").
         """
-        open_episodes = self._open_episodes
+        open_episodes, ended_episodes = self._open_episodes, self._ended_episodes
         for row in rows:
             episode, step = row[0], row[1]
-            previous = open_episodes.get(episode)
-            if previous is not None and step <= previous:
-                how = (
-                    "was sent again"
-                    if step == previous
-                    else f"comes after step {previous} of episode {episode}"
-                )
-                raise ProtocolViolation(
-                    f"step {step} of episode {episode} {how}: a worker sends each step once, in order"
-                )
-            if row[3] or row[4]:  # terminated or truncated: the episode is over
+            expected = open_episodes.get(episode)
+            if expected is None:
+                expected = self._first_step(episode, step)
+            if step != expected:
+                raise ProtocolViolation(_out_of_order(episode, step, expected))
+            if row[3] or row[4]:  # terminated or truncated: its last step; its summary counts them
                 open_episodes.pop(episode, None)
+                ended_episodes[episode] = step + 1
             else:
-                open_episodes[episode] = step
-                if len(open_episodes) > _OPEN_EPISODES:  # episodes never ended: forget the oldest
-                    del open_episodes[next(iter(open_episodes))]
+                open_episodes[episode] = step + 1
+        if len(open_episodes) > _FOLLOWED_EPISODES:
+            # An episode forgotten may go on: from now on a step of one not followed is taken as it comes.
+            self._forgot_open = True
+            _forget_oldest(open_episodes)
+        _forget_oldest(ended_episodes)  # only the check of its summary is lost
+
+    def _first_step(self, episode: int, step: int) -> int:
+        """The step ``episode``, not seen on this stream before, must go on with.
+
+        Step 0 on a stream of its own. On a resumed stream, the one after the last step earlier
+        streams stored (the worker sends again only what was not confirmed); a run that stores no
+        steps cannot say, so what comes is taken.
+        """
+        ended = self._ended_episodes.get(episode)
+        if ended is not None:
+            if step >= ended:
+                raise ProtocolViolation(
+                    f"step {step} of episode {episode} comes after its last step ({ended - 1}, "
+                    "terminated or truncated): a worker sends no step of an episode after its end"
+                )
+            return ended  # sent again, or out of order: said so as for an open episode
+        if step == 0 or not (self.resumed or self._forgot_open):
+            return 0
+        if self._forgot_open or not self._store_steps or self._stored is None:
+            return step
+        last = self._stored_last_step(episode)
+        return 0 if last is None else last + 1
+
+    def _check_summary(self, episode: pb.Episode) -> None:
+        """An episode's summary counts the steps sent of it (when they were sent on this stream)."""
+        number = episode.episode
+        sent = self._ended_episodes.pop(number, None)
+        if sent is None:
+            sent = self._open_episodes.pop(number, None)
+        if sent is not None and episode.steps != sent:
+            raise ProtocolViolation(
+                f"episode {number}'s summary says {episode.steps} steps, but {sent} were sent"
+            )
+        why = convert.json_problem(episode.info) if episode.info else ""
+        if why:
+            raise ProtocolViolation(f"episode {number}'s info is not valid JSON: {why}")
 
     def _episode(self, episode: pb.Episode) -> None:
         if self._resend is not None:
             if self._resend.has_episode(episode.episode):
                 return
             self._resent_over()
+        self._check_summary(episode)
         assert self.run.writer is not None
         self._put(self.run.writer.put_episode, convert.episode_record(episode))
         self.bus.publish(self.run.run_id, "episode", episode)
@@ -285,6 +335,31 @@ class StreamIngest:
             ),
         )
         self.supervisor.record_artifact(run, artifact.kind, artifact.path, artifact.step, meta)
+
+
+def _forget_oldest(episodes: dict[int, int]) -> None:
+    """Forget the episodes followed longest, beyond the bound."""
+    while len(episodes) > _FOLLOWED_EPISODES:
+        del episodes[next(iter(episodes))]
+
+
+def _out_of_order(episode: int, step: int, expected: int) -> str:
+    """Why ``step`` of ``episode`` cannot come when step ``expected`` should."""
+    rule = "a worker sends every step of an episode once, in order"
+    if step < 0:
+        return f"step {step} of episode {episode} is negative: steps count from 0"
+    if step > expected:
+        came = f"step {step} came after step {expected - 1}" if expected else f"step {step} came first"
+        missing = (
+            f"step {expected} of episode {episode} was never sent"
+            if step == expected + 1
+            else f"steps {expected}–{step - 1} of episode {episode} were never sent"
+        )
+        return f"{missing} ({came}): {rule}"
+    how = (
+        "was sent again" if step == expected - 1 else f"comes after step {expected - 1} of episode {episode}"
+    )
+    return f"step {step} of episode {episode} {how}: {rule}"
 
 
 def _storage_failure(error: GymGuiError) -> str:
