@@ -18,6 +18,7 @@ from gym_gui_sdk.json_object import json_object
 from gym_gui.bus.run_bus import STEPS, RunBus
 from gym_gui.core.errors import DiskFull, GymGuiError
 from gym_gui.core.records import ArtifactRecord, EventRecord
+from gym_gui.core.states import RunState
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
 from gym_gui.protocol.convert import ProtocolViolation
@@ -51,7 +52,11 @@ class StreamIngest:
         self.last_seq = 0
         self.stored_seq = 0  # every message up to this one is in the writer's hands
         self.violation = ""
+        self.ended_under_it = False  # the violation is that the run's end came while it still streamed
         self.done = threading.Event()
+        # The run's storage, as it was when the stream opened: its end closes it (and takes it from
+        # the run) at any moment, and what this stream still sends is then refused saying so.
+        self.writer = run.writer
         self._store_steps = run.config.telemetry.store_steps
         self._store_render = run.config.telemetry.store_render
         # Episode -> the steps of it sent so far (the next step it must send), until its last step...
@@ -73,7 +78,7 @@ class StreamIngest:
         """
         self._resend: TelemetryReader | None = None
         self._stored_last: dict[int, int | None] = {}  # episode -> its last step stored before this stream
-        writer = self.run.writer
+        writer = self.writer
         if not self.resumed or writer is None:
             return
         writer.flush(timeout=60)
@@ -106,29 +111,32 @@ class StreamIngest:
         try:
             self._resend_filter()
             for message in messages:
-                self.supervisor.heard_from(run)
-                self._handle(message)
+                with self.supervisor.taking_in(run):
+                    self._handle(message)
                 self.stored_seq = message.seq
         except ProtocolViolation as exc:
             self.violation = self.violation or str(exc)
         except GymGuiError as exc:
-            self.violation = self.violation or _storage_failure(exc)
+            self.violation = self.violation or self._run_ended() or _storage_failure(exc)
         except grpc.RpcError:
             log.info("run %s: worker stream broke", run.run_id)
         except Exception as exc:  # a malformed message must fail the run, never the daemon
             log.exception("run %s: bad worker message", run.run_id)
-            self.violation = self.violation or f"could not process a worker message: {exc}"
+            self.violation = (
+                self.violation or f"could not process a worker message: {type(exc).__name__}: {exc}"
+            )
         finally:
             self._resent_over()
             if self._stored is not None:
                 self._stored.close()
                 self._stored = None
-            if run.writer is not None:
+            writer = self.writer
+            if writer is not None and not self.ended_under_it:
                 with contextlib.suppress(GymGuiError):
-                    run.writer.flush(timeout=60)
-                if run.writer.error is not None and not self.violation:
-                    self.violation = _storage_failure(run.writer.error)
-            if self.violation:
+                    writer.flush(timeout=60)
+                if writer.error is not None and not self.violation:
+                    self.violation = _storage_failure(writer.error)
+            if self.violation and not self.ended_under_it:
                 self.supervisor.stream_failed(run, self.violation)
                 log.warning("run %s: %s", run.run_id, self.violation)
             self.done.set()
@@ -141,13 +149,22 @@ class StreamIngest:
 
     def _put(self, fn: Callable[..., None], *args: Any) -> None:
         # Blocking here is the backpressure: the stream is not read while storage is behind.
-        with self.supervisor.storing(self.run):
-            fn(*args)
+        fn(*args)
+
+    def _run_ended(self) -> str:
+        """Why the stream stops when the run's end came while it still streamed (or "" when not)."""
+        end = self.run.end
+        if end is None and self.writer is not None:
+            return ""
+        self.ended_under_it = True
+        state, reason = end or (RunState.FAILED, "its storage is closed")
+        return f"run {self.run.run_id} ended ({state.value}: {reason}); nothing it sends is stored"
 
     def _handle(self, message: pb.WorkerMessage) -> None:
         run = self.run
-        writer = run.writer
-        assert writer is not None
+        writer = self.writer
+        if writer is None or run.end is not None:
+            raise RunEnded(self._run_ended())
         if message.seq != self.last_seq + 1:
             raise ProtocolViolation(
                 f"message out of order: expected seq {self.last_seq + 1}, got {message.seq}"
@@ -164,15 +181,21 @@ class StreamIngest:
             raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
         if kind == "steps":
             batch = message.steps
-            rows = self._new_steps(convert.step_rows(batch, check_json=True))
-            self._check_order(rows)
-            if self._store_steps and rows:
-                if not self._store_render:
-                    rows = [(*row[:8], None, *row[9:]) for row in rows]
-                size = batch.ByteSize()
-                if batch.observation_dtype:  # packed observations became JSON text here: count that
-                    size += sum(len(row[6]) for row in rows)
-                self._put(writer.put_steps, rows, size)
+            size = batch.ByteSize() if self._store_steps and batch.step else 0
+            # Room for what the batch is about to take (its rows), before they are made: while there
+            # is none (this run's storage, or every run's together, is behind) the stream waits.
+            writer.reserve(size)
+            try:
+                rows = self._new_steps(convert.step_rows(batch, check_json=True))
+                self._check_order(rows)
+                if size and rows:
+                    if not self._store_render:
+                        rows = [(*row[:8], None, *row[9:]) for row in rows]
+                    if batch.observation_dtype:  # packed observations became JSON text here: count that
+                        size += sum(len(row[6]) for row in rows)
+                    self._put(writer.put_steps, rows, size)
+            finally:
+                writer.release()
             if batch.step:
                 self.bus.publish(run.run_id, STEPS, batch)
             for episode in batch.episodes:
@@ -285,8 +308,8 @@ class StreamIngest:
                 return
             self._resent_over()
         self._check_summary(episode)
-        assert self.run.writer is not None
-        self._put(self.run.writer.put_episode, convert.episode_record(episode))
+        assert self.writer is not None
+        self._put(self.writer.put_episode, convert.episode_record(episode))
         self.bus.publish(self.run.run_id, "episode", episode)
 
     def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
@@ -301,8 +324,8 @@ class StreamIngest:
             else:
                 points = []
         if points:
-            assert self.run.writer is not None
-            self._put(self.run.writer.put_metrics, points)
+            assert self.writer is not None
+            self._put(self.writer.put_metrics, points)
         self.bus.publish(self.run.run_id, "metrics", pb.MetricBatch(metrics=metrics))
 
     def _lifecycle(self, lifecycle: pb.Lifecycle) -> None:
@@ -327,9 +350,9 @@ class StreamIngest:
         if not artifact.path or path.is_absolute() or ".." in path.parts:
             raise ProtocolViolation(f"artifact path {artifact.path!r} is not inside the run directory")
         meta = _json_object(artifact.meta or "{}", "artifact meta")
-        assert run.writer is not None
+        assert self.writer is not None
         self._put(
-            run.writer.put_artifact,
+            self.writer.put_artifact,
             ArtifactRecord(
                 kind=artifact.kind, path=artifact.path, step=artifact.step, meta=artifact.meta or "{}"
             ),
@@ -360,6 +383,10 @@ def _out_of_order(episode: int, step: int, expected: int) -> str:
         "was sent again" if step == expected - 1 else f"comes after step {expected - 1} of episode {episode}"
     )
     return f"step {step} of episode {episode} {how}: {rule}"
+
+
+class RunEnded(GymGuiError):
+    """The run's end came while its worker still streamed: nothing it sends is stored any more."""
 
 
 def _storage_failure(error: GymGuiError) -> str:
