@@ -13,7 +13,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-scale bench-operator screenshots proto clean
+.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-scale bench-operator bench-cli screenshots proto clean
 
 run: install bundles
 	scripts/run-cockpit.sh
@@ -101,11 +101,19 @@ bench-sweep: install bundles
 bench-arena: install bundles
 	$(BIN)/python bench/arena.py
 
+# The offline lane's d3rlpy half (bench/offline.py prints it last beside the dataset half).
+bench-offline: install bundles
+	$(BIN)/python bench/offline_d3rlpy.py
+
 bench-scale: install
 	$(BIN)/python bench/scale.py
 
 bench-operator: install bundles
 	$(BIN)/python bench/operator_policy.py
+
+# `gym-gui runs` against an idle daemon and one taking submissions, as ratios to the daemon's own answer.
+bench-cli: install
+	$(BIN)/python bench/cli_latency.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
 # SCENES="bdi llm" renders only those (scripts/screenshots.py names them).

@@ -67,7 +67,7 @@ PLAIN_PPO = textwrap.dedent(
     from gym_gui_cleanrl_worker.evaluate import load_policy
 
     model, env_id, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    policy = load_policy(model, env_id)
+    policy = load_policy(model, env_id, "ppo")
     env = gym.make(env_id)
     steps, returns = 0, []
     for episode in range(episodes):

@@ -46,7 +46,7 @@ import json, statistics, sys, time
 import numpy as np, torch
 from gym_gui_cleanrl_worker.operator import load_operator
 
-policy = load_operator(sys.argv[1]).policy
+policy = load_operator(sys.argv[1], "CartPole-v1", "ppo").policy
 steps = int(sys.argv[2])
 actor = policy.modules["agent"].actor
 

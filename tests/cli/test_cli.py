@@ -55,8 +55,18 @@ def test_train_200_frozenlake_episodes_then_show(home: Path) -> None:
 def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
     assert_one_line_error(
         gym_gui("train", "--worker", "random", "--env", "FrozenLake-v2", "--episodes", "1", home=home),
+        "field 'env_id': ",
         "FrozenLake-v1",
     )
+    # Whoever finds the id unknown (gym_gui's gymnasium, a kind's plugin, a bundle's), the line names the field.
+    for kind in (("--worker", "spade_bdi"), ("--worker", "llm"), ("--worker", "cleanrl", "--algo", "ppo")):
+        assert_one_line_error(
+            gym_gui(
+                "train", *kind, "--env", "CartPol-v1", "--total-timesteps", "2000", "--dry-run", home=home
+            ),
+            "field 'env_id': ",
+            "CartPol",
+        )
     config = tmp_path / "run.json"
     config.write_text(
         json.dumps({"worker": "random", "env_id": "CartPole-v1", "budget": {"episodes": 1}, "speed": 3})
@@ -68,11 +78,66 @@ def test_bad_input_prints_one_clear_line(home: Path, tmp_path: Path) -> None:
         gym_gui("train", "--worker", "random", "--env", "CartPole-v1", "--episodes", "0", home=home),
         "budget.episodes",
     )
+    assert_one_line_error(
+        gym_gui(
+            "train", "--worker", "random", "--env", "CartPole-v1", "--total-timesteps", str(10**13), home=home
+        ),
+        "field 'budget.timesteps': must be at most 10^12 environment steps",
+    )
+    # A CleanRL script's flags are checked before the run is stored, not by the script once it runs.
+    for param, needle in [
+        ("learning-rate=nan", "--learning-rate: expected a finite number"),
+        ("learning-rate=inf", "--learning-rate: expected a finite number"),
+        ("num-envs=0", "--num-envs: must be in [1, inf], got 0"),
+    ]:
+        ppo = (
+            "train",
+            "--worker",
+            "cleanrl",
+            "--algo",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--total-timesteps",
+            "2000",
+        )
+        assert_one_line_error(gym_gui(*ppo, "--param", param, "--detach", home=home), needle)
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
     # A kind without a default budget (CleanRL runs by its script's steps) asks for one.
     assert_one_line_error(
         gym_gui("train", "--worker", "cleanrl", "--algo", "ppo", "--env", "CartPole-v1", home=home),
         "field 'budget': CleanRL Worker has no default budget",
         "--total-timesteps",
+    )
+    # An argument the env does not take is refused at submit, whichever lane checks it.
+    config.write_text(
+        json.dumps(
+            {
+                "worker": "random",
+                "env_id": "FrozenLake-v1",
+                "budget": {"episodes": 1},
+                "env_kwargs": {"foo": 1},
+            }
+        )
+    )
+    assert_one_line_error(
+        gym_gui("train", "--config", str(config), "--detach", home=home),
+        "field 'env_kwargs': FrozenLake-v1 takes no argument 'foo'",
+    )
+    config.write_text(
+        json.dumps(
+            {
+                "worker": "cleanrl",
+                "algorithm": "ppo",
+                "env_id": "CartPole-v1",
+                "budget": {"timesteps": 2000},
+                "env_kwargs": {"sutton_barto_reward": True},
+            }
+        )
+    )
+    assert_one_line_error(
+        gym_gui("train", "--config", str(config), "--detach", home=home),
+        "field 'env_kwargs': CleanRL's scripts make their environment from its id alone",
     )
     assert_one_line_error(gym_gui("show", "../registry", home=home), "invalid run id")
     assert_one_line_error(
@@ -93,6 +158,32 @@ def test_usage_errors_are_one_line_naming_what_was_wrong(home: Path) -> None:
     # A group without its command still answers with its help.
     group = gym_gui("daemon", home=home)
     assert group.returncode == 2 and "start" in group.stdout + group.stderr
+
+
+def test_a_long_input_is_shown_cut_in_its_error_line(home: Path) -> None:
+    # A 10,000-character id, parameter or value is refused in one line that shows its start, not all of it.
+    long = "a" * 10_000
+    ppo = (
+        "train",
+        "--worker",
+        "cleanrl",
+        "--algo",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--total-timesteps",
+        "1000",
+    )
+    for args in [
+        ("show", long),
+        ("cancel", "../" + long),
+        ("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "1", "--param", long),
+        ("train", "--worker", "llm", "--env", "FrozenLake-v1", "--param", f"max_tokens={long}", "--dry-run"),
+        (*ppo, "--param", f"{long}=1", "--dry-run"),
+    ]:
+        result = gym_gui(*args, home=home)
+        assert_one_line_error(result, "a" * 70 + "…")
+        assert len(result.stderr) < 400, (args[:3], len(result.stderr))
 
 
 def test_bundles_list_takes_the_names_it_shows(home: Path) -> None:
@@ -163,6 +254,26 @@ def test_archive_delete_export_and_schema(home: Path, tmp_path: Path) -> None:
 
     schema = json.loads(gym_gui("schema", home=home).stdout)
     assert {"worker", "env_id", "budget", "tracking"} <= set(schema["properties"])
+
+
+def test_an_export_into_the_home_is_refused_in_one_line_and_its_files_stay_whole(
+    home: Path, tmp_path: Path
+) -> None:
+    result = gym_gui("train", "--worker", "random", "--env", "FrozenLake-v1", "--episodes", "3", home=home)
+    run_id = run_id_in(result.stdout)
+    files = Home(home).ensure()
+    database = RunDir(files.run_dir(run_id)).telemetry_path
+    before = {path: path.read_bytes() for path in (database, files.registry_path)}
+    link = tmp_path / "elsewhere"
+    link.symlink_to(home)
+    for target in (database, files.registry_path, link / "runs" / run_id / "telemetry.sqlite"):
+        assert_one_line_error(
+            gym_gui("export", run_id, "-o", str(target), home=home), "inside the gym_gui home", str(target)
+        )
+    assert {path: path.read_bytes() for path in before} == before
+    shown = gym_gui("show", run_id, home=home)
+    assert shown.returncode == 0 and re.search(r"episodes\s+3\b", shown.stdout), shown.stderr
+    assert gym_gui("export", run_id, "-o", str(tmp_path / "run.tar.gz"), home=home).returncode == 0
 
 
 def test_daemon_start_status_stop(home: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_gui.cli import build_config
+from gym_gui.cli.config import build_config
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import ConfigError
 from gym_gui.storage.home import Home

@@ -14,6 +14,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -102,6 +104,15 @@ SCRIPT = [
     Step("gym-gui show RUN", run="frozenlake", says="COMPLETED"),
     Step("gym-gui watch RUN", run="frozenlake", says="COMPLETED"),
     Step("gym-gui rerun RUN", run="frozenlake", says="identical: 200 episodic returns match"),
+    Step("gym-gui dataset create frozenlake/random-v0 --from RUN", run="frozenlake", says="200 episodes"),
+    Step(
+        "gym-gui eval RUN --episodes 20 --dataset cartpole/ppo-eps30-v0 --epsilon 0.3",
+        run="ppo",
+        says="dataset cartpole/ppo-eps30-v0: 20 episodes",
+    ),
+    Step("gym-gui dataset list", says="frozenlake/random-v0"),
+    Step("gym-gui dataset show frozenlake/random-v0", says="sha256"),
+    Step("gym-gui dataset delete cartpole/ppo-eps30-v0", says="deleted"),
     Step("gym-gui pause RUN", run="long_random", says="PAUSED"),
     Step("gym-gui resume RUN", run="long_random", says="RUNNING"),
     Step("gym-gui render-rate RUN FPS", run="long_random"),
@@ -158,6 +169,9 @@ def _run_json(tmp_path: Path) -> None:
     json.loads(match.group(1))
 
 
+# The whole README trains two PPO runs, evaluates, writes datasets and follows long runs: on a busy
+# machine (the suite's two processes beside other work) more than the suite's default 300 s guard.
+@pytest.mark.timeout(900)
 def test_every_readme_command_runs_as_written(home: Home, tmp_path: Path) -> None:
     _run_json(tmp_path)
     runs: dict[str, str] = {}

@@ -4,6 +4,7 @@ window's Optuna tab reads them."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -128,6 +129,19 @@ def test_a_sweeps_history_and_importances(swept: tuple[Home, str, DaemonClient])
     assert [cells[:2] for cells in rows[2:]] == [
         [name, f"{value:.3f}"] for name, value in importances.items()
     ]
+
+
+def test_a_sweep_as_json(swept: tuple[Home, str, DaemonClient]) -> None:
+    home, sweep_id, client = swept
+    shown = gym_gui("sweep", "show", sweep_id, "--json", home=home.root)
+    assert shown.returncode == 0, shown.stderr
+    document = json.loads(shown.stdout)
+    assert document["sweep"]["sweep_id"] == sweep_id and document["sweep"]["state"] == "COMPLETED"
+    assert document["sweep"]["spec"]["trials"] == 2  # the spec as an object
+    assert document["study"] == client.get_sweep(sweep_id).study
+    assert len(document["best"]) == 1
+    listed = gym_gui("sweep", "show", "--json", home=home.root)
+    assert [sweep["sweep_id"] for sweep in json.loads(listed.stdout)] == [sweep_id]
 
 
 def test_history_and_importances_need_one_study(swept: tuple[Home, str, DaemonClient]) -> None:

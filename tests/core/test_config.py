@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -97,3 +98,27 @@ def test_a_malformed_ray_address_is_refused_naming_it(address: str) -> None:
 def test_ray_resources_are_bounded() -> None:
     with pytest.raises(ConfigError, match=r"executor\.cpus"):
         parse_run_config({**RANDOM, "executor": {"kind": "ray", "ray_address": "h:1", "cpus": -1}})
+
+
+@pytest.mark.parametrize(
+    ("budget", "field", "why"),
+    [
+        ({"timesteps": 10**30}, "budget.timesteps", "at most 10^12 environment steps"),
+        ({"timesteps": 1e18}, "budget.timesteps", "at most 10^12 environment steps"),
+        ({"timesteps": 10**12 + 1}, "budget.timesteps", "at most 10^12 environment steps"),
+        ({"episodes": 10**9 + 1}, "budget.episodes", "at most 10^9 episodes"),
+        ({"timesteps": 5000, "episodes": 10**30}, "budget.episodes", "at most 10^9 episodes"),
+    ],
+)
+def test_a_budget_beyond_any_experiment_is_refused_saying_why(
+    budget: dict[str, Any], field: str, why: str
+) -> None:
+    with pytest.raises(
+        ConfigError, match=rf"field '{field}': must be {re.escape(why)}.*: a larger one is a typo"
+    ):
+        parse_run_config({**RANDOM, "budget": budget})
+
+
+def test_the_largest_budgets_are_taken() -> None:
+    taken = parse_run_config({**RANDOM, "budget": {"timesteps": 10**12, "episodes": 10**9}})
+    assert (taken.budget.timesteps, taken.budget.episodes) == (10**12, 10**9)

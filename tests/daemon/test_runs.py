@@ -236,13 +236,14 @@ def test_clients_start_the_daemon_once(home: Home, client: DaemonClient) -> None
 
 
 def test_a_crashing_worker_fails_with_its_exit_code_and_stderr_tail(client: DaemonClient) -> None:
-    config = random_config().model_copy(update={"env_kwargs": {"no_such_option": 1}})
+    # An argument FrozenLake takes, with a value it has no map for: the worker fails making the env.
+    config = random_config().model_copy(update={"env_kwargs": {"map_name": "9x9"}})
     record, _ = client.submit(config)
     final = client.wait_for_end(record.run_id, timeout=60)
     assert final.state is RunState.FAILED
     assert final.exit_code == 1
     assert final.reason.startswith("exit code 1:")
-    assert "no_such_option" in final.reason  # the worker's own error, from its stderr
+    assert "9x9" in final.reason  # the worker's own error, from its stderr
 
 
 def test_watching_one_run_starts_with_that_runs_snapshot_among_many(client: DaemonClient) -> None:

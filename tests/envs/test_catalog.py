@@ -23,9 +23,9 @@ from gym_gui.core.envs import (
     family_info,
     family_of,
 )
-from gym_gui.core.errors import UnknownEnv
+from gym_gui.core.errors import ConfigError, UnknownEnv
 from gym_gui.envs import check
-from gym_gui.envs.check import check_env, env_status, family_installed, make_env
+from gym_gui.envs.check import check_env, check_env_kwargs, env_status, family_installed, make_env
 
 # The app's own environment depends on these (pyproject.toml); the rest are optional.
 APP_FAMILIES = (Family.TOY_TEXT, Family.CLASSIC_CONTROL, Family.BOX2D, Family.MINIGRID)
@@ -276,6 +276,34 @@ def test_make_env_passes_render_mode_and_kwargs() -> None:
         assert info["prob"] == 1.0  # not slippery: the move is certain
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "needles"),
+    [
+        ("FrozenLake-v1", {"is_slipery": False}, ["'is_slipery'", "is_slippery", "map_name"]),
+        ("CartPole-v1", {"no_such_option": 1}, ["'no_such_option'", "sutton_barto_reward"]),
+        ("MountainCar-v0", {"goal_velocity": 1.0, "speed": 2}, ["'speed'", "goal_velocity"]),
+        ("FrozenLake-v1", {"render_mode": "human"}, ["render_mode is gym_gui's to set"]),
+    ],
+)
+def test_an_argument_the_env_does_not_take_is_refused_naming_the_field(
+    env_id: str, kwargs: dict[str, object], needles: list[str]
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        check_env_kwargs(env_id, kwargs)
+    message = str(refused.value)
+    assert message.startswith(f"field 'env_kwargs': {env_id} ") and "\n" not in message
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_the_arguments_an_env_or_gymnasium_make_takes_are_accepted() -> None:
+    check_env_kwargs("FrozenLake-v1", {"is_slippery": False, "map_name": "8x8", "max_episode_steps": 50})
+    check_env_kwargs("MountainCar-v0", {"goal_velocity": 1.0, "disable_env_checker": True})
+    check_env_kwargs("CartPole-v1", {})
+    # A constructor that takes **kwargs passes them on: their names cannot be told here.
+    check_env_kwargs("MiniGrid-Empty-5x5-v0", {"size": 6, "see_through_walls": True})
 
 
 def test_core_catalog_and_sdk_do_not_import_gymnasium() -> None:

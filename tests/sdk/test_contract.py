@@ -47,6 +47,10 @@ LAYERS = ParameterSpec("layers", "list[int]", [64, 64], low=1)
         (LAYERS, [32, 0], "must be in [1, inf], got 0"),
         (LAYERS, 32, "expected a list of int, got 32"),
         (ALPHA, None, ""),
+        # A value a user gave is shown cut, whatever its length: the line stays one line to read.
+        (STEPS, "9" * 10_000, "expected a whole number, got '" + "9" * 78 + "…"),
+        (MODE, "s" * 10_000, "must be one of fast, deliberate, got '" + "s" * 78 + "…"),
+        (LAYERS, list(range(10_000)), "must be in [1, inf], got 0"),
     ],
 )
 def test_one_validator_for_every_kind(parameter: ParameterSpec, value: object, why: str) -> None:

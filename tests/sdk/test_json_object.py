@@ -36,3 +36,11 @@ def test_without_errors_of_its_own_a_caller_gets_a_value_error() -> None:
         json_object('"text"')
     with pytest.raises(ValueError, match=r"^not valid JSON: "):
         json_object(b"\xff{}")  # not UTF-8
+
+
+def test_text_nested_deeper_than_the_parser_recurses_is_not_json_in_the_callers_words() -> None:
+    deep = '{"q": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(Refused, match=r"^spec.json is not valid JSON: it nests too deeply$"):
+        json_object(deep, lambda why: Refused(f"spec.json is not valid JSON: {why}"))
+    with pytest.raises(ValueError, match=r"^not valid JSON: it nests too deeply$"):
+        json_object(deep.encode())

@@ -16,6 +16,7 @@ from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EpisodeRecord, StepRow
 from gym_gui.core.states import RunState
 from gym_gui.storage.home import Home
+from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ArtifactEntry, Manifest, RunDir, RunEnvironment, WandbEntry
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.storage.telemetry_writer import TelemetryWriter
@@ -336,7 +337,7 @@ def episode(n: int, length: int) -> EpisodeRecord:
     return EpisodeRecord(n, n, length, float(length), True, False, 0.0, 1.0, "{}")
 
 
-def test_export_of_a_live_run_is_consistent(run: RunDir, tmp_path: Path) -> None:
+def test_export_of_a_live_run_is_consistent(home: Home, run: RunDir, tmp_path: Path) -> None:
     run.write_config(parse_run_config(cleanrl_config()))
     run.create_manifest(RunEnvironment(bundle="app")).add_artifact("video", "videos/a.mp4", 1, {})
     run.worker_stdout_log.write_text("training…\n")
@@ -360,7 +361,7 @@ def test_export_of_a_live_run_is_consistent(run: RunDir, tmp_path: Path) -> None
     try:
         target = tmp_path / "out" / "run.tar.gz"
         target.parent.mkdir()
-        run.export(target)
+        run.export(target, home=home)
     finally:
         stop.set()
         producer.join(WAIT)
@@ -395,13 +396,63 @@ def test_export_of_a_live_run_is_consistent(run: RunDir, tmp_path: Path) -> None
 def test_export_of_no_directory_says_so_and_writes_nothing(home: Home, tmp_path: Path) -> None:
     target = tmp_path / "x.tar.gz"
     with pytest.raises(StorageError, match="no run directory at"):
-        RunDir(home.run_dir(RUN_ID)).export(target)
+        RunDir(home.run_dir(RUN_ID)).export(target, home=home)
     assert not target.exists()
 
 
-def test_a_failed_export_leaves_no_archive(run: RunDir, tmp_path: Path) -> None:
+def test_a_failed_export_leaves_no_archive(home: Home, run: RunDir, tmp_path: Path) -> None:
     run.telemetry_path.write_bytes(b"this is not a database" * 100)
     target = tmp_path / "x.tar.gz"
     with pytest.raises(StorageError, match="telemetry"):
-        run.export(target)
+        run.export(target, home=home)
     assert not target.exists() and not list(tmp_path.glob("*.tmp"))
+
+
+def _written_run(run: RunDir, home: Home) -> None:
+    """A run with a real database, and a real registry beside it in the home."""
+    writer = TelemetryWriter(run.telemetry_path)
+    writer.start()
+    writer.put_steps(rows(0, 5))
+    writer.put_episode(episode(0, 5))
+    writer.close(timeout=WAIT)
+    RunRegistry(home.registry_path).close()
+
+
+def test_an_export_into_the_home_is_refused_and_overwrites_none_of_its_files(
+    home: Home, run: RunDir, tmp_path: Path
+) -> None:
+    _written_run(run, home)
+    before = {path: path.read_bytes() for path in home.root.rglob("*") if path.is_file()}
+    into_home = tmp_path / "link"
+    into_home.symlink_to(home.root)
+    for target in (
+        run.telemetry_path,
+        home.registry_path,
+        home.root / "run.tar.gz",
+        into_home / "registry.sqlite",  # through a symlink: the home all the same
+    ):
+        with pytest.raises(StorageError, match="inside the gym_gui home"):
+            run.export(target, home=home)
+    after = {path: path.read_bytes() for path in home.root.rglob("*") if path.is_file()}
+    assert after == before
+    reader = TelemetryReader(run.telemetry_path)
+    try:
+        assert [e.steps for e in reader.episodes()] == [5]
+    finally:
+        reader.close()
+
+
+def test_a_failed_export_leaves_the_files_beside_its_target_as_they_were(
+    home: Home, run: RunDir, tmp_path: Path
+) -> None:
+    # The archive is written under a name of its own: a user's file called like a temporary is not
+    # its temporary, and an earlier archive at the target stays whole until the new one is complete.
+    run.telemetry_path.write_bytes(b"this is not a database" * 100)
+    target = tmp_path / "x.tar.gz"
+    target.write_bytes(b"an earlier archive")
+    (tmp_path / "x.tar.gz.tmp").write_bytes(b"a file of the user's")
+    with pytest.raises(StorageError, match="telemetry"):
+        run.export(target, home=home)
+    assert target.read_bytes() == b"an earlier archive"
+    assert (tmp_path / "x.tar.gz.tmp").read_bytes() == b"a file of the user's"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "home") == ["x.tar.gz", "x.tar.gz.tmp"]

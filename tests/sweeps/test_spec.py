@@ -12,8 +12,9 @@ from gym_gui_sdk.contract import FormSpec, ParameterSpec
 
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import MetricPoint
+from gym_gui.storage.home import Home
 from gym_gui.sweeps.optimise import aggregate, grid
-from gym_gui.sweeps.spec import Objective, check_space, load_spec, parse_spec
+from gym_gui.sweeps.spec import Objective, check_space, check_storage, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = {
@@ -254,3 +255,62 @@ def test_a_grid_holds_every_choice_and_stepped_value() -> None:
         "ent-coef": [0.0, 0.05, 0.1],
         "num-steps": [16, 32, 48, 64],
     }
+
+
+# ------------------------------------------------------------------ where the study may live
+
+
+@pytest.fixture
+def sweeps_home(tmp_path: Path) -> Home:
+    """A home with a registry, a run's database and one sweep's study in it."""
+    home = Home(tmp_path / "home").ensure()
+    home.registry_path.touch()
+    run = home.run_dir("CartPole-v1__ppo__1__1700000000")
+    run.mkdir()
+    (run / "telemetry.sqlite").touch()
+    home.sweep_dir("ppo-CartPole-v1-1700000000").mkdir(parents=True)
+    (tmp_path / "through").symlink_to(home.root)
+    return home
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///{home}/registry.sqlite",
+        "sqlite+pysqlite:///{home}/registry.sqlite",
+        "sqlite:///{home}/runs/CartPole-v1__ppo__1__1700000000/telemetry.sqlite",
+        "sqlite:///{home}/runs/../registry.sqlite",
+        "sqlite:///{tmp}/through/registry.sqlite",  # a symlink into the home
+        "sqlite:///file:{home}/registry.sqlite?mode=rwc&uri=true",  # SQLite's URI form
+        "sqlite:///file://{home}/registry.sqlite?uri=true",
+        "sqlite:///registry.sqlite",  # relative: where the daemon runs, here the home
+        "sqlite:///{home}/optuna.db",  # a file of no owner yet, still the home's
+        "sqlite:///{home}/sweeps/ppo-CartPole-v1-1700000000/other.db",
+    ],
+)
+def test_a_study_in_a_database_of_the_homes_is_refused_naming_the_field(
+    sweeps_home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.chdir(sweeps_home.root)
+    given = url.format(home=sweeps_home.root, tmp=tmp_path)
+    with pytest.raises(ConfigError) as refused:
+        check_storage(given, sweeps_home)
+    message = str(refused.value)
+    assert message.startswith("sweep spec: field 'storage': ") and "\n" not in message
+    assert "inside the gym_gui home" in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///{home}/sweeps/ppo-CartPole-v1-1700000000/study.db",  # a sweep's own study, joined again
+        "sqlite:///{tmp}/studies/study.db",
+        "sqlite:///:memory:",
+        "sqlite://",
+        "postgresql+psycopg://u@host/db",
+    ],
+)
+def test_a_study_outside_the_home_or_in_a_sweeps_own_place_is_taken(
+    sweeps_home: Home, tmp_path: Path, url: str
+) -> None:
+    check_storage(url.format(home=sweeps_home.root, tmp=tmp_path), sweeps_home)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,15 +209,35 @@ def test_spec_errors_are_one_line_naming_the_field(daemon: tuple[DaemonClient, H
     assert_one_line_error(gym_gui("sweep", "best", "../etc", home=home.root), "invalid sweep id")
 
 
+def test_a_study_in_the_homes_registry_is_refused_and_the_registry_left_as_it_was(
+    daemon: tuple[DaemonClient, Home], tmp_path: Path
+) -> None:
+    _client, home = daemon
+    sweeps_before = sorted(home.sweeps_dir.glob("*")) if home.sweeps_dir.exists() else []
+    for database in (home.registry_path, home.root / "elsewhere.db"):
+        spec = write_spec(tmp_path / "in-home.yaml", storage=f"sqlite:///{database}")
+        assert_one_line_error(
+            gym_gui("sweep", "start", str(spec), home=home.root), "field 'storage'", "inside the gym_gui home"
+        )
+    registry = sqlite3.connect(f"file:{home.registry_path}?mode=ro", uri=True)
+    try:
+        tables = {row[0] for row in registry.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        registry.close()
+    assert not tables & {"studies", "trials", "alembic_version"}, tables
+    assert not (home.root / "elsewhere.db").exists()
+    assert (sorted(home.sweeps_dir.glob("*")) if home.sweeps_dir.exists() else []) == sweeps_before
+
+
 def test_a_trial_whose_run_fails_is_told_fail_with_the_runs_reason(
     daemon: tuple[DaemonClient, Home], tmp_path: Path
 ) -> None:
-    # No minibatches: ppo.py divides its batch by their number and fails at start (the spec's check
-    # previewed the first choice, which launches).
+    # More minibatches than the batch has steps (4 envs x 128 steps): ppo.py's minibatches hold no
+    # step and its first update fails (the spec's check previewed the first choice, which launches).
     client, home = daemon
     spec = write_spec(
         tmp_path / "fail.yaml",
-        space={"num-minibatches": {"type": "categorical", "choices": [4, 0]}},
+        space={"num-minibatches": {"type": "categorical", "choices": [4, 1000]}},
         sampler={"name": "grid", "seed": 1},
         trials=2,
         parallel=1,
@@ -226,7 +247,7 @@ def test_a_trial_whose_run_fails_is_told_fail_with_the_runs_reason(
     view = StudyView.from_data(client.get_sweep(sweep_id_of(started.stdout)).study)
     by_choice = {t.params["num-minibatches"]: t for t in view.trials}
     assert by_choice[4].state == "COMPLETE"
-    failed = by_choice[0]
+    failed = by_choice[1000]
     assert failed.state == "FAIL"
     run = client.get_run(failed.run_ids[0]).record
     assert run.state is RunState.FAILED

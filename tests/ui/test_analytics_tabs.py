@@ -336,7 +336,12 @@ def test_checkpoints_tab_lists_the_model_and_evaluates_it(
     detail = client.get_run(evaluation_id)
     config = json.loads(detail.config_json)
     assert config["mode"] == "evaluate" and config["budget"]["episodes"] == 2
-    assert config["evaluation"] == {"run_id": run.run_id, "checkpoint": FINAL_MODEL, "real_time": False}
+    assert config["evaluation"] == {
+        "run_id": run.run_id,
+        "checkpoint": FINAL_MODEL,
+        "real_time": False,
+        "epsilon": 0.0,
+    }
     assert detail.record.lane == "telemetry"
 
     # An evaluation run has nothing to evaluate itself.

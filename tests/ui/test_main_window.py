@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -200,5 +201,24 @@ def test_the_window_is_told_when_its_settings_differ_from_the_running_daemons(
             link.connect_daemon()
         assert "GYM_GUI_BUNDLES" in told.args[0] and "elsewhere" in told.args[0]
         assert "GYM_GUI_BUNDLES" in window.statusBar().currentMessage()
+    finally:
+        link.close()
+
+
+def test_the_window_is_told_when_the_homes_daemon_options_differ_from_the_running_daemons(
+    qtbot: QtBot, client: DaemonClient, home: Home
+) -> None:
+    running = client.info.options
+    assert running is not None and running.max_concurrent is not None
+    home.daemon_options_path.write_text(json.dumps({"max_concurrent": running.max_concurrent + 1}))
+    link = DaemonLink(home.root, autostart=False)
+    window = MainWindow(link, Settings(home.root))
+    qtbot.addWidget(window)
+    try:
+        with qtbot.waitSignal(link.error, timeout=20_000) as told:
+            link.connect_daemon()
+        assert f"--max-concurrent {running.max_concurrent} " in told.args[0]
+        assert f"asks {running.max_concurrent + 1};" in told.args[0]
+        assert "--max-concurrent" in window.statusBar().currentMessage()
     finally:
         link.close()

@@ -265,7 +265,9 @@ def test_garbage_or_a_dqn_model_declared_as_ppo_is_refused_with_the_reason_and_l
         result, f"{garbage} is not a loadable CleanRL model for CartPole-v1: cannot read model"
     )
     result = gym_gui("import-model", str(dqn), "--algo", "ppo", "--env", "CartPole-v1", home=home.root)
-    assert_one_line_error(result, f"{dqn} holds a dqn model, not ppo")
+    assert_one_line_error(
+        result, f"{dqn} is not a loadable CleanRL model for CartPole-v1: the file holds a dqn model, not ppo"
+    )
     with pytest.raises(ConfigError, match="no such file"):
         client.import_model(str(tmp_path / "absent.cleanrl_model"), "cleanrl", "ppo", "CartPole-v1")
 

@@ -327,6 +327,11 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
     detail = client.get_run(evaluation)
     config = json.loads(detail.config_json)
     assert config["mode"] == "evaluate" and detail.record.lane == "telemetry"
-    assert config["evaluation"] == {"run_id": train_run, "checkpoint": FINAL_MODEL, "real_time": True}
+    assert config["evaluation"] == {
+        "run_id": train_run,
+        "checkpoint": FINAL_MODEL,
+        "real_time": True,
+        "epsilon": 0.0,
+    }
     assert config["budget"]["episodes"] == EPISODES
     assert detail.progress.steps > 0 and detail.progress.episodes < EPISODES

@@ -48,6 +48,20 @@ class Section(StrEnum):
     DATASETS = "datasets"  # record or read episodes as a dataset (the offline lane; no form rows yet)
 
 
+# The most of a value a user gave that an error line repeats: a 10,000-character id is shown by its start.
+SHOWN_CHARACTERS = 80
+
+
+def cut(text: str) -> str:
+    """``text`` as an error line shows it: whole, or its first :data:`SHOWN_CHARACTERS` with an ellipsis."""
+    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
+
+
+def shown(value: Any) -> str:
+    """A value a user gave, as an error line shows it: its ``repr``, :func:`cut`."""
+    return cut(repr(value))
+
+
 def _fail(where: str, message: str) -> ContractError:
     return ContractError(f"{where}: {message}")
 
@@ -135,31 +149,31 @@ class ParameterSpec:
             return "a value is required" if self.required else ""
         if self.is_list:
             if not isinstance(value, list):
-                return f"expected a list of {self.item_type}, got {value!r}"
+                return f"expected a list of {self.item_type}, got {shown(value)}"
             return next((why for item in value if (why := self._item_problem(item))), "")
         return self._item_problem(value)
 
     def _item_problem(self, value: Any) -> str:
         kind = self.item_type
         if kind == "bool":
-            return "" if isinstance(value, bool) else f"expected true or false, got {value!r}"
+            return "" if isinstance(value, bool) else f"expected true or false, got {shown(value)}"
         if kind == "str":
             if not isinstance(value, str):
-                return f"expected text, got {value!r}"
+                return f"expected text, got {shown(value)}"
         elif kind == "int" and not _fits("int", value):
-            return f"expected a whole number, got {value!r}"
+            return f"expected a whole number, got {shown(value)}"
         elif not _number(value):
-            return f"expected a number, got {value!r}"
+            return f"expected a number, got {shown(value)}"
         elif not math.isfinite(value):
-            return f"expected a finite number, got {value!r}"
+            return f"expected a finite number, got {shown(value)}"
         if self.choices and value not in self.choices:
-            return f"must be one of {', '.join(map(str, self.choices))}, got {value!r}"
+            return f"must be one of {', '.join(map(str, self.choices))}, got {shown(value)}"
         if kind in ("int", "float"):
             low = -math.inf if self.low is None else self.low
             high = math.inf if self.high is None else self.high
             too_low = value <= low if self.open_low else value < low
             if too_low or value > high:
-                return f"must be in {'(' if self.open_low else '['}{low:g}, {high:g}], got {value!r}"
+                return f"must be in {'(' if self.open_low else '['}{low:g}, {high:g}], got {shown(value)}"
         return ""
 
     def to_json(self) -> dict[str, Any]:
@@ -206,7 +220,7 @@ def parameter_problems(
     for name, value in values.items():
         parameter = by_name.get(name)
         if parameter is None:
-            found.append((name, f"unknown parameter; the parameters are {', '.join(by_name) or 'none'}"))
+            found.append((cut(name), f"unknown parameter; the parameters are {', '.join(by_name) or 'none'}"))
         elif why := parameter.problem(value):
             found.append((name, why))
     found.extend(

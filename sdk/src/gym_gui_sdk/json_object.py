@@ -28,7 +28,7 @@ def json_object(
     Args:
         text: the JSON text.
         not_json: makes the error raised when ``text`` is not JSON, from the parser's reason
-            (``Expecting value: line 1 column 1 (char 0)``).
+            (``Expecting value: line 1 column 1 (char 0)``, ``it nests too deeply``).
         not_object: makes the error raised when ``text`` holds JSON other than an object, from
             the value it holds.
 
@@ -39,6 +39,8 @@ def json_object(
         value = json.loads(text)
     except ValueError as exc:  # UnicodeDecodeError (bytes) is one too
         raise not_json(str(exc)) from None
+    except RecursionError:  # arrays or objects nested deeper than the parser's recursion allows
+        raise not_json("it nests too deeply") from None
     if not isinstance(value, dict):
         raise not_object(value)
     return value

@@ -1,47 +1,83 @@
 """`gym-gui`: the command line of gym_gui — train, inspect, watch and manage runs through the daemon.
 
 One module per command group; each registers its commands on :data:`gym_gui.cli.app.app` when it is
-imported, so the order of the imports below is the order `gym-gui --help` lists them in (its
-commands, then its groups: daemon, bundles, wandb, sweep).
+imported. A command imports only its own module (:data:`COMMANDS` says which): a listing answers
+without paying for gymnasium, SciPy, Optuna or the worker plugins it does not use. `gym-gui --help`,
+and a name not in the table, import every module, in the order `--help` lists them (its commands,
+then its groups: daemon, bundles, wandb, sweep). A new command module goes in :data:`MODULES`, and
+its commands in :data:`COMMANDS` (tests/cli/test_cli_imports.py checks both).
 """
 
 from __future__ import annotations
 
-# isort: off
-from gym_gui.cli import daemon, bundles
-from gym_gui.cli import (
-    runs,
-    models,
-    operators,
-    algorithms,
-    workers,
-    views,
-    compare,
-    manage,
-    first_steps,
-    sweeps,
-)
+import importlib
+import sys
 
-# isort: on
-from gym_gui.cli.app import app, main
-from gym_gui.cli.config import apply_overrides, build_config, executor_overrides
+from gym_gui.cli.app import main as run_app
 
-__all__ = [
-    "algorithms",
-    "app",
-    "apply_overrides",
-    "build_config",
-    "bundles",
-    "compare",
+# Every command module, in the order `gym-gui --help` lists what they register.
+MODULES = (
     "daemon",
-    "executor_overrides",
-    "first_steps",
-    "main",
-    "manage",
+    "bundles",
+    "runs",
     "models",
     "operators",
-    "runs",
-    "sweeps",
-    "views",
+    "algorithms",
     "workers",
-]
+    "views",
+    "compare",
+    "manage",
+    "first_steps",
+    "sweeps",
+    "datasets",
+)
+
+# Command or group name → the module that registers it.
+COMMANDS = {
+    "daemon": "daemon",
+    "bundles": "bundles",
+    "train": "runs",
+    "eval": "runs",
+    "rerun": "runs",
+    "models": "models",
+    "import-model": "models",
+    "operators": "operators",
+    "arena": "operators",
+    "algorithms": "algorithms",
+    "workers": "workers",
+    "wandb": "workers",
+    "runs": "views",
+    "show": "views",
+    "watch": "views",
+    "compare": "compare",
+    "cancel": "manage",
+    "pause": "manage",
+    "resume": "manage",
+    "checkpoint": "manage",
+    "render-rate": "manage",
+    "archive": "manage",
+    "delete": "manage",
+    "export": "manage",
+    "schema": "first_steps",
+    "demo": "first_steps",
+    "sweep": "sweeps",
+    "dataset": "datasets",
+}
+
+
+def load_commands(name: str | None = None) -> None:
+    """Register the command ``name`` (its module only), or every command when ``name`` is None or
+    not a command's name (`--help`, a mistyped command: click then lists or suggests them all)."""
+    modules = [COMMANDS[name]] if name in COMMANDS else MODULES
+    for module in modules:
+        importlib.import_module(f"{__name__}.{module}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`gym-gui ARGS` (default: this process's arguments): one clear line and a non-zero exit for every error."""
+    args = sys.argv[1:] if argv is None else argv
+    load_commands(args[0] if args else None)
+    run_app(args)
+
+
+__all__ = ["COMMANDS", "MODULES", "load_commands", "main"]

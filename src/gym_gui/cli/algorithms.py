@@ -18,10 +18,11 @@ from gym_gui.core.errors import ConfigError
 @app.command()
 def algorithms(
     worker: Annotated[
-        str | None, typer.Option(help="Worker kind (default: the one installed kind that runs scripts).")
+        str | None,
+        typer.Option(help="Worker kind (default: the first in the roster that runs scripts, CleanRL's)."),
     ] = None,
     algo: Annotated[str | None, typer.Option(help="Show this algorithm's own arguments.")] = None,
-    scripts_dir: Annotated[Path | None, typer.Option(help="Your own CleanRL checkout.")] = None,
+    scripts_dir: Annotated[Path | None, typer.Option(help="Your own checkout of the kind's scripts.")] = None,
     python: Annotated[Path | None, typer.Option(help="The interpreter for --scripts-dir.")] = None,
 ) -> None:
     """The algorithms a worker offers (from the scripts present), or one algorithm's arguments."""

@@ -3,19 +3,25 @@ how states and times are shown, and the entry point that turns every error into 
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import json
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer._click import exceptions as click_errors  # typer carries its own click
 
-from gym_gui.core.daemon_file import setting_differences
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
-from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
+
+if TYPE_CHECKING:
+    from gym_gui.protocol.client import DaemonClient
 
 app = typer.Typer(
     help="gym_gui: a research cockpit for reinforcement learning. With no command, `gym-gui` opens the cockpit window.",
@@ -25,8 +31,30 @@ app = typer.Typer(
 )
 
 
-console = Console()
-err_console = Console(stderr=True)
+@app.callback()
+def _command_line() -> None:
+    # A callback keeps `gym-gui NAME …` a group even when a command's module registers one command
+    # only (`gym-gui algorithms`, `gym-gui compare`, loaded alone): without it Typer makes that
+    # command the whole program and NAME an unexpected argument.
+    pass
+
+
+# No emoji codes: a run's reason or a parameter may hold ":name:" text, and it is shown as it is.
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
+# Piped or redirected, output is as wide as its values: a script or a log file gets every value of a
+# table whole, where rich would fit it to 80 columns and cut cells with "…".
+WHOLE_WIDTH = 100_000
+if not console.is_terminal:
+    console.width = WHOLE_WIDTH
+
+JsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON document instead of the table, for scripts (README: Output for scripts).",
+    ),
+]
 
 _STATE_STYLE = {
     "QUEUED": "dim",
@@ -48,14 +76,42 @@ def open_home() -> Home:
     return home
 
 
-def connect(autostart: bool = True) -> DaemonClient:
-    """A client of the home's daemon (started when none runs, unless ``autostart`` is False)."""
+def connect(autostart: bool = True, daemon_args: list[str] | None = None) -> DaemonClient:
+    """A client of the home's daemon (started with ``daemon_args`` when none runs, unless ``autostart``
+    is False)."""
+    # Imported here: gRPC and the wire messages are paid for by the commands that call the daemon.
+    from gym_gui.protocol.client import DaemonClient
+
     home = open_home()
-    client = DaemonClient.connect(home.root, autostart=autostart)
-    # A running daemon keeps the settings it started with: say so when this shell's differ.
-    for note in setting_differences(client.info.settings, home.daemon_settings()):
+    client = DaemonClient.connect(home.root, autostart=autostart, daemon_args=daemon_args)
+    # A running daemon keeps the settings and options it started with: say so when this shell's or
+    # the home's differ.
+    for note in home.daemon_differences(client.info):
         err_console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
     return client
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters on a terminal, where a table must fit; whole otherwise."""
+    if console.is_terminal and len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+def print_json(document: object) -> None:
+    """Print ``document`` as one JSON document on stdout (a listing's ``--json``): records as objects,
+    states as their names, paths as text, times as Unix seconds."""
+    print(json.dumps(document, indent=2, default=_plain), flush=True)
+
+
+def _plain(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not shown as JSON")
 
 
 def state_markup(state: str) -> str:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
-from gym_gui.cli.app import app, console, open_home
+from gym_gui.cli.app import JsonOption, app, console, open_home, print_json
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import BundleProgress
 from gym_gui.workers import BundleDirectory, TorchBuild, TorchVariant, worker_catalog
@@ -95,6 +95,7 @@ def bundles_list(
     names: Annotated[
         list[str] | None, typer.Argument(help="Bundle names, e.g. cleanrl (default: every known bundle).")
     ] = None,
+    json_: JsonOption = False,
 ) -> None:
     """Known bundles (all, or the ones named): installed or not, the torch build they hold, where, and why."""
     bundles = bundle_directory()
@@ -105,6 +106,9 @@ def bundles_list(
         if unknown:
             raise ConfigError(f"unknown bundle {unknown[0]!r}; known bundles: {', '.join(sorted(known))}")
         statuses = [known[name] for name in dict.fromkeys(names)]
+    if json_:
+        print_json(statuses)
+        return
     # Paths and reasons are what a user copies: fold them rather than cut them with an ellipsis.
     table = Table(
         "bundle", "installed", "torch", Column("path", overflow="fold"), Column("status", overflow="fold")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from gym_gui_sdk.contract import shown
 from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.config import RunConfig, parse_run_config
@@ -17,7 +18,7 @@ from gym_gui.workers import worker_catalog
 
 def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
-        raise ConfigError(f"--param {text!r}: use name=value")
+        raise ConfigError(f"--param {shown(text)}: use name=value")
     name, raw = text.split("=", 1)
     try:
         value: Any = json.loads(raw)
@@ -41,10 +42,10 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> None:
         node[leaf] = value
 
 
-# The parameters `gym-gui train` has flags of its own for, which name files: a script checkout and its
-# interpreter (--scripts-dir, --python). Typed relative, they are made absolute where they were typed:
-# the daemon has another working directory.
-PATH_PARAMS = ("scripts_dir", "python")
+# The parameters `gym-gui train` has flags of its own for, which name files: a script checkout, its
+# interpreter and a script's config file (--scripts-dir, --python, --config-path). Typed relative, they
+# are made absolute where they were typed: the daemon has another working directory.
+PATH_PARAMS = ("scripts_dir", "python", "config_path")
 
 
 def build_config(config_file: Path | None, overrides: dict[str, Any], params: list[str]) -> RunConfig:
@@ -115,10 +116,9 @@ RayAddressOption = Annotated[
 
 
 def scripts_worker() -> str:
-    """The one installed worker kind whose runs are chosen from a list of scripts (algorithms)."""
-    kinds = [plugin.spec.kind for plugin in worker_catalog().plugins() if plugin.form.variant_label]
-    if len(kinds) == 1:
-        return kinds[0]
-    if not kinds:
+    """The installed worker kind whose runs are chosen from a list of scripts (algorithms), first in the
+    roster when there are several (CleanRL's: the others name theirs with --worker)."""
+    plugins = [plugin for plugin in worker_catalog().plugins() if plugin.form.variant_label]
+    if not plugins:
         raise ConfigError("no installed worker kind offers algorithms; `gym-gui workers` lists the kinds")
-    raise ConfigError(f"several worker kinds offer algorithms ({', '.join(kinds)}): choose one with --worker")
+    return min(plugins, key=lambda plugin: (plugin.spec.rank, plugin.spec.kind)).spec.kind

@@ -161,8 +161,10 @@ def export(
         Path | None, typer.Option("--output", "-o", help="Archive path (default: ./RUN.tar.gz).")
     ] = None,
 ) -> None:
-    """Pack a run directory into a .tar.gz (databases copied consistently, even while the run writes)."""
+    """Pack a run directory into a .tar.gz outside the home (databases copied consistently, even while
+    the run writes)."""
     run_id = validate_run_id(run)
     target = output or Path.cwd() / f"{run_id}.tar.gz"
-    RunDir(open_home().run_dir(run_id)).export(target)
+    home = open_home()
+    RunDir(home.run_dir(run_id)).export(target, home=home)
     console.print(f"exported {run_id} to {target}")

@@ -15,6 +15,7 @@ from gym_gui.cli.config import (
     build_config,
     executor_overrides,
 )
+from gym_gui.cli.datasets import check_new_dataset, dataset_env, print_recorded, record_from_run
 from gym_gui.cli.follow import follow, print_end, print_plan
 from gym_gui.core.config import WarmStart
 from gym_gui.core.errors import ConfigError
@@ -37,6 +38,15 @@ def train(
         typer.Option(help="Episodes to run (neither this nor --total-timesteps: the kind's default budget)."),
     ] = None,
     total_timesteps: Annotated[int | None, typer.Option(help="Environment steps to run.")] = None,
+    steps: Annotated[
+        int | None, typer.Option(help="Gradient steps of an offline run (its budget, as --total-timesteps).")
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            help="The dataset an offline run learns from (`gym-gui dataset list`); its env by default."
+        ),
+    ] = None,
     algo: Annotated[str | None, typer.Option(help="Algorithm, e.g. ppo for CleanRL.")] = None,
     param: Annotated[
         list[str] | None,
@@ -46,9 +56,16 @@ def train(
         Path | None, typer.Option(help="RunConfig JSON file; flags override its values.")
     ] = None,
     scripts_dir: Annotated[
-        Path | None, typer.Option(help="Your own CleanRL checkout (a directory of scripts).")
+        Path | None, typer.Option(help="Your own checkout of a kind's scripts (CleanRL's, CORL's).")
     ] = None,
     python: Annotated[Path | None, typer.Option(help="The interpreter to run --scripts-dir with.")] = None,
+    config_path: Annotated[
+        Path | None,
+        typer.Option(
+            help="A CORL script's pyrallis config file (its configs/offline/…yaml): the script reads it "
+            "first, then the run's own values over it."
+        ),
+    ] = None,
     gpu: Annotated[
         bool | None, typer.Option("--gpu/--no-gpu", help="Use a GPU when one is available.")
     ] = None,
@@ -90,6 +107,10 @@ def train(
     the run's worker only and never written anywhere. WANDB_BASE_URL in this shell is the server
     when --wandb-base-url is not given.
     """
+    if steps is not None and total_timesteps is not None:
+        raise ConfigError("--steps and --total-timesteps are one budget: give one of them")
+    if dataset is not None and env is None and config is None:
+        env = dataset_env(dataset)
     run_config = build_config(
         config,
         {
@@ -97,11 +118,13 @@ def train(
             "env_id": env,
             "seed": seed,
             "budget.episodes": episodes,
-            "budget.timesteps": total_timesteps,
+            "budget.timesteps": steps if steps is not None else total_timesteps,
+            "dataset": dataset,
             "algorithm": algo,
             # The daemon runs elsewhere: paths are made absolute here, where they were typed.
             "params.scripts_dir": str(scripts_dir.expanduser().resolve()) if scripts_dir else None,
             "params.python": str(python.expanduser().absolute()) if python else None,
+            "params.config_path": str(config_path.expanduser().resolve()) if config_path else None,
             "resources.gpu": gpu,
             "resources.gpu_mandatory": gpu_mandatory,
             "tracking.wandb_mode": wandb,
@@ -155,11 +178,31 @@ def eval_(
         typer.Option(help="Environment to play (default: the run's; the daemon refuses any other)."),
     ] = None,
     detach: Annotated[bool, typer.Option(help="Submit and return at once.")] = False,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Write the evaluation's episodes as this dataset once it has ended (a Minari id)."),
+    ] = None,
+    epsilon: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="The share of steps played with a random action (ε-greedy noise)."
+        ),
+    ] = 0.0,
 ) -> None:
-    """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable."""
+    """Watch a trained agent play: a telemetry-lane run whose every step is stored and replayable.
+
+    With --dataset the episodes become an offline dataset as soon as the run ends; --epsilon mixes in
+    random actions for data of mixed quality.
+    """
     run_id = validate_run_id(run)
+    if dataset is not None:
+        if detach:
+            raise ConfigError("--dataset writes the dataset once the run ends: it cannot --detach")
+        check_new_dataset(dataset)
     with connect() as client:
-        config = client.evaluation_config(run_id, episodes, checkpoint, seed, render_fps, real_time, env)
+        config = client.evaluation_config(
+            run_id, episodes, checkpoint, seed, render_fps, real_time, env, epsilon=epsilon
+        )
         record, _ = client.submit(config)
         console.print(f"run [bold]{record.run_id}[/] {state_markup(record.state.value)}")
         if detach:
@@ -168,6 +211,8 @@ def eval_(
     print_end(final)
     if final.state is not RunState.COMPLETED:
         raise typer.Exit(1)
+    if dataset is not None:
+        print_recorded(record_from_run(dataset, final))
 
 
 @app.command()

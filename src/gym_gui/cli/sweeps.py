@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gym_gui.cli.app import app, connect, console, when
+from gym_gui.cli.app import JsonOption, app, clipped, connect, console, print_json, when
 from gym_gui.cli.config import (
     ExecutorOption,
     RayAddressOption,
@@ -123,6 +125,7 @@ def sweep_show(
             "window's Optuna tab computes them).",
         ),
     ] = False,
+    json_: JsonOption = False,
 ) -> None:
     """The sweeps; a sweep's trials (best first), its optimisation history or its parameters' importances;
     or any Optuna study (--storage, no daemon needed)."""
@@ -130,7 +133,11 @@ def sweep_show(
         if sweep is not None:
             raise ConfigError("give a sweep id or --storage, not both")
         url = storage_url(storage)
-        _show_study(read_study(url, study), url, history, importances)
+        view = read_study(url, study)
+        if json_:
+            print_json(_study_document(view, url, history, importances))
+        else:
+            _show_study(view, url, history, importances)
         return
     if study is not None:
         raise ConfigError("--study names a study of --storage; give --storage too")
@@ -138,10 +145,18 @@ def sweep_show(
         raise ConfigError("--history and --importances show one study: give a sweep id (or --storage)")
     with connect() as client:
         if sweep is None:
-            _print_sweeps(client.list_sweeps())
+            records = client.list_sweeps()
+            if json_:
+                print_json([_sweep_data(record) for record in records])
+            else:
+                _print_sweeps(records)
             return
         detail = client.get_sweep(validate_sweep_id(sweep))
     record = detail.record
+    if json_:
+        document = _study_document(_study_of(detail.study), record.storage, history, importances)
+        print_json({"sweep": _sweep_data(record), **document})
+        return
     table = Table(show_header=False, box=None)
     table.add_row("sweep", record.sweep_id)
     table.add_row(
@@ -162,6 +177,24 @@ def _show_study(view: StudyView, url: str, history: bool, importances: bool) -> 
         _print_history(view)
     if importances:
         _print_importances(view, param_importances(url, view.name))
+
+
+def _sweep_data(record: SweepRecord) -> dict[str, Any]:
+    """A sweep's record as ``--json`` gives it: its spec as an object, not as text holding JSON."""
+    return {**dataclasses.asdict(record), "spec": json.loads(record.spec)}
+
+
+def _study_document(view: StudyView, url: str, history: bool, importances: bool) -> dict[str, Any]:
+    """``sweep show --json`` of the study ``view`` (read from ``url``): its trials, the best, and its
+    history and importances when asked."""
+    document: dict[str, Any] = {"study": view.to_data(), "best": [trial.number for trial in view.best()]}
+    if history:
+        document["history"] = [
+            {"trial": number, "value": value, "best": best} for number, value, best in view.history()
+        ]
+    if importances:
+        document["importances"] = param_importances(url, view.name)
+    return document
 
 
 def _print_history(view: StudyView) -> None:
@@ -234,7 +267,7 @@ def _print_sweeps(records: list[SweepRecord]) -> None:
             record.study,
             escape(record.storage),
             when(record.created_at),
-            escape(record.reason[:60]),
+            escape(clipped(record.reason, 60)),
         )
     console.print(table)
 
@@ -260,7 +293,7 @@ def _print_trials(view: StudyView) -> None:
             _values(trial),
             escape(_params(trial.params)),
             escape(_runs(trial, here)),
-            escape(str(reason)[:80]),
+            escape(clipped(str(reason), 80)),
         )
     console.print(table)
 

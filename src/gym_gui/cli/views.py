@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
-from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from gym_gui.cli.app import app, connect, console, elapsed, state_markup, when
-from gym_gui.cli.follow import RunWarnings
+from gym_gui.cli.app import (
+    JsonOption,
+    app,
+    clipped,
+    connect,
+    console,
+    elapsed,
+    print_json,
+    state_markup,
+    when,
+)
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import (
     BundleProgress,
@@ -24,15 +33,22 @@ from gym_gui.core.records import (
     StepBatch,
     TelemetryEvent,
 )
-from gym_gui.storage.run_dir import RunDir
-from gym_gui.storage.telemetry import TelemetryReader
+
+# Run directories, their databases and the follow helpers are imported by the commands that read
+# them (show, watch): `runs` answers without them (gym_gui/cli/__init__.py).
 
 
 @app.command()
-def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs.")] = False) -> None:
+def runs(
+    all_: Annotated[bool, typer.Option("--all", help="Include archived runs.")] = False,
+    json_: JsonOption = False,
+) -> None:
     """The runs table."""
     with connect() as client:
         infos = client.list_runs(include_archived=all_)
+    if json_:
+        print_json(infos)
+        return
     table = Table("run", "worker", "env", "state", "sweep", "created", "elapsed", "reason")
     for info in infos:
         name = info.run_id + (" [dim](archived)[/]" if info.archived else "")
@@ -44,18 +60,22 @@ def runs(all_: Annotated[bool, typer.Option("--all", help="Include archived runs
             f"{info.sweep_id} #{info.trial}" if info.sweep_id else "-",
             when(info.created_at),
             elapsed(info),
-            escape(info.reason[:60]),
+            escape(clipped(info.reason, 60)),
         )
     console.print(table)
 
 
 @app.command()
-def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
+def show(run: Annotated[str, typer.Argument(help="Run id.")], json_: JsonOption = False) -> None:
     """Everything about one run: state history, progress, episodes and where its files are."""
     run_id = validate_run_id(run)
     with connect() as client:
         detail = client.get_run(run_id)
     info = detail.record
+    stored = _stored_telemetry(info.run_dir)
+    if json_:
+        print_json({"run": info, "history": detail.history, "telemetry": stored})
+        return
     table = Table(show_header=False, box=None)
     table.add_row("run", info.run_id)
     table.add_row("worker", f"{info.worker} ({info.lane} lane)")
@@ -71,27 +91,19 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     if info.sweep_id:
         table.add_row("sweep", f"{info.sweep_id}, trial {info.trial}")
     table.add_row("archived", "yes" if info.archived else "no")
-    telemetry = RunDir(info.run_dir).telemetry_path
-    if telemetry.exists():
-        reader = TelemetryReader(telemetry)
-        try:
-            per_episode = reader.steps_per_episode()
-            episodes = reader.episodes()
-            stored = reader.step_count()
-            tags = reader.metric_tags()
-        finally:
-            reader.close()
-        declared = sum(e.steps for e in episodes)
-        mismatched = [e.episode for e in episodes if per_episode.get(e.episode, 0) != e.steps]
-        check = "[green]match[/]" if not mismatched else f"[red]{len(mismatched)} episodes differ[/]"
-        table.add_row("episodes", str(len(episodes)))
-        table.add_row("steps stored", f"{stored} (episode lengths sum to {declared}: {check})")
-        if episodes:
-            returns = [e.total_reward for e in episodes]
-            table.add_row("return", f"mean {sum(returns) / len(returns):.3f}, last {returns[-1]:.3f}")
-        table.add_row("metrics", ", ".join(tags) or "none")
+    if stored is not None:
+        differ = stored.episodes_differing
+        check = "[green]match[/]" if not differ else f"[red]{len(differ)} episodes differ[/]"
+        table.add_row("episodes", str(stored.episodes))
+        table.add_row(
+            "steps stored", f"{stored.steps_stored} (episode lengths sum to {stored.episode_steps}: {check})"
+        )
+        if stored.last_return is not None:
+            table.add_row("return", f"mean {stored.mean_return:.3f}, last {stored.last_return:.3f}")
+        table.add_row("metrics", ", ".join(stored.metrics) or "none")
     console.print(table)
-    RunWarnings().show(info.run_dir, console)
+    for event in stored.warnings if stored is not None else []:
+        console.print(f"[yellow]{event.level}:[/] {escape(event.message)}", soft_wrap=True)
     history = Table("time", "from", "to", "reason", title="state history")
     for change in detail.history:
         history.add_row(
@@ -103,9 +115,56 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     console.print(history)
 
 
+@dataclass(frozen=True)
+class StoredTelemetry:
+    """What a run's telemetry database holds, as `gym-gui show` tells it."""
+
+    episodes: int
+    steps_stored: int
+    episode_steps: int  # the steps its episodes say they took, summed
+    episodes_differing: list[int]  # episodes whose stored steps are not the steps they say they took
+    mean_return: float | None
+    last_return: float | None
+    metrics: list[str]  # the tags of its metrics
+    warnings: list[EventRecord]  # its WARNING and ERROR events (GPU fallback, W&B offline …)
+
+
+def _stored_telemetry(run_dir: str) -> StoredTelemetry | None:
+    """What the run's database holds; None while it has none."""
+    from gym_gui.cli.follow import RunWarnings
+    from gym_gui.storage.run_dir import RunDir
+    from gym_gui.storage.telemetry import TelemetryReader
+
+    telemetry = RunDir(run_dir).telemetry_path if run_dir else None
+    if telemetry is None or not telemetry.exists():
+        return None
+    reader = TelemetryReader(telemetry)
+    try:
+        per_episode = reader.steps_per_episode()
+        episodes = reader.episodes()
+        stored = reader.step_count()
+        tags = reader.metric_tags()
+        events = reader.events()
+    finally:
+        reader.close()
+    returns = [e.total_reward for e in episodes]
+    return StoredTelemetry(
+        episodes=len(episodes),
+        steps_stored=stored,
+        episode_steps=sum(e.steps for e in episodes),
+        episodes_differing=[e.episode for e in episodes if per_episode.get(e.episode, 0) != e.steps],
+        mean_return=sum(returns) / len(returns) if returns else None,
+        last_return=returns[-1] if returns else None,
+        metrics=list(tags),
+        warnings=[event for event in events if event.level in RunWarnings.LEVELS],
+    )
+
+
 @app.command()
 def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
     """Follow a run live: episodes, metrics and state changes as they arrive."""
+    from rich.live import Live
+
     run_id = validate_run_id(run)
     with connect() as client:
         # A warning given before watching began (disk low …) is said first; later ones arrive as events.
@@ -146,6 +205,9 @@ def watch(run: Annotated[str, typer.Argument(help="Run id.")]) -> None:
 
 def _stored_metrics(run_dir: str) -> list[MetricPoint]:
     """The last stored point of each of a run's metrics; none while it has no telemetry."""
+    from gym_gui.storage.run_dir import RunDir
+    from gym_gui.storage.telemetry import TelemetryReader
+
     files = RunDir(run_dir) if run_dir else None
     if files is None or not files.has_telemetry():
         return []

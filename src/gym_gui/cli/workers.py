@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Column, Table
 
-from gym_gui.cli.app import app, connect, console, open_home
+from gym_gui.cli.app import JsonOption, app, connect, console, open_home, print_json
 from gym_gui.cli.bundles import bundle_directory
 from gym_gui.core.ids import validate_run_id
 from gym_gui.workers import worker_catalog
@@ -17,11 +17,28 @@ from gym_gui.workers.wandb_sync import sync_offline_runs
 
 
 @app.command()
-def workers() -> None:
+def workers(json_: JsonOption = False) -> None:
     """The worker kinds installed as plugins: roster name, lane, controls, default budget, bundle — and
     broken plugins with their error."""
     catalog = worker_catalog()
     bundles = bundle_directory()
+    if json_:
+        print_json(
+            {
+                "workers": [
+                    {
+                        **dataclasses.asdict(plugin.spec),
+                        "available": plugin.spec.available,
+                        "bundle_installed": None
+                        if plugin.bundle is None
+                        else bundles.installed(plugin.bundle.name),
+                    }
+                    for plugin in catalog.plugins()
+                ],
+                "broken": catalog.broken,
+            }
+        )
+        return
     table = Table(
         "kind",
         "roster name",

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from gym_gui_sdk.contract import cut, shown
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gym_gui.core.errors import ConfigError, GymGuiError
-from gym_gui.core.ids import validate_env_id, validate_run_id
+from gym_gui.core.ids import DATASET_ID_PATTERN, validate_env_id, validate_run_id
 from gym_gui.core.workers import KIND_PATTERN
 
 # "tokens" (plural) counts text, as in a model's max_tokens; a token (singular) is a credential.
@@ -67,6 +69,31 @@ def check_path_text(path: str) -> str:
     if longest > _NAME_MAX:
         raise ConfigError(f"has a part of {longest} bytes; a file or directory name has at most {_NAME_MAX}")
     return path
+
+
+def path_param(params: Mapping[str, Any], name: str) -> str | None:
+    """A run's parameter ``name`` that names a file or directory (a kind's checkout, its interpreter, a
+    config file): None when it is not given, else the absolute path it holds.
+
+    Raises:
+        ConfigError: naming ``params.NAME``: not text, not a path, or not absolute (the daemon has another
+            working directory; clients resolve what a user typed before sending it).
+    """
+    value = params.get(name)
+    if value is None or value == "":
+        return None
+    field = f"field 'params.{name}'"
+    if not isinstance(value, str):
+        raise ConfigError(f"{field}: expected a path, got {value!r}")
+    try:
+        check_path_text(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{field}: {exc}") from None
+    if not os.path.isabs(value):
+        raise ConfigError(
+            f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
+        )
+    return value
 
 
 def _field_check(check: Callable[[str], str], value: str) -> str:
@@ -130,11 +157,36 @@ def _drop_retired(section: str, data: Any) -> Any:
     return data
 
 
+# The largest budgets taken: beyond any experiment a researcher runs (Budget's messages say why).
+MOST_TIMESTEPS = 10**12
+MOST_EPISODES = 10**9
+
+
 class Budget(_Strict):
     """How long the run goes on: a number of environment steps, of episodes, or both (first reached)."""
 
     timesteps: int | None = Field(default=None, gt=0, description="Environment steps to run.")
     episodes: int | None = Field(default=None, gt=0, description="Episodes to run.")
+
+    @field_validator("timesteps")
+    @classmethod
+    def _steps_within_reach(cls, value: int | None) -> int | None:
+        if value is not None and value > MOST_TIMESTEPS:
+            raise ValueError(
+                "must be at most 10^12 environment steps, ten times the longest published runs "
+                "(Agent57 played ~10^11 frames): a larger one is a typo that would run for months or longer"
+            )
+        return value
+
+    @field_validator("episodes")
+    @classmethod
+    def _episodes_within_reach(cls, value: int | None) -> int | None:
+        if value is not None and value > MOST_EPISODES:
+            raise ValueError(
+                "must be at most 10^9 episodes, a hundred times what the longest tabular studies play "
+                "(~10^7): a larger one is a typo that would run for months or longer"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_bound(self) -> Budget:
@@ -219,11 +271,11 @@ class ExecutorOptions(_Strict):
             return None
         parts = urlsplit(value if "://" in value else f"http://{value}")
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"{value!r} is not a Ray dashboard address (host:port or http://host:port)")
+            raise ValueError(f"{shown(value)} is not a Ray dashboard address (host:port or http://host:port)")
         try:
             parts.port  # noqa: B018 (raises on a port that is not a number)
         except ValueError:
-            raise ValueError(f"{value!r} has an invalid port") from None
+            raise ValueError(f"{shown(value)} has an invalid port") from None
         return value
 
     @model_validator(mode="after")
@@ -307,6 +359,13 @@ class EvaluationOptions(_SavedModel):
         description="Play at the environment's own frame rate (its render_fps), so a person can watch; "
         "otherwise as fast as the machine allows.",
     )
+    epsilon: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="The share of steps played with a random action instead of the model's (ε-greedy "
+        "noise, for datasets of mixed quality); drawn from the run's seed.",
+    )
 
 
 class RunConfig(_Strict):
@@ -350,6 +409,11 @@ class RunConfig(_Strict):
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
         description="The comparison it is one side of (an arena session, an evaluation batch): its runs open together.",
+    )
+    dataset: str | None = Field(
+        default=None,
+        pattern=DATASET_ID_PATTERN,
+        description="The dataset an offline run learns from: a Minari dataset id under the home's datasets/.",
     )
     tracking: Tracking = Field(default_factory=Tracking)
     resources: Resources = Field(default_factory=Resources)
@@ -405,10 +469,8 @@ def _describe_error(error: Any) -> str:
     value = error.get("input")
     if isinstance(value, str) and "://" in value:
         value = redact_url(value)  # an error names the URL, never its password
-    shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
-    if len(shown) > 80:
-        shown = shown[:77] + "…"
-    return f"field '{where}': {message} (got {shown})"
+    given = cut(json.dumps(value, default=str)) if not isinstance(value, dict) else "{…}"
+    return f"field '{where}': {message} (got {given})"
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gym_gui.core.daemon_options import DaemonOptions
 from gym_gui.core.files import write_atomically
 
 
@@ -27,6 +28,8 @@ class DaemonFile(BaseModel):
     # The environment settings the daemon read once, when it started (its workers inherit them):
     # name → value, None when unset. A client whose own differ is told (setting_differences).
     settings: dict[str, str | None] = Field(default_factory=dict)
+    # The options it runs with, every one of them (None: an older daemon, which published none).
+    options: DaemonOptions | None = None
 
 
 def setting_differences(daemon: dict[str, str | None], ours: dict[str, str | None]) -> list[str]:

@@ -6,6 +6,8 @@ import re
 import time
 from collections.abc import Callable
 
+from gym_gui_sdk.contract import shown
+
 from gym_gui.core.errors import ConfigError, InvalidRunId
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -14,13 +16,16 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # with a name that is not only dots: at most one "/", and neither part can be "." or "..". Workers
 # build paths from env ids (CleanRL's scripts write to runs/{env_id}__{exp_name}__{seed}__{time}),
 # so an id that passes stays inside the run directory.
+# A dataset's id is Minari's, with its version: `[namespace/]name-vN` (namespaces may nest). No
+# component can be `.` or `..`, so an id is always a path inside the datasets directory.
+DATASET_ID_PATTERN = r"^(?:[A-Za-z0-9_-]+/){0,4}[A-Za-z0-9_-]{1,100}-v[0-9]{1,6}$"
 ENV_ID_PATTERN = re.compile(r"^(?:[\w:-]+/)?[\w:.-]*\w[\w:.-]*$")
 
 
 def _checked_id(text: str, what: str) -> str:
     if not isinstance(text, str) or not RUN_ID_PATTERN.fullmatch(text):
         raise InvalidRunId(
-            f"invalid {what} id {text!r}: use 1-200 characters of [A-Za-z0-9._-], "
+            f"invalid {what} id {shown(text)}: use 1-200 characters of [A-Za-z0-9._-], "
             "starting with a letter or digit"
         )
     return text
@@ -46,7 +51,7 @@ def validate_env_id(env_id: str) -> str:
     """
     if not ENV_ID_PATTERN.fullmatch(env_id):
         raise ConfigError(
-            f"{env_id!r} is not an environment id: ids look like CartPole-v1 or ALE/Pong-v5 "
+            f"{shown(env_id)} is not an environment id: ids look like CartPole-v1 or ALE/Pong-v5 "
             "(letters, digits, '_', ':', '.', '-' and at most one '/' after a namespace)"
         )
     return env_id
@@ -107,3 +112,18 @@ def make_sweep_id(
     """A fresh sweep id, ``{name}__{unix_time}`` (``-2``, ``-3`` … appended while taken)."""
     stamp = int(time.time()) if unix_time is None else unix_time
     return validate_sweep_id(_free(f"{path_component(name)[:120]}__{stamp}", exists))
+
+
+def validate_dataset_id(name: str) -> str:
+    """Return ``name`` unchanged if it is a dataset id gym_gui keeps (Minari's, with a version), else raise.
+
+    Raises:
+        ConfigError: naming the field and the id (cut when long).
+    """
+    if not re.fullmatch(DATASET_ID_PATTERN, name):
+        shown = name if len(name) <= 80 else f"{name[:77]}..."
+        raise ConfigError(
+            f"field 'dataset': {shown!r} is not a dataset id: Minari's form, [namespace/]name-vN "
+            "(letters, digits, '_' and '-'), e.g. cartpole/random-v0"
+        )
+    return name

@@ -10,6 +10,10 @@ import signal
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from gym_gui.core.config import format_validation_error
+from gym_gui.core.daemon_options import DaemonOptions, read_daemon_options
 from gym_gui.core.errors import ConfigError
 from gym_gui.daemon.server import LOOPBACK, DaemonAlreadyRunning, DaemonServer, configure_logging
 from gym_gui.daemon.supervisor import SupervisorSettings
@@ -18,6 +22,8 @@ from gym_gui.storage.home import Home
 
 # Exit status of a daemon that found another one already serving its home.
 EXIT_ALREADY_RUNNING = 3
+# Exit status of a daemon refused its options (argparse's own for a bad argument).
+EXIT_USAGE = 2
 # glibc's mallopt parameter, and the size from which a block gets pages of its own (returned to the
 # system when freed). glibc raises its default threshold to the largest block freed, so after a few
 # large step batches every later one stays in the heap and the daemon's memory never shrinks back.
@@ -46,45 +52,48 @@ def main(argv: list[str] | None = None) -> int:
         help="speak TLS (default: only when listening beyond loopback, where --no-tls is refused)",
     )
     parser.add_argument("--port", type=int, default=0, help="port (default: an ephemeral one)")
-    defaults = SupervisorSettings()
-    parser.add_argument("--max-concurrent", type=int, default=defaults.max_concurrent)
-    parser.add_argument("--heartbeat-timeout", type=float, default=defaults.heartbeat_timeout)
-    parser.add_argument("--cancel-grace", type=float, default=defaults.cancel_grace)
+    # Each option overrides, for this daemon only, what the home's daemon-options.json keeps
+    # (`gym-gui daemon start` writes it); left out, the file's value or the default holds.
+    parser.add_argument(
+        "--max-concurrent", type=int, default=None, help="runs at once (default: the usable CPUs)"
+    )
+    parser.add_argument("--heartbeat-timeout", type=float, default=None, help="seconds (default 20)")
+    parser.add_argument("--cancel-grace", type=float, default=None, help="seconds (default 5)")
     parser.add_argument(
         "--min-free-mb",
         type=float,
-        default=defaults.min_free_bytes / 1e6,
-        help="refuse to start a run with less free space on the home's disk (MB; 0: never refuse)",
+        default=None,
+        help="refuse to start a run with less free space on the home's disk (MB, default 100; 0: never refuse)",
     )
     parser.add_argument(
         "--warn-free-mb",
         type=float,
-        default=defaults.warn_free_bytes / 1e6,
-        help="warn on live runs while the home's disk has less free space (MB; 0: never warn)",
+        default=None,
+        help="warn on live runs while the home's disk has less free space (MB, default 500; 0: never warn)",
     )
     args = parser.parse_args(argv)
-    if args.max_concurrent < 1:
-        parser.error("--max-concurrent must be at least 1")
-    if args.min_free_mb < 0 or args.warn_free_mb < 0:
-        parser.error("--min-free-mb and --warn-free-mb must not be negative")
+    home = Home(args.home)
+    given = {name: getattr(args, name) for name in DaemonOptions.model_fields}
+    try:
+        options = read_daemon_options(home.daemon_options_path).updated(
+            DaemonOptions.model_validate({name: value for name, value in given.items() if value is not None})
+        )
+    except ValidationError as exc:
+        parser.error(f"invalid option: {format_validation_error(exc)}")
+    except ConfigError as exc:  # the home's file: one line naming it, whoever started this daemon
+        print(f"gym_gui daemon: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
     try:
         tls = check_bind(args.host, args.tls)
     except ConfigError as exc:
         parser.error(str(exc))
     _release_large_blocks()
-    home = Home(args.home)
     home.ensure()
     configure_logging(home)
     if not is_loopback(args.host):
         logging.getLogger(__name__).warning("listening on %s: reachable beyond this machine", args.host)
-    settings = SupervisorSettings(
-        max_concurrent=args.max_concurrent,
-        heartbeat_timeout=args.heartbeat_timeout,
-        cancel_grace=args.cancel_grace,
-        min_free_bytes=int(args.min_free_mb * 1e6),
-        warn_free_bytes=int(args.warn_free_mb * 1e6),
-    )
+    settings = SupervisorSettings.from_options(options)
     server = DaemonServer(home, host=args.host, port=args.port, settings=settings, tls=tls)
     try:
         server.start()

@@ -44,7 +44,7 @@ class DiskWatch:
             return ""
         return (
             f"disk full: {space.describe()}, and a run starts only with at least {format_bytes(least)} "
-            "free (the daemon's --min-free-mb)"
+            "free (`gym-gui daemon start --min-free-mb`)"
         )
 
     def check(self) -> None:

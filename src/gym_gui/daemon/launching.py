@@ -22,6 +22,7 @@ from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.executors import Executor, LaunchSpec
 from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.daemon.preview import launch_preview
+from gym_gui.datasets import MINARI_ROOT_VAR
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import (
     BundleDirectory,
@@ -239,6 +240,8 @@ class Launching:
                 "GYM_GUI_HOME": str(self.runs.home.root),
             }
         )
+        if run.config.dataset is not None:
+            env[MINARI_ROOT_VAR] = str(self.runs.home.datasets_dir)
         if self.tls_ca:
             env[ENV_TLS_CA] = self.tls_ca
         return env

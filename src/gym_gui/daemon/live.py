@@ -17,6 +17,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
 from gym_gui.core.config import RunConfig
+from gym_gui.core.daemon_options import DaemonOptions
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EventRecord, StateTransition
 from gym_gui.core.states import RunState
@@ -65,6 +66,32 @@ class SupervisorSettings:
         then make concurrent runs crawl (two PPO runs of 2 threads each on 2 cores ran 20× slower
         than the same two runs with 1 thread each)."""
         return max(1, usable_cpus() // self.max_concurrent)
+
+    @classmethod
+    def from_options(cls, options: DaemonOptions) -> SupervisorSettings:
+        """The defaults, with every option ``options`` sets."""
+        settings = cls()
+        if options.max_concurrent is not None:
+            settings.max_concurrent = options.max_concurrent
+        if options.min_free_mb is not None:
+            settings.min_free_bytes = int(options.min_free_mb * 1e6)
+        if options.warn_free_mb is not None:
+            settings.warn_free_bytes = int(options.warn_free_mb * 1e6)
+        if options.heartbeat_timeout is not None:
+            settings.heartbeat_timeout = options.heartbeat_timeout
+        if options.cancel_grace is not None:
+            settings.cancel_grace = options.cancel_grace
+        return settings
+
+    def options(self) -> DaemonOptions:
+        """Every option a user may choose, as this daemon runs with it."""
+        return DaemonOptions(
+            max_concurrent=self.max_concurrent,
+            min_free_mb=self.min_free_bytes / 1e6,
+            warn_free_mb=self.warn_free_bytes / 1e6,
+            heartbeat_timeout=self.heartbeat_timeout,
+            cancel_grace=self.cancel_grace,
+        )
 
     def thread_env(self) -> dict[str, str]:
         """``THREAD_ENV`` set to ``worker_threads``; whatever the daemon's own environment sets wins."""

@@ -133,6 +133,7 @@ class DaemonServer:
                 home=str(self.home.root),
                 log_path=str(self.home.daemon_log),
                 settings=self.home.daemon_settings(),
+                options=self.settings.options(),
             ),
         )
         log.info("daemon %s listening on %s (home %s)", __version__, self.address, self.home.root)

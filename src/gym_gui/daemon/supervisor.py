@@ -28,7 +28,7 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui.bus.run_bus import RUNS_TOPIC, RunBus
 from gym_gui.core.config import MAX_RENDER_FPS, RunConfig
 from gym_gui.core.controls import Control, control_refusal
-from gym_gui.core.errors import ConfigError, DiskFull, RunBusy
+from gym_gui.core.errors import ConfigError, DiskFull, RunBusy, UnknownEnv
 from gym_gui.core.ids import make_run_id
 from gym_gui.core.records import LaunchPreview, RunRecord
 from gym_gui.core.states import RunState
@@ -49,11 +49,19 @@ from gym_gui.daemon.live import (
     token_digest,
 )
 from gym_gui.daemon.scheduler import Scheduler
-from gym_gui.envs.check import check_env
+from gym_gui.datasets.store import DatasetStore, check_dataset
+from gym_gui.envs.check import check_env, check_env_kwargs
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import MODEL_KINDS, RunDir, file_sha256
-from gym_gui.workers import BundleDirectory, HelperOwner, WorkerCatalog, WorkerLauncher, worker_catalog
+from gym_gui.workers import (
+    BundleDirectory,
+    HelperOwner,
+    SecretsChecker,
+    WorkerCatalog,
+    WorkerLauncher,
+    worker_catalog,
+)
 from gym_gui.workers.bundles import app_environment
 
 __all__ = ["LiveRun", "Supervisor", "SupervisorSettings"]
@@ -102,6 +110,7 @@ class Supervisor:
             tls_ca=tls_ca,
         )
         self.disk = DiskWatch(self.runs, self.settings, registry.reserve)
+        self.datasets = DatasetStore(home)
         self.scheduler = Scheduler(self.runs, self.launching, self.ending, self.disk, self.settings)
         self.imports = ModelImports(self.runs, self.launching, self.catalog, self.disk)
 
@@ -156,7 +165,7 @@ class Supervisor:
             ConfigError / UnknownEnv: before anything is stored or started.
             DiskFull: the disk holds less than ``min_free_bytes``; nothing is stored.
         """
-        spec = self._admit(config)
+        spec = self._admit(config, secret_env)
         refusal = "" if config.dry_run else self.disk.refusal()
         if refusal:
             raise DiskFull(f"{refusal}; free some space and submit the run again")
@@ -217,7 +226,7 @@ class Supervisor:
         Raises:
             ConfigError / UnknownEnv: what submit or the launch would refuse, naming the field.
         """
-        spec = self._admit(config)
+        spec = self._admit(config, secret_env)
         run_id = make_run_id(config.env_id, _label(config), config.seed, int(time.time()), exists=self._taken)
         run = LiveRun(
             run_id=run_id,
@@ -236,8 +245,9 @@ class Supervisor:
         """
         return self.imports.import_model(request)
 
-    def _admit(self, config: RunConfig) -> WorkerSpec:
-        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's."""
+    def _admit(self, config: RunConfig, secret_env: dict[str, str] | None = None) -> WorkerSpec:
+        """The checks a config passes before anything is stored: its worker kind, its env, its launcher's
+        (``secret_env``: the secrets it was given, of which a launcher that asks learns the names only)."""
         plugin = self.catalog.plugin(config.worker)
         spec = plugin.spec
         if not spec.available:
@@ -248,14 +258,32 @@ class Supervisor:
             raise ConfigError(
                 f"field 'warm_start': {spec.display_name} runs cannot start from another run's saved model"
             )
-        if plugin.bundle is None:
-            # A worker with its own bundle decides which env ids it can make (its launcher checks);
-            # the others run in gym_gui's environment, whose gymnasium answers.
-            check_env(config.env_id)
         if config.rerun_of is not None and not self.registry.exists(config.rerun_of):
             raise ConfigError(f"field 'rerun_of': there is no run {config.rerun_of} to re-run")
-        if spec.launch is Launch.DAEMON:
-            self.launching.launcher(config.worker).validate(config)
+        try:
+            if plugin.bundle is None:
+                # A worker with its own bundle decides which env ids it can make (its launcher checks);
+                # the others run in gym_gui's environment, whose gymnasium answers, for the arguments too.
+                check_env(config.env_id)
+                check_env_kwargs(config.env_id, config.env_kwargs)
+            if config.dataset is not None:
+                # Before the kind's own checks, which may read the dataset's card.
+                space = self.disk.space()
+                check_dataset(
+                    self.datasets, config.dataset, config.env_id, None if space is None else space.free
+                )
+            if spec.launch is Launch.DAEMON:
+                launcher = self.launching.launcher(config.worker)
+                launcher.validate(config)
+                if isinstance(launcher, SecretsChecker):
+                    launcher.check_secrets(config, frozenset(secret_env or {}))
+        except UnknownEnv as exc:
+            # Whoever found the id unknown (gym_gui's gymnasium or a kind's plugin), the line names the
+            # field, as every other refusal of a config does.
+            message = str(exc)
+            raise UnknownEnv(
+                message if message.startswith("field ") else f"field 'env_id': {message}"
+            ) from None
         return spec
 
     def _taken(self, run_id: str) -> bool:

@@ -41,6 +41,7 @@ from gym_gui.sweeps.spec import (
     Choices,
     SweepSpec,
     check_space,
+    check_storage,
     read_spec,
     write_spec,
 )
@@ -142,10 +143,13 @@ class Sweeping:
         daemon plays) and its directory, record it and begin.
 
         Raises:
-            ConfigError: a field of the spec, or a trial's config, is wrong (named).
+            ConfigError: a field of the spec, or a trial's config, is wrong (named); so is a storage
+                inside the home other than a sweep's own study file.
             StudyError: the storage cannot be opened, or its study of that name was made from
                 another spec (the difference named) or not by a gym_gui sweep.
         """
+        if spec.storage is not None:
+            check_storage(spec.storage, self.home)
         launcher = self.supervisor.launchers.get(spec.config.worker)
         if isinstance(launcher, HelperOwner):
             launcher.prepare(spec.config)  # warm while the spec is checked and the study made

@@ -5,16 +5,24 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import inspect
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
 
 from gym_gui.core.envs import ENV_CATALOG, EnvEntry, Family, env_entry, family_info, family_of
-from gym_gui.core.errors import UnknownEnv
+from gym_gui.core.errors import ConfigError, UnknownEnv
 
 log = logging.getLogger(__name__)
+
+# What gymnasium.make takes itself, besides the env's own arguments (its id aside).
+_MAKE_KEYWORDS = tuple(
+    name for name in inspect.signature(gymnasium.make).parameters if name not in ("id", "kwargs")
+)
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 # Steps per second of real-time play and 1× replay for an env that declares no render_fps.
 DEFAULT_RENDER_FPS = 30.0
@@ -141,6 +149,46 @@ def check_env(env_id: str) -> EnvStatus:
     return status
 
 
+def _creator(env_id: str) -> Any:
+    """The registered class or function that makes ``env_id`` (its family imported first)."""
+    env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
+    entry_point = gymnasium.spec(env_id).entry_point
+    if isinstance(entry_point, str):
+        return gymnasium.envs.registration.load_env_creator(entry_point)
+    return entry_point
+
+
+def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> None:
+    """Refuse a keyword argument neither ``gymnasium.make`` nor ``env_id``'s constructor takes, by its
+    signature, without making the env. A constructor taking ``**kwargs`` passes them on to code whose
+    names cannot be told here: those are left to the worker. ``render_mode`` is gym_gui's own: its
+    workers and play views set it from the run's render rate.
+
+    Raises:
+        ConfigError: ``field 'env_kwargs': …`` naming the argument and those the env takes.
+    """
+    if "render_mode" in kwargs:
+        raise ConfigError(
+            f"field 'env_kwargs': {env_id} is made by gym_gui, and render_mode is gym_gui's to set "
+            "(from the run's render rate): leave it out"
+        )
+    if not kwargs:
+        return
+    try:
+        parameters = inspect.signature(_creator(env_id)).parameters.values()
+    except (TypeError, ValueError, ImportError, AttributeError, gymnasium.error.Error):
+        return  # a constructor with no signature to read: the worker making it says what it refuses
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    taken = [p.name for p in parameters if p.kind in _BY_KEYWORD and p.name != "render_mode"]
+    taken += [name for name in _MAKE_KEYWORDS if name not in taken]
+    unknown = [name for name in kwargs if name not in taken]
+    if unknown:
+        raise ConfigError(
+            f"field 'env_kwargs': {env_id} takes no argument {unknown[0]!r}; it takes {', '.join(taken)}"
+        )
+
+
 def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> gymnasium.Env[Any, Any]:
     """Check ``env_id`` and return ``gymnasium.make(env_id, render_mode=render_mode, **kwargs)``.
 
@@ -162,14 +210,7 @@ def render_fps(env_id: str) -> float:
     its registered class without making it; :data:`DEFAULT_RENDER_FPS` when it declares none or cannot
     be loaded here."""
     try:
-        env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
-        entry_point = gymnasium.spec(env_id).entry_point
-        creator = (
-            gymnasium.envs.registration.load_env_creator(entry_point)
-            if isinstance(entry_point, str)
-            else entry_point
-        )
-        fps = getattr(creator, "metadata", {}).get("render_fps")
+        fps = getattr(_creator(env_id), "metadata", {}).get("render_fps")
     except Exception as exc:  # an env this interpreter cannot load still plays, at the default pace
         log.info("no render_fps for %s (%s): %s steps/s", env_id, exc, DEFAULT_RENDER_FPS)
         return DEFAULT_RENDER_FPS

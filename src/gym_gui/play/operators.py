@@ -36,7 +36,7 @@ from gym_gui.core.ids import path_component, validate_run_id
 from gym_gui.core.records import RunRecord
 from gym_gui.envs.check import make_env
 from gym_gui.storage.home import Home
-from gym_gui.storage.run_dir import RunDir, SavedModel, file_sha256
+from gym_gui.storage.run_dir import RunDir, SavedModel, saved_model_refusal
 from gym_gui.workers import LaunchContext, OperatorLauncher, OperatorPlan, OperatorSource, WorkerCatalog
 from gym_gui.workers.process_env import worker_base_env
 
@@ -325,10 +325,6 @@ def _check_digest(ref: OperatorRef, saved: SavedModel, file: Path) -> None:
         log.warning(
             "run %s's model %s was saved without a digest: it cannot be checked", ref.run_id, saved.path
         )
-        return
-    digest = file_sha256(file)
-    if digest != saved.sha256:
-        raise ConfigError(
-            f"operator {ref.text}: the model file {saved.path} of run {ref.run_id} changed since it was "
-            f"saved (sha256 {saved.sha256[:12]}… recorded, {digest[:12]}… now)"
-        )
+    refusal = saved_model_refusal(ref.run_id, saved, file)
+    if refusal:
+        raise ConfigError(f"operator {ref.text}: the model file {refusal}")

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from gym_gui_sdk import trainer_pb2 as pb
@@ -19,7 +19,6 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.channel import open_channel
 from gym_gui_sdk.json_object import json_object
 
-from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -39,6 +38,9 @@ from gym_gui.core.records import (
 from gym_gui.core.states import RunState
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
+
+if TYPE_CHECKING:
+    from gym_gui.core.config import RunConfig
 
 # Exit status of a daemon that found another one already serving its home (gym_gui.daemon.__main__).
 _EXIT_ALREADY_RUNNING = 3
@@ -283,10 +285,12 @@ class DaemonClient:
         render_fps: float = 30.0,
         real_time: bool = False,
         env_id: str | None = None,
+        epsilon: float = 0.0,
     ) -> RunConfig:
         """The config of an evaluation run that plays a trained run's model (its final one by default).
 
-        ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab.
+        ``real_time`` plays at the environment's own frame rate, to be watched in the Live tab;
+        ``epsilon`` is the share of steps played with a random action (ε-greedy noise).
         ``env_id`` is the environment to play (default: the trained run's); the daemon's worker plugin
         decides whether the model may play it, and checks the rest (that the kind evaluates, that the
         model exists).
@@ -294,6 +298,8 @@ class DaemonClient:
         Raises:
             ConfigError: when ``run_id`` is not a training run.
         """
+        from gym_gui.core.config import parse_run_config  # its models are built for the calls that need them
+
         detail = self.get_run(run_id)
         trained = json.loads(detail.config_json or "{}")
         if trained.get("mode", "train") != "train":
@@ -309,7 +315,12 @@ class DaemonClient:
                 "algorithm": trained.get("algorithm"),
                 "seed": trained.get("seed") if seed is None else seed,
                 "budget": {"episodes": episodes},
-                "evaluation": {"run_id": run_id, "checkpoint": checkpoint, "real_time": real_time},
+                "evaluation": {
+                    "run_id": run_id,
+                    "checkpoint": checkpoint,
+                    "real_time": real_time,
+                    "epsilon": epsilon,
+                },
                 "params": params,
                 "telemetry": {"render_fps": render_fps},
             }
@@ -323,6 +334,8 @@ class DaemonClient:
             RunNotFound: there is no such run.
             ConfigError: its stored config is not one this gym_gui can run.
         """
+        from gym_gui.core.config import parse_run_config  # as in evaluation_config
+
         detail = self.get_run(run_id)
 
         def no_config(_: object) -> ConfigError:

@@ -9,9 +9,7 @@ from collections.abc import Iterable, Sequence
 import orjson
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.contract import ContractError, FormSpec
-from gym_gui_sdk.encoding import unpack_observations
 from gym_gui_sdk.json_object import json_object
-from gym_gui_sdk.step_batch import ACTORS
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
@@ -281,6 +279,10 @@ def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]
     if batch.observation_dtype:
         if batch.observation:
             raise ProtocolViolation("a step batch has both packed and JSON observations")
+        # Imported here: NumPy is paid for by the clients that read packed steps (viewers, the
+        # daemon's ingest), not by every command that lists runs.
+        from gym_gui_sdk.encoding import unpack_observations
+
         try:
             observations = unpack_observations(
                 batch.observation_array, batch.observation_dtype, tuple(batch.observation_shape), n
@@ -394,6 +396,8 @@ def step_actors(batch: pb.StepBatch) -> list[str]:
         ProtocolViolation: naming the field, for a code that is not one of ``ACTORS``' or for a
             proposed action at a step that does not say who acted.
     """
+    from gym_gui_sdk.step_batch import ACTORS  # with NumPy, as unpack_observations above
+
     try:
         actors = [ACTORS[code] for code in batch.actor]
     except IndexError:

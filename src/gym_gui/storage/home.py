@@ -11,6 +11,8 @@ from pathlib import Path
 
 import platformdirs
 
+from gym_gui.core.daemon_file import DaemonFile, setting_differences
+from gym_gui.core.daemon_options import option_differences, read_daemon_options
 from gym_gui.core.errors import InvalidRunId
 from gym_gui.core.files import write_atomically
 from gym_gui.core.ids import validate_run_id, validate_sweep_id
@@ -31,9 +33,11 @@ class Home:
         <root>/runs/<run_id>/       one run directory each (its files: storage.run_dir.RunDir)
         <root>/registry.sqlite
         <root>/daemon.json  daemon.log  daemon.lock
+        <root>/daemon-options.json  the daemon's options a user chose (core.daemon_options)
         <root>/space.reserve        the daemon's space reserve (storage.space.SpaceReserve)
         <root>/home.id              the home's id (:attr:`Home.home_id`)
         <root>/bundles/<name>/
+        <root>/datasets/<dataset id>/  offline datasets, Minari's (gym_gui.datasets)
     """
 
     def __init__(self, root: Path | None = None) -> None:
@@ -59,6 +63,14 @@ class Home:
     def root(self) -> Path:
         return self._root
 
+    def holds(self, path: Path | str) -> bool:
+        """Whether ``path``, its symlinks resolved, is this home or lies inside it.
+
+        The home's files are gym_gui's own (the registry, each run's database): nothing a user names
+        as a destination or a foreign database may be one of them.
+        """
+        return Path(path).expanduser().resolve().is_relative_to(self._root)
+
     @property
     def runs_dir(self) -> Path:
         return self._root / "runs"
@@ -67,6 +79,11 @@ class Home:
     def operators_dir(self) -> Path:
         """Where operator processes (a model answering a seat) write their standard error, one log each."""
         return self._root / "operators"
+
+    @property
+    def datasets_dir(self) -> Path:
+        """Where the offline lane's datasets live: Minari's datasets root (``MINARI_DATASETS_PATH``)."""
+        return self._root / "datasets"
 
     @property
     def sweeps_dir(self) -> Path:
@@ -88,6 +105,11 @@ class Home:
     @property
     def daemon_json(self) -> Path:
         return self._root / "daemon.json"
+
+    @property
+    def daemon_options_path(self) -> Path:
+        """The options every daemon of this home starts with (`gym-gui daemon start --max-concurrent …`)."""
+        return self._root / "daemon-options.json"
 
     @property
     def daemon_log(self) -> Path:
@@ -162,6 +184,17 @@ class Home:
             BUNDLES_ENV_VAR: str(self.bundles_dir),
             "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
+
+    def daemon_differences(self, running: DaemonFile) -> list[str]:
+        """One sentence per setting or option the running daemon has other than a daemon of this home
+        started now would (it reads them once, when it starts).
+
+        Raises:
+            ConfigError: when the home's daemon-options.json cannot be read as options.
+        """
+        return setting_differences(running.settings, self.daemon_settings()) + option_differences(
+            running.options, read_daemon_options(self.daemon_options_path)
+        )
 
     def ensure(self) -> Home:
         """Create the root (mode 0700), ``runs/`` and ``bundles/`` if missing; return ``self``.

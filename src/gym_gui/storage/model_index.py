@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import RunRecord
-from gym_gui.storage.run_dir import RunDir, SavedModel, file_sha256
+from gym_gui.storage.run_dir import RunDir, SavedModel, file_sha256, saved_model_refusal
 from gym_gui.storage.telemetry import TelemetryReader
 
 
@@ -148,19 +148,6 @@ class DigestCache:
 
 
 def load_refusal(entry: ModelEntry, cache: DigestCache) -> str | None:
-    """Why ``entry`` cannot be loaded as it was saved, or None: its file is gone, unreadable, or no
-    longer has the sha256 the manifest recorded when it was saved (blocking: it may hash the file)."""
-    where = f"{entry.model.path} of run {entry.run_id}"
-    if not entry.file.is_file():
-        return f"{where} is gone: no file at {entry.file}"
-    try:
-        digest = cache.digest(entry.file)
-    except OSError as exc:
-        return f"{where} cannot be read: {exc.strerror or exc}"
-    recorded = entry.model.sha256
-    if recorded is not None and digest != recorded:
-        return (
-            f"{where} has changed since it was saved: its sha256 is {digest[:12]}…, "
-            f"the run's manifest recorded {recorded[:12]}…"
-        )
-    return None
+    """Why ``entry`` cannot be loaded as it was saved, or None (:func:`saved_model_refusal`, hashing
+    through ``cache``; blocking: it may hash the file)."""
+    return saved_model_refusal(entry.run_id, entry.model, entry.file, cache.digest)

@@ -7,11 +7,13 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import sqlite3
 import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gym_gui.core.config import EvaluationOptions, RunConfig, format_validation_error, redact
 from gym_gui.core.errors import StorageError
 from gym_gui.core.states import RunState
+from gym_gui.storage.home import Home
 from gym_gui.storage.space import disk_full, is_disk_full
 
 log = logging.getLogger(__name__)
@@ -225,6 +228,31 @@ def file_sha256(path: Path) -> str:
     """The SHA-256 of a file's bytes, as hex (read in blocks; blocking)."""
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def saved_model_refusal(
+    run_id: str, model: SavedModel, file: Path, digest: Callable[[Path], str] = file_sha256
+) -> str | None:
+    """Why run ``run_id``'s saved ``model`` (its file ``file``) cannot be loaded as it was saved, or
+    None: the file is gone, cannot be read, or no longer has the sha256 recorded when it was saved.
+    The one check of a model before anything loads it (the model browser, operators, evaluations).
+
+    ``digest`` computes a file's sha256 (a cache's, for the browser). A model registered before
+    digests were recorded (``sha256`` None) cannot be checked and is not refused.
+    """
+    where = f"{model.path} of run {run_id}"
+    if not file.is_file():
+        return f"{where} is gone: no file at {file}"
+    try:
+        found = digest(file)
+    except OSError as exc:
+        return f"{where} cannot be read: {exc.strerror or exc}"
+    if model.sha256 is not None and found != model.sha256:
+        return (
+            f"{where} has changed since it was saved: its sha256 is {found[:12]}…, "
+            f"the run's manifest recorded {model.sha256[:12]}…"
+        )
+    return None
 
 
 # ------------------------------------------------------------------ the directory
@@ -468,26 +496,33 @@ class RunDir:
 
     # ------------------------------------------------------------ export
 
-    def export(self, target: Path) -> None:
+    def export(self, target: Path, *, home: Home) -> None:
         """Write the run directory as the .tar.gz ``target``, consistent even while the run writes.
 
         Every SQLite file is copied through SQLite's backup API (one consistent snapshot, its WAL
         included), and JSON files are replaced atomically by their writers, so the archive never
-        holds a torn file. The archive's top directory is the run id.
+        holds a torn file. The archive's top directory is the run id. ``target`` must lie outside
+        ``home`` (symlinks resolved), so an export can never replace the registry or a run's database.
 
         Raises:
-            StorageError: the directory is missing, a database could not be copied, or the
-                archive could not be written (nothing is left at ``target`` then).
+            StorageError: the target is inside the home, the directory is missing, a database could
+                not be copied, or the archive could not be written (``target`` is left as it was then).
         """
+        target = Path(target)
+        if home.holds(target):
+            raise StorageError(
+                f"{target} is inside the gym_gui home {home.root}, whose files are gym_gui's own: "
+                "export the run to a path outside it"
+            )
         if not self._path.is_dir():
             raise StorageError(f"no run directory at {self._path}")
-        target = Path(target)
-        # Written beside the target and renamed when complete: a failed export leaves no torn archive.
-        partial = target.with_name(target.name + ".tmp")
+        # Written under a name of its own beside the target (mode "x": never an existing file) and
+        # renamed when complete: a failed export leaves no torn archive and touches no other file.
+        partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
-            with tempfile.TemporaryDirectory() as tmp, tarfile.open(partial, "w:gz") as tar:
+            with tempfile.TemporaryDirectory() as tmp, tarfile.open(partial, "x:gz") as tar:
                 for path in sorted(self._path.rglob("*")):
-                    if path.is_dir() or path.name.endswith(_NOT_EXPORTED) or path == target:
+                    if path.is_dir() or path.name.endswith(_NOT_EXPORTED):
                         continue
                     arcname = str(Path(self.run_id) / path.relative_to(self._path))
                     if path.suffix == ".sqlite":

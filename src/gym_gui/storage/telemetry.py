@@ -195,6 +195,17 @@ class TelemetryReader:
             )
         return [self._step(row) for row in rows]
 
+    def transitions(self, episode: int) -> list[tuple[Any, ...]]:
+        """What a dataset keeps of each step of ``episode``, in step order, without its render or info:
+        ``(step, reward, terminated, truncated, action, observation, actor, proposed_action)`` (the
+        JSON columns as stored; actor and proposal ``""`` for a step that does not say who acted)."""
+        actors = "actor, proposed_action" if self._has_actors() else "'', ''"
+        return self._rows(
+            f"SELECT step, reward, terminated, truncated, action, observation, {actors} FROM steps"
+            " WHERE episode = ? ORDER BY step",
+            (episode,),
+        )
+
     def step(self, episode: int, step: int) -> StepRecord:
         """One step.
 

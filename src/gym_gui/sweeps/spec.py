@@ -11,14 +11,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote, urlsplit
 
-from gym_gui_sdk.contract import FormSpec
+from gym_gui_sdk.contract import FormSpec, shown
 from gym_gui_sdk.json_object import json_object
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gym_gui.core.config import RunConfig, format_validation_error, redact_url
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.files import write_atomically
+from gym_gui.storage.home import Home
 
 # A sweep or study name: it names a directory under the home and is typed on command lines.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -178,7 +180,7 @@ class SweepSpec(_Strict):
     def _name_form(cls, value: str | None) -> str | None:
         if value is not None and not _NAME.match(value):
             raise ValueError(
-                f"{value!r} is not a name: letters, digits, '.', '_' and '-', starting with a letter or digit"
+                f"{shown(value)} is not a name: letters, digits, '.', '_' and '-', starting with a letter or digit"
             )
         return value
 
@@ -186,7 +188,7 @@ class SweepSpec(_Strict):
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and "://" not in value:
-            raise ValueError(f"{value!r} is not an SQLAlchemy URL (e.g. sqlite:////path/to/study.db)")
+            raise ValueError(f"{shown(value)} is not an SQLAlchemy URL (e.g. sqlite:////path/to/study.db)")
         if value is not None and redact_url(value) != value:
             raise ValueError(
                 "the URL holds a password, which the spec, the sweep's files and the registry would keep: "
@@ -335,7 +337,50 @@ def check_space(spec: SweepSpec, form: FormSpec) -> None:
             values = list(dist.choices)
         for value in values:
             if why := param.problem(value):
-                raise ConfigError(f"{where}: {value!r} is not a value of {name}: {why}")
+                raise ConfigError(f"{where}: {shown(value)} is not a value of {name}: {why}")
+
+
+def _sqlite_files(url: str) -> list[Path]:
+    """The files an SQLite storage URL may open (its path, and as SQLite's ``file:`` URI form where it
+    looks like one, whether or not ``uri=true`` says so); none for a database in memory or on a server."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return []  # not a URL sqlalchemy reads: opening it fails before any file is touched
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database.startswith(":memory:"):
+        return []
+    files = [Path(database)]
+    if database.startswith("file:"):
+        parts = urlsplit(database)
+        files.append(Path(unquote(parts.path)))
+    return files
+
+
+def check_storage(url: str, home: Home) -> None:
+    """Refuse a study storage that is a file of ``home``'s (symlinks and relative paths resolved):
+    Optuna creates its tables in the database it is given, so a URL naming the registry or a run's
+    database would write into gym_gui's own. The one place inside the home a study may live is a
+    sweep's own, ``sweeps/<id>/study.db`` (a new sweep joining a study an earlier one made).
+
+    Raises:
+        ConfigError: naming the field ``storage`` and the file.
+    """
+    sweeps = home.sweeps_dir.resolve()
+    for path in _sqlite_files(url):
+        resolved = path.resolve()
+        if not home.holds(resolved):
+            continue
+        if resolved.name == STUDY_FILE and resolved.parent.parent == sweeps:
+            continue
+        raise ConfigError(
+            f"sweep spec: field 'storage': {resolved} is inside the gym_gui home {home.root}, whose "
+            "databases are gym_gui's own; put the study outside the home, or leave storage out "
+            "(SQLite in the sweep's directory)"
+        )
 
 
 # The files of a sweep's directory.

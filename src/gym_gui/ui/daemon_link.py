@@ -10,7 +10,6 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from gym_gui.core.daemon_file import setting_differences
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import (
     EpisodeRecord,
@@ -125,8 +124,13 @@ class DaemonLink(QObject):
         def connected(client: DaemonClient) -> None:
             self.client = client
             self.connection_changed.emit(True, client.info.address)
-            # A running daemon keeps the settings it started with: say so when this window's differ.
-            for note in setting_differences(client.info.settings, Home(self.home).daemon_settings()):
+            # A running daemon keeps the settings and options it started with: say so when this
+            # window's or the home's differ.
+            try:
+                notes = Home(self.home).daemon_differences(client.info)
+            except GymGuiError as exc:  # a damaged daemon-options.json: said, the window goes on
+                notes = [str(exc)]
+            for note in notes:
                 self.error.emit(f"warning: {note}")
             self._start_watch()
 

@@ -30,6 +30,7 @@ from gym_gui.ui.capabilities import offers_trained_model
 from gym_gui.ui.compare import CompareView
 from gym_gui.ui.control_panel import AGENT, HUMAN, ControlPanel
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.datasets_view import DatasetBrowser
 from gym_gui.ui.forms.base import RunForm
 from gym_gui.ui.forms.model import FollowUp
 from gym_gui.ui.human_play import HumanPlayWidget
@@ -45,6 +46,7 @@ from gym_gui.ui.study.attach import AttachStudyDialog, StudyDock
 from gym_gui.ui.study.view import StudyWidget
 from gym_gui.ui.sweep_form.view import SweepDialog
 from gym_gui.ui.tabs.base import RunTab
+from gym_gui.ui.tabs.replay import ReplayTab
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ SHORTCUTS = (
     ("Ctrl+1 … Ctrl+9", "Switch to tab 1 … 9 of the selected run"),
     ("Ctrl+H", "Human play"),
     ("Ctrl+M", "Saved models (the checkpoint browser)"),
+    ("Ctrl+Shift+D", "Datasets (the offline datasets browser)"),
     ("Space / Left / Right", "Replay: play-pause / step back / step forward"),
     ("Arrow keys, W A S D …", "Human play: the environment's key map (see Game Info)"),
     ("T", "Hybrid play: take control from the operator / give it back"),
@@ -196,6 +199,9 @@ class MainWindow(QMainWindow):
             "Replay together", "replayTogetherDock", self.replay_together
         )
         self.tabifyDockWidget(self.arena_dock, self.replay_together_dock)
+        # The home's offline datasets: a dock beside the saved models, shown from View.
+        self.datasets = DatasetBrowser(Home(link.home))
+        self.datasets_dock = self._side_dock("Datasets", "datasetsDock", self.datasets)
         self.runs.together_counts = range(MIN_RUNS, MAX_RUNS + 1)
         self._reads = Background(self, workers=1, name="window-reads")
 
@@ -238,6 +244,8 @@ class MainWindow(QMainWindow):
         self.models.train_requested.connect(self.train_with)
         self.runs.run_updated.connect(self.models.run_changed)
         self.models_dock.visibilityChanged.connect(lambda shown: self.models.refresh() if shown else None)
+        self.datasets_dock.visibilityChanged.connect(lambda shown: self.datasets.refresh() if shown else None)
+        self.datasets.replay_requested.connect(self.replay_episode)
         self.run_view.run_requested.connect(self.show_run_in_table)
         self.run_view.train_requested.connect(self.train_with)
         self.human_play.episode_finished.connect(lambda run_id, _total, _steps: self.runs.refresh())
@@ -282,12 +290,17 @@ class MainWindow(QMainWindow):
             self.models_dock,
             self.arena_dock,
             self.replay_together_dock,
+            self.datasets_dock,
         ):
             view_menu.addAction(dock.toggleViewAction())  # a closed dock comes back from here
         self.models_action = QAction("Browse saved models", self)
         self.models_action.setShortcut(QKeySequence("Ctrl+M"))
         self.models_action.triggered.connect(self.show_models)
         view_menu.insertAction(view_menu.actions()[0], self.models_action)
+        self.datasets_action = QAction("Browse datasets", self)
+        self.datasets_action.setShortcut(QKeySequence("Ctrl+Shift+D"))
+        self.datasets_action.triggered.connect(self.show_datasets)
+        view_menu.insertAction(view_menu.actions()[1], self.datasets_action)
         view_menu.insertSeparator(view_menu.actions()[1])
         help_menu = self.menuBar().addMenu("&Help")
         shortcuts = QAction("Keyboard shortcuts", self)
@@ -340,6 +353,31 @@ class MainWindow(QMainWindow):
             self.run_view.show_run(run)
         self.control.set_mode(AGENT)
         self.centre.setCurrentWidget(self.run_view)
+
+    def show_datasets(self) -> DatasetBrowser:
+        """View ▸ Browse datasets: the Datasets dock in front, listing the home's datasets as they are now."""
+        if self.datasets_dock.isVisible():
+            self.datasets.refresh()
+        self.datasets_dock.show()
+        self.datasets_dock.raise_()
+        return self.datasets
+
+    def replay_episode(self, run_id: str, episode: int) -> None:
+        """Open ``run_id``'s Replay tab at ``episode`` (a dataset's episode, in the run it came from)."""
+        if self.runs.info(run_id) is None:
+            self.statusBar().showMessage(f"run {run_id} is not in the runs table (deleted?)", 10_000)
+            return
+        self.runs.select(run_id)
+        self.select_run(run_id)
+        for tab in self.run_view.tab_list():
+            if isinstance(tab, ReplayTab):
+                self.run_view.tabs.setCurrentWidget(tab)
+                try:
+                    tab.select_episode(episode)
+                except ValueError as exc:
+                    self.statusBar().showMessage(str(exc), 10_000)
+                return
+        self.statusBar().showMessage(f"run {run_id} has no Replay tab", 10_000)
 
     def show_models(self) -> None:
         """Show the checkpoint browser (its dock) in front, listing the models as they are now."""

@@ -15,6 +15,7 @@ from gym_gui.workers.api import (
     OperatorLauncher,
     OperatorPlan,
     OperatorSource,
+    SecretsChecker,
     WorkerLauncher,
     WorkerPlugin,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "OperatorPlan",
     "OperatorSource",
     "PipStep",
+    "SecretsChecker",
     "TorchBuild",
     "TorchVariant",
     "WorkerCatalog",

@@ -133,6 +133,21 @@ class ModelImporter(Protocol):
         ...
 
 
+@runtime_checkable
+class SecretsChecker(Protocol):
+    """A launcher whose runs cannot start without some secret (optional; CORL's online W&B needs a key):
+    asked before anything is stored, with the names of the secrets the submitter gave the run (never
+    their values), so the refusal is the submit's, as :meth:`WorkerLauncher.validate`'s is."""
+
+    def check_secrets(self, config: RunConfig, given: frozenset[str]) -> None:
+        """Refuse ``config`` when a secret it needs is not among ``given``.
+
+        Raises:
+            ConfigError: naming the field that asks for the secret and where the secret is looked for.
+        """
+        ...
+
+
 @dataclass(frozen=True)
 class OperatorSource:
     """What an operator is made of: a finished run's model, or a kind's parameters alone.

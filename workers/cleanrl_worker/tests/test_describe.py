@@ -274,7 +274,7 @@ def test_a_run_on_an_env_its_script_cannot_train_on_is_refused_with_the_same_rea
         answer = _describe_cli(
             cleanrl_python, "--algo", "ppo", "--values", "{}", "--env-id", env_id, expect_rc=1
         )
-        assert answer["error"] == offered[env_id] != ""
+        assert answer["error"] == f"field 'env_id': {offered[env_id]}" and offered[env_id]
     resolved = _describe_cli(cleanrl_python, "--algo", "ppo", "--values", "{}", "--env-id", "Acrobot-v1")
     assert resolved["argv"] == []
 
@@ -405,6 +405,28 @@ def test_validate_coerces_and_refuses_with_the_scripts_own_names(
     assert _call(cleanrl_python, "flags", "validate", ppo, {"cuda": "maybe"}) == {
         "error": "--cuda: expected a bool (true/false), got 'maybe'"
     }
+    # Every float flag takes finite numbers only, and a count counts at least one (a batch of none).
+    for text in ("nan", "inf", "-inf", "Infinity"):
+        answer = _call(cleanrl_python, "flags", "validate", ppo, {"learning-rate": text})
+        assert answer["error"].startswith("--learning-rate: expected a finite number, got "), answer
+    assert _call(cleanrl_python, "flags", "validate", ppo, {"gamma": float("nan")})["error"].startswith(
+        "--gamma: expected a finite number"
+    )
+    for count in ("num-envs", "num-steps", "num-minibatches", "update-epochs"):
+        assert _call(cleanrl_python, "flags", "validate", ppo, {count: "0"}) == {
+            "error": f"--{count}: must be in [1, inf], got 0"
+        }
+    assert _call(cleanrl_python, "flags", "validate", ppo, {"num-envs": "1"}) == {"ok": {"num-envs": 1}}
+
+
+def test_the_form_offers_each_count_from_one_and_each_float_finite(ppo: dict[str, Any]) -> None:
+    from gym_gui_cleanrl_worker.form import parameters
+
+    offered = {parameter.name: parameter for parameter in parameters(ppo)}
+    assert offered["num-envs"].low == 1 and offered["num-envs"].problem(0)
+    assert offered["num-minibatches"].problem(0) and not offered["num-minibatches"].problem(1)
+    assert offered["learning-rate"].problem(float("inf")) and not offered["learning-rate"].problem(3e-4)
+    assert offered["seed"].low is None  # a seed is no count
 
 
 def test_build_argv_for_argparse_scripts(cleanrl_python: Path, ppo: dict[str, Any], tmp_path: Path) -> None:

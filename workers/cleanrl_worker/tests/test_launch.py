@@ -101,12 +101,12 @@ def _assert_completed(proc: subprocess.CompletedProcess[str], run_dir: Path) -> 
     return markers
 
 
-def _evaluate_in_bundle(python: Path, model: Path, episodes: int = 1) -> list[float]:
+def _evaluate_in_bundle(python: Path, model: Path, env_id: str, algo: str, episodes: int = 1) -> list[float]:
     """Library use, as the worker does: load_policy + play_episodes with rendering and an on_step callback."""
     code = (
         "import json, sys\n"
         "from gym_gui_cleanrl_worker.evaluate import load_policy, play_episodes\n"
-        "policy = load_policy(sys.argv[1])\n"
+        "policy = load_policy(sys.argv[1], sys.argv[3], sys.argv[4])\n"
         "steps, frames = [], []\n"
         "def on_step(ep, step, obs, action, reward, term, trunc, info, frame):\n"
         "    steps.append((ep, step, bool(term or trunc)))\n"
@@ -117,7 +117,7 @@ def _evaluate_in_bundle(python: Path, model: Path, episodes: int = 1) -> list[fl
         "                  'frame': list(frames[0]) if frames else None}))\n"
     )
     out = subprocess.run(
-        [str(python), "-c", code, str(model), str(episodes)],
+        [str(python), "-c", code, str(model), str(episodes), env_id, algo],
         capture_output=True,
         text=True,
         env=_env(),
@@ -159,6 +159,7 @@ def test_ppo_trains_checkpoints_and_evaluates(cleanrl_python: Path, tmp_path: Pa
             "gym_gui_cleanrl_worker.evaluate",
             "--model",
             str(run_dir / "checkpoints" / "final.cleanrl_model"),
+            *("--algo", "ppo", "--env-id", "CartPole-v1"),
             "--episodes",
             "2",
             "--seed",
@@ -233,7 +234,7 @@ def test_script_runs_and_its_model_plays(
     proc = _launch(cleanrl_python, algo, run_dir, flags)
     _assert_completed(proc, run_dir)
     assert "not supported" not in proc.stderr
-    _evaluate_in_bundle(cleanrl_python, run_dir / "checkpoints" / "final.cleanrl_model")
+    _evaluate_in_bundle(cleanrl_python, run_dir / "checkpoints" / "final.cleanrl_model", flags[1], algo)
 
 
 class _Lines:

@@ -118,7 +118,7 @@ ACT = """
 import json, sys
 import numpy as np
 from gym_gui_cleanrl_worker.evaluate import load_policy
-policy = load_policy(sys.argv[1])
+policy = load_policy(sys.argv[1], sys.argv[2], sys.argv[3])
 print(json.dumps([[np.asarray(policy.act(obs)).tolist() for obs in episode] for episode in json.load(sys.stdin)]))
 """
 
@@ -152,7 +152,10 @@ def test_a_ppo_model_plays_cartpole_in_gym_guis_env_as_its_policy_does_two_episo
     assert all(isinstance(action, int) for episode in episodes for action in episode["actions"])
     # The same model, loaded by the evaluation's loader, acts alike on every observation.
     policy_actions = _in_bundle(
-        cleanrl_python, ACT, str(source.model), payload=[episode["observations"] for episode in episodes]
+        cleanrl_python,
+        ACT,
+        *(str(source.model), "CartPole-v1", "ppo"),
+        payload=[episode["observations"] for episode in episodes],
     )
     assert [episode["actions"] for episode in episodes] == policy_actions
     # And the evaluation CLI, stepping the script's own env from the same seed, earns the same return.
@@ -163,6 +166,7 @@ def test_a_ppo_model_plays_cartpole_in_gym_guis_env_as_its_policy_does_two_episo
             "gym_gui_cleanrl_worker.evaluate",
             "--model",
             str(source.model),
+            *("--algo", "ppo", "--env-id", "CartPole-v1"),
             "--episodes",
             "1",
             "--seed",
@@ -182,7 +186,7 @@ NORMALISED = """
 import json, sys
 import numpy as np, torch
 from gym_gui_cleanrl_worker.evaluate import load_policy
-policy = load_policy(sys.argv[1])
+policy = load_policy(sys.argv[1], "Pendulum-v1", "ppo_continuous_action")
 rms = torch.load(sys.argv[1], weights_only=True)["env"]["obs_rms"]
 observations = np.array(json.load(sys.stdin))
 normalised = np.clip((observations - np.array(rms["mean"])) / np.sqrt(np.array(rms["var"]) + 1e-8), -10, 10)
@@ -211,7 +215,12 @@ def test_a_continuous_ppo_model_normalises_raw_observations_with_its_saved_stati
     assert len(episode["actions"]) == len(expected) == 200
     np.testing.assert_allclose(episode["actions"], expected, rtol=1e-5, atol=1e-6)
     # The statistics matter: the raw observations would have given other actions.
-    raw = _in_bundle(cleanrl_python, ACT, str(source.model), payload=[episode["observations"]])[0]
+    raw = _in_bundle(
+        cleanrl_python,
+        ACT,
+        *(str(source.model), "Pendulum-v1", "ppo_continuous_action"),
+        payload=[episode["observations"]],
+    )[0]
     assert not np.allclose(np.asarray(raw).ravel(), np.asarray(episode["actions"]).ravel())
 
 
@@ -265,7 +274,11 @@ def test_the_plugins_card_says_what_the_model_acts_on_without_starting_it(
     )
     python = str(worker_catalog().bundle_directory(Path(SHARED_BUNDLES)).python("cleanrl"))
     module = "gym_gui_cleanrl_worker.operator"
-    assert plan.argv == [python, "-m", module, "--model", str(source.model), "--source-run", runs["ppo"]]
+    # The script the model is loaded into and its env come from the run's config, not from the file.
+    assert plan.argv == [
+        *(python, "-m", module, "--model", str(source.model), "--source-run", runs["ppo"]),
+        *("--algo", "ppo", "--env-id", "CartPole-v1"),
+    ]
     # Atari scripts feed their networks stacked small grey frames: a raw Atari env cannot feed them.
     atari = parse_run_config(
         {

@@ -375,7 +375,7 @@ def test_an_env_the_bundle_does_not_have_is_refused_before_anything_is_stored(
     # with the versions it has, rather than a run that fails at start.
     with pytest.raises(
         ConfigError,
-        match=r"^CartPole-v9 is not registered in gym 0\.23\.1 here, .*choose CartPole-v0 or CartPole-v1$",
+        match=r"^field 'env_id': CartPole-v9 is not registered in gym 0\.23\.1 here, .*choose CartPole-v0 or CartPole-v1$",
     ):
         client.submit(cleanrl_config("ppo", "CartPole-v9", 2048))
     assert all(run.env_id != "CartPole-v9" for run in client.list_runs(include_archived=True))
@@ -392,7 +392,9 @@ def test_an_env_the_bundle_does_not_have_is_refused_before_anything_is_stored(
         "1000",
         home=home.root,
     )
-    assert_one_line_error(result, "CartPol-v1 is not registered in gymnasium 0.29.1 here", "which dqn makes")
+    assert_one_line_error(
+        result, "field 'env_id': CartPol-v1 is not registered in gymnasium 0.29.1 here", "which dqn makes"
+    )
     assert set(home.runs_dir.iterdir()) == before
 
 

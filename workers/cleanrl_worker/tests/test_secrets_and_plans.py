@@ -183,6 +183,31 @@ def test_describe_serves_the_scripts_and_their_arguments(cleanrl_daemon: tuple[D
     assert "CartPole-v1" in form.trainable_envs()
 
 
+def test_the_scripts_own_publishing_flags_are_not_offered_and_are_refused_as_parameters(
+    cleanrl_daemon: tuple[DaemonClient, Home],
+) -> None:
+    """dqn's and c51's --upload-model and --hf-entity push to the Hugging Face Hub, which cannot work
+    here (no huggingface_hub in the bundle, no token for the script): withheld until gym_gui publishes."""
+    client, home = cleanrl_daemon
+    for algorithm in ("dqn", "c51"):
+        names = {p.name for p in client.describe_worker("cleanrl", algorithm=algorithm).form.parameters}
+        assert "save-model" in names and "learning-rate" in names  # the script's other flags stay
+        assert not names & {"upload-model", "hf-entity"}
+    runs_before = sorted(path.name for path in home.runs_dir.iterdir())
+    for given, flag in (
+        ({"upload-model": True}, "upload-model"),
+        ({"--upload-model": "true"}, "upload-model"),
+        ({"hf_entity": "someone"}, "hf-entity"),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            client.submit(cleanrl_config("dqn", "CartPole-v1", 1000, params=given))
+        assert str(refused.value) == (
+            f"--{flag} is not offered: publishing a model to the Hugging Face Hub is not available yet "
+            "(the cleanrl bundle has no huggingface_hub, and no token reaches a script)"
+        )
+    assert sorted(path.name for path in home.runs_dir.iterdir()) == runs_before
+
+
 def test_a_missing_bundle_is_reported_with_how_to_install_it(tmp_path: Path) -> None:
     env = {
         **os.environ,

@@ -160,6 +160,17 @@ def test_parameters_are_described_for_the_form_and_checked_by_name() -> None:
         params.parse({"model": ""})
     with pytest.raises(ValueError, match=r"^field 'params.resume_from': must be at most 200 characters"):
         params.parse({"resume_from": "r" * 201})
+    # The endpoint is an http(s) address of a host, and the key goes in LLM_API_KEY, never in it.
+    for url in ("not a url", "file:///etc/passwd", "http://", "ftp://models.lab/v1", "127.0.0.1:11434/v1"):
+        with pytest.raises(
+            ValueError, match=r"^field 'params.base_url': must be an http or https address with a host"
+        ):
+            params.parse({"base_url": url})
+    with pytest.raises(ValueError, match=r"^field 'params.base_url': must not hold credentials") as refused:
+        params.parse({"base_url": "https://me:sk-s3cr3t@models.lab/v1"})
+    assert "s3cr3t" not in str(refused.value)
+    for url in ("http://127.0.0.1:11434/v1", "https://api.openai.com/v1", "http://[::1]:8000/v1"):
+        assert params.parse({"base_url": url}).base_url == url
     # Numbers given as whole numbers reach the worker as the floats its parameters are.
     parsed = params.parse({"temperature": 1, "max_tokens": 64})
     assert parsed.temperature == 1.0 and isinstance(parsed.temperature, float) and parsed.max_tokens == 64

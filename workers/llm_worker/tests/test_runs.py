@@ -170,6 +170,16 @@ def test_the_api_key_reaches_the_endpoint_only(client: DaemonClient, home: Home)
             {"fallback": "noop"},
             "field 'params.fallback': FrozenLake-v1 has no action that does nothing",
         ),
+        (
+            "FrozenLake-v1",
+            {"base_url": "not a url"},
+            "field 'params.base_url': must be an http or https address with a host",
+        ),
+        (
+            "FrozenLake-v1",
+            {"base_url": "file:///etc/passwd"},
+            "field 'params.base_url': must be an http or https address with a host",
+        ),
         ("Pendulum-v1", {}, "field 'env_id': Pendulum-v1 has actions Box"),
         ("FrozenLake-v1", {"resume_from": "nope"}, "field 'params.resume_from': no run nope"),
     ],
@@ -178,7 +188,9 @@ def test_bad_configs_are_refused_by_name_before_anything_is_stored(
     client: DaemonClient, env_id: str, params: dict[str, object], message: str, tmp_path: Path
 ) -> None:
     with pytest.raises(ConfigError, match=message.replace("$", r"\$")):
-        client.submit(llm_config("http://127.0.0.1:1/v1", env_id=env_id, **params))
+        base_url = str(params.get("base_url", "http://127.0.0.1:1/v1"))
+        others = {name: value for name, value in params.items() if name != "base_url"}
+        client.submit(llm_config(base_url, env_id=env_id, **others))
     assert client.list_runs() == []
 
 

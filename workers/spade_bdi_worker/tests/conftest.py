@@ -46,16 +46,18 @@ def bdi_daemon(
 
 
 def bdi_config(env_id: str = "FrozenLake-v1", episodes: int = 300, **params: Any) -> RunConfig:
-    """A Spade BDI run: by default the 4x4 lake without ice, decaying quickly enough to learn in 300 episodes."""
+    """A Spade BDI run: by default the 4x4 lake without ice, decaying by 0.98 an episode (a parameter
+    given as None is left out: the worker's default)."""
     if env_id == "FrozenLake-v1":
         params = {"slippery": False, "map": "4x4", **params}
+    params = {"epsilon_decay": 0.98, **params}
     return parse_run_config(
         {
             "worker": "spade_bdi",
             "env_id": env_id,
             "seed": 0,
             "budget": {"episodes": episodes},
-            "params": {"epsilon_decay": 0.98, **params},
+            "params": {name: value for name, value in params.items() if value is not None},
         }
     )
 

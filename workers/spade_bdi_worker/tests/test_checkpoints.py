@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
+from gym_gui_spade_bdi_worker.checkpoint import table_hash
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import ConfigError
@@ -126,6 +128,45 @@ def test_a_corrupt_table_is_refused_by_its_hash_and_left_as_it_is(
     with pytest.raises(ConfigError, match="is corrupt: it is not valid JSON"):
         client.submit(bdi_config(warm_start=f"{run.run_id}/checkpoints/truncated.json"))
     assert damaged.read_bytes() == before
+
+
+def test_a_table_nested_too_deeply_or_holding_nan_or_inf_is_refused_in_one_line(
+    bdi_daemon: tuple[DaemonClient, Home], trained: str
+) -> None:
+    client, home = bdi_daemon
+    before = {run.run_id for run in client.list_runs()}
+    checkpoints = home.run_dir(trained) / "checkpoints"
+    deep = checkpoints / "deep.json"
+    deep.write_text('{"format": "gym_gui.spade_bdi.q_table", "q": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ConfigError) as refused:
+        client.submit(bdi_config(warm_start=f"{trained}/checkpoints/deep.json"))
+    assert str(refused.value) == (
+        f"field 'params.warm_start': Q-table {deep} is corrupt: it is not valid JSON (it nests too deeply)"
+    )
+    # Nested less deeply than JSON readers give up, but deeper than any Q-table file.
+    deep.write_text(
+        json.dumps({**final_table(home, trained), "env_kwargs": {"desc": json.loads("[" * 500 + "]" * 500)}})
+    )
+    with pytest.raises(ConfigError, match=f"Q-table {deep} is corrupt: it nests deeper than a Q-table file"):
+        client.submit(bdi_config(warm_start=f"{trained}/checkpoints/deep.json"))
+    for value, name in ((float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")):
+        data = final_table(home, trained)
+        data["q"][3][1] = value
+        data["sha256"] = table_hash(np.asarray(data["q"], dtype=np.float64))  # a table whose hash fits it
+        (checkpoints / f"{name}.json").write_text(json.dumps(data))
+        reason = (
+            f"Q-table {checkpoints / f'{name}.json'} holds a value that is not a finite number "
+            "(NaN or infinity) in row 3"
+        )
+        with pytest.raises(ConfigError) as refused:
+            client.submit(bdi_config(warm_start=f"{trained}/checkpoints/{name}.json"))
+        assert str(refused.value) == f"field 'params.warm_start': {reason}"
+        with pytest.raises(ConfigError) as refused:
+            client.submit(
+                client.evaluation_config(trained, episodes=1, checkpoint=f"checkpoints/{name}.json")
+            )
+        assert str(refused.value) == f"field 'evaluation.checkpoint': {reason}"
+    assert {run.run_id for run in client.list_runs()} == before
 
 
 def test_pause_resume_checkpoint_now_and_cancel_keep_the_tables(

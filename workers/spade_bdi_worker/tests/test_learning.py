@@ -75,6 +75,38 @@ def test_fast_mode_learns_the_lake_and_stores_every_step_with_its_q_values(
     assert [m.path for m in model] == ["checkpoints/q_table.json"]
 
 
+def test_the_default_exploration_fits_the_budget_and_learns_the_lake(
+    bdi_daemon: tuple[DaemonClient, Home],
+) -> None:
+    """With the defaults (no epsilon_decay), epsilon falls from 1 to its floor over the first half of
+    the budget's episodes, whatever the budget, so a few hundred episodes learn the 4x4 lake: its
+    optimal return, 1, by its shortest path, 6 steps. (A fixed decay of 0.999 an episode explored
+    with epsilon 0.74 at the end of 300, and reached the goal in a fraction of them.)"""
+    client, home = bdi_daemon
+    run = run_to_end(client, bdi_config(episodes=300, epsilon_decay=None))
+    assert run.state is RunState.COMPLETED, run.reason
+    played = episodes(home, run.run_id)
+    last = played[-100:]
+    assert sum(e.total_reward for e in last) / len(last) >= 0.95
+    assert sorted(e.steps for e in last)[len(last) // 2] == 6
+    epsilons = [json.loads(e.info)["epsilon"] for e in played]
+    assert epsilons[0] == 1.0 and epsilons[75] == pytest.approx(0.505)
+    assert epsilons[150:] == pytest.approx([0.01] * 150)
+    # The table learned is the optimal policy: its greedy play reaches the goal in 6 steps.
+    evaluation = run_to_end(client, client.evaluation_config(run.run_id, episodes=1))
+    assert evaluation.state is RunState.COMPLETED, evaluation.reason
+    [greedy] = episodes(home, evaluation.run_id)
+    assert (greedy.total_reward, greedy.steps) == (1.0, 6)
+    # A decay of the user's own is theirs; the plan says where it leaves epsilon when the run ends.
+    assert client.preview(bdi_config(episodes=300, epsilon_decay=None)).warnings == []
+    assert client.preview(bdi_config(episodes=500, epsilon_decay=0.999)).warnings == [
+        "epsilon_decay 0.999 leaves epsilon at 0.61 in the last of 500 episodes (epsilon_end 0.01): "
+        "the run still explores as it ends; leave epsilon_decay empty to fit the schedule to the budget"
+    ]
+    with pytest.raises(ConfigError, match=r"field 'params\.exploration_fraction': fits the schedule"):
+        client.submit(bdi_config(epsilon_decay=0.99, exploration_fraction=0.3))
+
+
 def _listening(pid: int) -> list[tuple[str, int]]:
     """The TCP addresses process ``pid`` listens on (from its sockets' inodes in /proc/net/tcp*)."""
     inodes = set()

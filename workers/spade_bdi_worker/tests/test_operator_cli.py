@@ -61,7 +61,7 @@ def test_a_q_table_run_is_an_operator_and_a_mismatch_is_refused_before_anything_
     table.write_bytes(table.read_bytes() + b" ")
     assert_one_line_error(
         gym_gui("arena", run, "--env", "FrozenLake-v1", "--episodes", "1", home=home.root),
-        f"the model file checkpoints/q_table.json of run {run} changed since it was saved",
+        f"the model file checkpoints/q_table.json of run {run} has changed since it was saved",
     )
     table.unlink()
     assert_one_line_error(

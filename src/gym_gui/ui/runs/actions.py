@@ -16,6 +16,7 @@ from gym_gui.core.controls import Control
 from gym_gui.core.records import RunRecord
 from gym_gui.core.rerun import PackageChange
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
@@ -357,13 +358,15 @@ class RunActions(QWidget):
         if info is None or not info.run_dir:
             self._error(f"no run {run_id} in the table")
             return
-        files, target = RunDir(info.run_dir), Path(path)
+        files, target, home = RunDir(info.run_dir), Path(path), Home(self.link.home)
 
         def done(_none: None) -> None:
             self._note(f"exported {run_id} to {target}")
             self.exported.emit(run_id, str(target))
 
-        self._files.run(lambda: files.export(target), done, lambda m: self._error(f"export failed: {m}"))
+        self._files.run(
+            lambda: files.export(target, home=home), done, lambda m: self._error(f"export failed: {m}")
+        )
 
     def closeEvent(self, event: Any) -> None:
         self._files.shutdown()

@@ -365,7 +365,7 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
 def evaluate(session: WorkerSession, registration: Registration, args: argparse.Namespace) -> int:
     from gym_gui_cleanrl_worker.evaluate import env_fps, load_policy, play_episodes
 
-    policy = load_policy(args.model, env_id=registration.config.get("env_id"))
+    policy = load_policy(args.model, str(registration.config.get("env_id")), args.algo, args.scripts_dir)
     session.started(render_kind="pixels", spaces={})
     episode_start = time.time()
     total = 0.0
@@ -418,6 +418,7 @@ def evaluate(session: WorkerSession, registration: Registration, args: argparse.
         render_fps=lambda: session.render_fps,
         should_stop=session.stop_requested.is_set,
         steps_per_second=env_fps(policy) if args.real_time else None,
+        epsilon=args.epsilon,
     )
     policy.close()
     if session.stop_requested.is_set():
@@ -438,10 +439,15 @@ def main(argv: list[str] | None = None) -> int:
     training.add_argument("script_args", nargs=argparse.REMAINDER)
     evaluation = sub.add_parser("evaluate", help="play a saved model")
     evaluation.add_argument("--model", required=True)
+    evaluation.add_argument("--algo", required=True, help="the CleanRL script the model was trained with")
+    evaluation.add_argument("--scripts-dir", default=None, help="the CleanRL checkout it was trained from")
     evaluation.add_argument("--episodes", type=int, required=True)
     evaluation.add_argument("--seed", type=int, default=None)
     evaluation.add_argument(
         "--real-time", action="store_true", help="play at the env's own frame rate (to be watched)"
+    )
+    evaluation.add_argument(
+        "--epsilon", type=float, default=0.0, help="the share of steps played with a random action"
     )
     args = parser.parse_args(argv)
     if getattr(args, "script_args", None) and args.script_args[0] == "--":

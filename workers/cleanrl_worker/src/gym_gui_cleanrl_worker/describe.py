@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise ValueError(f"{args.algo} cannot run here: {info.reason}")
                 reason = refusal(info, args.env_id) if args.env_id else ""
                 if reason:
-                    raise ValueError(reason)
+                    raise ValueError(f"field 'env_id': {reason}")
             result = describe_algo(args.algo, args.scripts_dir)
             failed = "error" in result
             if args.values is not None and not failed:

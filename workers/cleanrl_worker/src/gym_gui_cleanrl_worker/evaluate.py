@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import inspect
 import json
 import math
 import os
+import random
 import sys
 import time
 import types
@@ -153,15 +153,15 @@ def _action_function(modules: dict[str, Any]) -> Callable[[Any], Any]:
     raise ModelError(f"no network to act with among {sorted(modules)} (expected actor, q_network or agent)")
 
 
-def _script_path(model: dict[str, Any]) -> Path:
-    script = Path(str(model.get("script", "")))
-    if script.is_file():
-        return script
-    # The model may come from another machine: the same script of the installed cleanrl package will do.
-    spec = importlib.util.find_spec(f"cleanrl.{model.get('algo', '')}") if model.get("algo") else None
-    if spec is not None and spec.origin:
-        return Path(spec.origin)
-    raise ModelError(f"the script {script} of this model is missing and cleanrl has no {model.get('algo')!r}")
+def _script_path(algorithm: str, scripts_dir: str | None) -> Path:
+    """The script of ``algorithm`` among the known ones (the installed cleanrl package's, or the
+    checkout ``scripts_dir`` a run trained from): never a path a model file names."""
+    from gym_gui_cleanrl_worker.scripts import find_algorithm
+
+    try:
+        return find_algorithm(algorithm, scripts_dir)
+    except (KeyError, FileNotFoundError) as exc:
+        raise ModelError(str(exc).strip("'\"")) from None
 
 
 def _load_script(script: Path, args: dict[str, Any]) -> dict[str, Any]:
@@ -256,21 +256,27 @@ def _outer_env(envs: Any) -> Any:
     return env
 
 
-def load_policy(model_path: str | os.PathLike[str], env_id: str | None = None) -> Policy:
-    """Load a model file into its script's own network classes, on CPU, in eval mode.
+def load_policy(
+    model_path: str | os.PathLike[str], env_id: str, algorithm: str, scripts_dir: str | None = None
+) -> Policy:
+    """Load a model file of ``algorithm`` into that script's own network classes, on CPU, in eval mode.
 
-    The script named in the file is imported as a library (its training block does not run), the env is
-    built with its make_env in a 1-env SyncVectorEnv (env id from the saved args unless `env_id` is given),
-    each saved module is constructed from its __init__ signature (env/envs -> that vector env, other names
+    The script is the one of ``algorithm`` among the known scripts (the installed cleanrl package's,
+    or the checkout ``scripts_dir``): what the caller was told (an import's algorithm, a trained run's
+    own config), never what the file says, since nothing in a model file may choose code to run. The
+    file's own ``algo`` must be that algorithm. The script is imported as a library (its training
+    block does not run), the env ``env_id`` is built with its make_env in a 1-env SyncVectorEnv, each
+    saved module is constructed from its __init__ signature (env/envs -> that vector env, other names
     -> the saved args) and its state dict loaded. Raises ModelError when any of that is impossible.
     """
+    import torch
+
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # old gym renders rgb_array through a pygame window
     model = load_model_file(model_path)
+    if model.get("algo") != algorithm:
+        raise ModelError(f"the file holds a {model.get('algo')} model, not {algorithm}")
     args = dict(model.get("args") or {})
-    env_id = env_id or args.get("env_id")
-    if not env_id:
-        raise ModelError("the model has no env_id in its args; pass one")
-    script = _script_path(model)
+    script = _script_path(algorithm, scripts_dir)
     namespace = _load_script(script, args)
     envs, gymnasium_api = _make_envs(namespace, env_id, args)
     env = _outer_env(envs)
@@ -278,15 +284,16 @@ def load_policy(model_path: str | os.PathLike[str], env_id: str | None = None) -
     modules: dict[str, Any] = {}
     for name, saved in model["modules"].items():
         cls = namespace.get(saved["class"])
-        if not isinstance(cls, type):
-            raise ModelError(f"{script.name} defines no class {saved['class']!r} (module {name!r})")
+        # A name in the file picks among the script's own networks, nothing else of it.
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            raise ModelError(f"{script.name} defines no network {saved['class']!r} (module {name!r})")
         known = {**args, **{param: envs for param in _ENV_PARAMS}}
         module = _call_with(cls, known, f"{saved['class']}()")
         module.load_state_dict(saved["state_dict"])
         module.eval()
         modules[name] = module
     return Policy(
-        algo=str(model.get("algo", script.stem)),
+        algo=algorithm,
         script=script,
         env_id=env_id,
         step=int(model.get("global_step", 0)),
@@ -307,6 +314,7 @@ def play_episodes(
     render_fps: float | Callable[[], float] | None = None,
     should_stop: Callable[[], bool] | None = None,
     steps_per_second: float | None = None,
+    epsilon: float = 0.0,
 ) -> list[float]:
     """Play `episodes` episodes (episode i reset with seed + i) and return each one's undiscounted return.
 
@@ -315,13 +323,20 @@ def play_episodes(
     at every step so the rate can change mid-run), else None. `should_stop` returning True ends play early
     (the returns of the finished episodes only). `steps_per_second` paces play for a person to watch (each
     step waits for its due time; a late step does not make the next ones hurry); None plays flat out.
+    `epsilon`: the share of steps played with a random action of the env's action space instead of
+    the model's (ε-greedy, for datasets of mixed quality); which steps, and their actions, follow from
+    the episode's seed, so a seeded evaluation plays the same episodes again.
     """
     returns: list[float] = []
     last_frame = -math.inf
     period = 1.0 / steps_per_second if steps_per_second else 0.0
     due = time.monotonic()
     for episode in range(episodes):
-        obs = policy.reset(None if seed is None else seed + episode)
+        episode_seed = None if seed is None else seed + episode
+        obs = policy.reset(episode_seed)
+        if epsilon:
+            explore = random.Random(episode_seed)
+            policy.env.action_space.seed(explore.getrandbits(32))
         total = 0.0
         step = 0
         done = False
@@ -331,7 +346,10 @@ def play_episodes(
             if period:
                 due = max(due + period, time.monotonic())
                 _sleep_until(due, should_stop)
-            action = policy.act(obs)
+            if epsilon and explore.random() < epsilon:
+                action = policy.env.action_space.sample()
+            else:
+                action = policy.act(obs)
             obs, reward, terminated, truncated, info = policy.step_env(action)
             total += reward
             done = terminated or truncated
@@ -363,6 +381,16 @@ def env_fps(policy: Policy, default: float = 30.0) -> float:
     return float(fps) if isinstance(fps, int | float) and not isinstance(fps, bool) and fps > 0 else default
 
 
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that say which script a model is loaded into and which env it plays: given by
+    whoever starts the process (gym_gui, from a run's config), never read from the model file."""
+    parser.add_argument(
+        "--algo", required=True, help="the CleanRL script the model was trained with, e.g. ppo"
+    )
+    parser.add_argument("--scripts-dir", default=None, help="the CleanRL checkout it was trained from")
+    parser.add_argument("--env-id", required=True, help="the environment to play, e.g. CartPole-v1")
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: print a JSON line as each episode ends ({"episode", "return", "length"[, "frames"]}), then a summary."""
     parser = argparse.ArgumentParser(
@@ -370,15 +398,15 @@ def main(argv: list[str] | None = None) -> int:
         description="Play episodes with a saved gym_gui CleanRL model.",
     )
     parser.add_argument("--model", required=True, help="a .cleanrl_model file written by the launcher")
+    add_source_arguments(parser)
     parser.add_argument("--episodes", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--env-id", default=None, help="override the env id saved with the model")
     parser.add_argument(
         "--render-fps", type=float, default=0.0, help="render frames at most this often (0: none)"
     )
     options = parser.parse_args(argv)
     try:
-        policy = load_policy(options.model, options.env_id)
+        policy = load_policy(options.model, options.env_id, options.algo, options.scripts_dir)
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,24 +6,37 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
+from collections.abc import Mapping
 from typing import Any
+
+from gym_gui_sdk.contract import cut, shown
+
+from gym_gui_cleanrl_worker.form import parameter
 
 _TRUE = {"y", "yes", "t", "true", "on", "1"}
 _FALSE = {"n", "no", "f", "false", "off", "0"}
 
 
 def resolve_command(
-    description: dict[str, Any], values: dict[str, Any], mapped: dict[str, Any]
+    description: dict[str, Any],
+    values: dict[str, Any],
+    mapped: dict[str, Any],
+    withheld: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The script and its exact flags for a run.
 
     ``values`` are the user's parameters, checked strictly (an unknown or ill-typed one raises
     ValueError naming the script's own flag); ``mapped`` are the flags gym_gui derives from the
     run config (env id, seed, budget, tracking …), given only where the script declares them.
-    A user parameter that a config field already sets is refused, so there is one source for it.
+    A user parameter that a config field already sets is refused, so there is one source for it;
+    so is one of ``withheld`` (flag → why it is not offered), with its reason.
     """
     known = {param["name"] for param in description["params"]}
     given = {key.lstrip("-") for key in validate(description, values)}
+    withheld = withheld or {}
+    refused = sorted(given & set(withheld))
+    if refused:
+        raise ValueError(f"--{refused[0]} {withheld[refused[0]]}")
     clash = sorted(given & set(mapped))
     if clash:
         raise ValueError(
@@ -46,12 +59,12 @@ def _lookup(description: dict[str, Any], key: str) -> dict[str, Any]:
     names = [p["name"] for p in params]
     close = difflib.get_close_matches(wanted.replace("_", "-"), names, n=1)
     hint = f"; did you mean --{close[0]}?" if close else ""
-    raise ValueError(f"unknown parameter --{wanted} for {description.get('algo', 'this script')}{hint}")
+    raise ValueError(f"unknown parameter --{cut(wanted)} for {description.get('algo', 'this script')}{hint}")
 
 
 def _coerce_scalar(kind: str, value: Any, flag: str) -> Any:
     def bad(expected: str) -> ValueError:
-        return ValueError(f"{flag}: expected {expected}, got {value!r}")
+        return ValueError(f"{flag}: expected {expected}, got {shown(value)}")
 
     if kind == "bool":
         if isinstance(value, bool):
@@ -112,7 +125,10 @@ def _coerce(param: dict[str, Any], value: Any) -> Any:
     if choices:
         for item in checked:
             if item not in choices:
-                raise ValueError(f"{flag}: {item!r} is not one of {', '.join(map(str, choices))}")
+                raise ValueError(f"{flag}: {shown(item)} is not one of {', '.join(map(str, choices))}")
+    # The contract's one validator of values: finite numbers, a count's least (form.COUNTS).
+    if why := parameter(param).problem(result):
+        raise ValueError(f"{flag}: {why}")
     return result
 
 

@@ -8,7 +8,7 @@ contract only, so it is plain Python in either environment.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gym_gui_sdk.contract import EnvChoice, FormSpec, ParameterSpec, Section, Variant
@@ -25,6 +25,15 @@ MAPPED_FLAGS: dict[str, str] = {
     "wandb-project-name": "tracking.wandb_project",
     "wandb-entity": "tracking.wandb_entity",
 }
+# Script flags the form does not offer and a run may not set, each with why. dqn's and c51's
+# --upload-model and --hf-entity push the model to the Hugging Face Hub, which cannot work here:
+# the bundle has no huggingface_hub and no token reaches a script. Withheld until gym_gui
+# publishes models itself.
+_NO_PUBLISHING = (
+    "is not offered: publishing a model to the Hugging Face Hub is not available yet "
+    "(the cleanrl bundle has no huggingface_hub, and no token reaches a script)"
+)
+WITHHELD_FLAGS: dict[str, str] = {"upload-model": _NO_PUBLISHING, "hf-entity": _NO_PUBLISHING}
 # The kind's own parameters (never a script's flag): where the scripts and their interpreter come from.
 SOURCE_PARAMS = ("scripts_dir", "python")
 
@@ -90,9 +99,41 @@ def variants(algorithms: Sequence[Mapping[str, Any]]) -> tuple[Variant, ...]:
     )
 
 
+# The scripts' flags that count things, with the least each takes: the scripts declare no bounds, and
+# with fewer they fail once running (no environments, a batch divided into no minibatches) or
+# learn nothing. C51 spreads its value distribution over at least two atoms.
+COUNTS: dict[str, int] = {
+    "num-envs": 1,
+    "num-steps": 1,
+    "num-minibatches": 1,
+    "update-epochs": 1,
+    "batch-size": 1,
+    "buffer-size": 1,
+    "train-frequency": 1,
+    "target-network-frequency": 1,
+    "policy-frequency": 1,
+    "n-atoms": 2,
+}
+
+
+def parameter(argument: Mapping[str, Any]) -> ParameterSpec:
+    """One of a script's arguments (an item of a ``--algo`` answer's ``params``) as the parameter its
+    flag takes, a count bounded from below (:data:`COUNTS`)."""
+    spec = ParameterSpec.from_json(dict(argument))
+    least = COUNTS.get(spec.name)
+    if least is not None and spec.item_type == "int" and spec.low is None:
+        return replace(spec, low=least)
+    return spec
+
+
 def parameters(arguments: Mapping[str, Any]) -> tuple[ParameterSpec, ...]:
-    """A script's arguments (a ``--algo`` answer) as parameters: the ones its flags take."""
-    return tuple(ParameterSpec.from_json(dict(param)) for param in arguments.get("params") or [])
+    """A script's arguments (a ``--algo`` answer) as parameters: the ones its flags take, but for
+    :data:`WITHHELD_FLAGS`."""
+    return tuple(
+        parameter(argument)
+        for argument in arguments.get("params") or []
+        if argument.get("name") not in WITHHELD_FLAGS
+    )
 
 
 def env_choices(answer: Mapping[str, Any]) -> tuple[tuple[EnvChoice, ...] | None, str]:

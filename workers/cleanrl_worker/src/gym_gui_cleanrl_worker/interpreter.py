@@ -1,11 +1,10 @@
-"""What the plugin asks of a script interpreter by running it: the worker's helpers' JSON answers,
-whether its torch sees a GPU, its package set, and the first line of a failed load's error."""
+"""What the plugin asks of a script interpreter by running it: the worker's helpers' JSON answers, its
+package set, and the first line of a failed load's error (whether its torch sees a GPU:
+``gym_gui.workers.run_env``)."""
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -60,27 +59,6 @@ def loader_line(stderr: str) -> str:
         if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", line):
             return line
     return lines[-1].strip() if lines else ""
-
-
-# The device nodes a GPU driver makes (NVIDIA's, ROCm's, WSL's): where none exists no torch build
-# sees a GPU, and asking torch would cost its import (~2 s) on every machine without one.
-_GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
-
-
-@functools.lru_cache(maxsize=16)
-def cuda_available(python: Path) -> bool:
-    if not any(os.path.exists(device) for device in _GPU_DEVICES):
-        return False
-    try:
-        result = subprocess.run(
-            [str(python), "-c", "import torch; print(torch.cuda.is_available())"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.stdout.strip() == "True"
 
 
 def pip_freeze(python: Path) -> list[str]:

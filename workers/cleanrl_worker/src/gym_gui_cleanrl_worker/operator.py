@@ -1,7 +1,7 @@
 """A saved CleanRL model as an operator: the process gym_gui asks for its actions (in the bundle).
 
-``python -m gym_gui_cleanrl_worker.operator --model FILE [--env-id ENV] [--source-run RUN]`` loads
-the model as an evaluation does (:func:`evaluate.load_policy`), sends its card and answers each
+``python -m gym_gui_cleanrl_worker.operator --model FILE --algo ALGO --env-id ENV [--scripts-dir DIR]
+[--source-run RUN]`` loads the model as an evaluation does (:func:`evaluate.load_policy`), sends its card and answers each
 batch of turns with one forward pass (``gym_gui_sdk.operator.serve``). gym_gui steps the raw
 environment, so what the script's wrappers did between that environment and the network is done
 here: observations are normalised with the statistics saved with the model (frozen: an
@@ -28,7 +28,7 @@ from gym_gui_sdk.operator import (
     serve,
 )
 
-from gym_gui_cleanrl_worker.evaluate import Policy, load_policy
+from gym_gui_cleanrl_worker.evaluate import Policy, add_source_arguments, load_policy
 from gym_gui_cleanrl_worker.model_file import ModelError
 
 KIND = "cleanrl"
@@ -148,14 +148,17 @@ class PolicyOperator:
         self.policy.close()
 
 
-def load_operator(model: str, env_id: str | None = None, source_run: str = "") -> PolicyOperator:
-    """The operator of the model file ``model`` (on ``env_id``, else the env it trained on).
+def load_operator(
+    model: str, env_id: str, algorithm: str, scripts_dir: str | None = None, source_run: str = ""
+) -> PolicyOperator:
+    """The operator of the model file ``model`` of ``algorithm`` (its script: see
+    :func:`evaluate.load_policy`) on ``env_id``.
 
     Raises:
         OperatorRefused: the loader's message, when the model cannot be loaded.
     """
     try:
-        policy = load_policy(model, env_id)
+        policy = load_policy(model, env_id, algorithm, scripts_dir)
     except ModelError as exc:
         raise OperatorRefused(str(exc)) from None
     except (
@@ -172,10 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         description="Serve a saved gym_gui CleanRL model as an operator on standard input and output.",
     )
     parser.add_argument("--model", required=True, help="a .cleanrl_model file written by the launcher")
-    parser.add_argument("--env-id", default=None, help="override the env id saved with the model")
+    add_source_arguments(parser)
     parser.add_argument("--source-run", default="", help="the run the model comes from (for the card)")
     options = parser.parse_args(argv)
-    return serve(lambda: load_operator(options.model, options.env_id, options.source_run))
+    return serve(
+        lambda: load_operator(
+            options.model, options.env_id, options.algo, options.scripts_dir, options.source_run
+        )
+    )
 
 
 if __name__ == "__main__":

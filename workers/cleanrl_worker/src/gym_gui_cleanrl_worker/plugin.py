@@ -20,11 +20,11 @@ from typing import Any
 from gym_gui_sdk.contract import FormSpec, ManifestExtras
 from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
-from gym_gui.core.config import RunConfig, check_path_text
+from gym_gui.core.config import RunConfig, path_param
 from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
-from gym_gui.storage.run_dir import RunDir, file_sha256
+from gym_gui.storage.run_dir import RunDir, file_sha256, saved_model_refusal
 from gym_gui.workers import (
     ONLY,
     PARAMETERS,
@@ -37,6 +37,7 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui.workers.run_env import cuda_available, wandb_environment
 from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
 from gym_gui_cleanrl_worker.flags import resolve_command
@@ -44,7 +45,6 @@ from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_para
 from gym_gui_cleanrl_worker.interpreter import (
     BundleCall,
     InterpreterError,
-    cuda_available,
     loader_line,
     pip_freeze,
 )
@@ -207,9 +207,14 @@ class CleanRLLauncher:
     # ------------------------------------------------------------ checks
 
     def validate(self, config: RunConfig) -> None:
+        # Neither a script nor an evaluation passes arguments to gym.make: given ones would be ignored.
+        if config.env_kwargs:
+            raise ConfigError(
+                "field 'env_kwargs': CleanRL's scripts make their environment from its id alone and "
+                "take no arguments for it: leave env_kwargs empty"
+            )
         if config.mode == "evaluate":
-            self._model_path(config)
-            self._check_evaluation_env(config)
+            self._evaluated_model(config)
             if config.budget.episodes is None:
                 raise ConfigError("field 'budget.episodes': an evaluation plays a number of episodes")
             return
@@ -227,25 +232,54 @@ class CleanRLLauncher:
                 while len(self._resolved) > _RESOLVED_KEPT:
                     self._resolved.pop(next(iter(self._resolved)))
 
-    def _model_path(self, config: RunConfig) -> Path:
+    def _evaluated_model(self, config: RunConfig) -> tuple[Path, RunConfig]:
+        """The model file an evaluation plays, checked to be as it was saved, and the config of the
+        run that trained it (whose algorithm and scripts the model is loaded into).
+
+        Raises:
+            ConfigError: naming the ``evaluation`` field: no such run or model, a path outside the
+                run, a file the run never saved, or one gone or changed since it was saved; or the
+                ``env_id`` field, when it is not the environment the model was trained on.
+        """
         assert config.evaluation is not None
-        source_dir = self.home.run_dir(config.evaluation.run_id)
-        if not source_dir.is_dir():
-            raise ConfigError(f"field 'evaluation.run_id': no run {config.evaluation.run_id}")
+        run_id = config.evaluation.run_id
+        files = RunDir(self.home.run_dir(run_id))
+        if not files.path.is_dir():
+            raise ConfigError(f"field 'evaluation.run_id': no run {run_id}")
+        field = "field 'evaluation.checkpoint'"
         try:
-            model = (source_dir / (config.evaluation.checkpoint or FINAL_MODEL)).resolve()
-            if not model.is_relative_to(source_dir.resolve()):
-                raise ConfigError(
-                    f"field 'evaluation.checkpoint': {config.evaluation.checkpoint!r} is outside the run"
-                )
+            model = (files.path / (config.evaluation.checkpoint or FINAL_MODEL)).resolve()
+            if not model.is_relative_to(files.path.resolve()):
+                raise ConfigError(f"{field}: {config.evaluation.checkpoint!r} is outside the run")
             found = model.is_file()
         except OSError as exc:
-            raise ConfigError(f"field 'evaluation.checkpoint': cannot look for it: {exc.strerror}") from None
+            raise ConfigError(f"{field}: cannot look for it: {exc.strerror}") from None
         if not found:
+            raise ConfigError(f"{field}: run {run_id} has no model at {model}")
+        try:
+            trained = files.read_config()
+            saved = files.models()
+        except GymGuiError as exc:
+            raise ConfigError(f"field 'evaluation.run_id': the trained run cannot be read: {exc}") from None
+        if trained.mode != "train" or not trained.algorithm:
+            raise ConfigError(f"field 'evaluation.run_id': run {run_id} is not a CleanRL training run")
+        relative = model.relative_to(files.path.resolve()).as_posix()
+        entry = next((entry for entry in saved if entry.path == relative), None)
+        if entry is None:
+            offered = ", ".join(entry.path for entry in saved) or "none"
             raise ConfigError(
-                f"field 'evaluation.checkpoint': run {config.evaluation.run_id} has no model at {model}"
+                f"{field}: {relative!r} is not a saved model of run {run_id} (its models: {offered})"
             )
-        return model
+        refusal = saved_model_refusal(run_id, entry, model)
+        if refusal:
+            raise ConfigError(f"{field}: {refusal}")
+        # A network sized for one env's spaces plays no other, and a return on another env is no measure.
+        if trained.env_id != config.env_id:
+            raise ConfigError(
+                f"field 'env_id': the model of run {run_id} was trained on {trained.env_id}; "
+                f"it cannot play {config.env_id}"
+            )
+        return model, trained
 
     def _warm_start(self, config: RunConfig) -> tuple[Path, dict[str, str]]:
         """The saved model a warm start loads and its manifest entry (``run_id``, ``checkpoint``,
@@ -300,28 +334,14 @@ class CleanRLLauncher:
             raise ConfigError(f"field 'warm_start.checkpoint': cannot read {model}: {exc.strerror}") from None
         return model, {"run_id": parent_id, "checkpoint": checkpoint, "sha256": digest}
 
-    def _check_evaluation_env(self, config: RunConfig) -> None:
-        """What an evaluation may play: the environment of the run whose model it is, nothing else (a
-        network sized for one env's spaces plays no other, and a return on another env is no measure)."""
-        assert config.evaluation is not None
-        try:
-            trained = RunDir(self.home.run_dir(config.evaluation.run_id)).read_config()
-        except GymGuiError as exc:
-            raise ConfigError(
-                f"field 'evaluation.run_id': the trained run's config cannot be read: {exc}"
-            ) from None
-        if trained.env_id != config.env_id:
-            raise ConfigError(
-                f"field 'env_id': the model of run {config.evaluation.run_id} was trained on "
-                f"{trained.env_id}; it cannot play {config.env_id}"
-            )
-
     def check_model(self, path: Path, algorithm: str, env_id: str) -> ModelCheck:
         """Load ``path`` in the bundle as an evaluation does (``gym_gui_cleanrl_worker.evaluate``, no
-        episode played), on ``env_id``, and refuse it unless it is a model of ``algorithm``."""
+        episode played), into the bundle's script of ``algorithm`` on ``env_id``, and refuse it unless
+        it is a model of ``algorithm``."""
         try:
             result = BundleCall(self.python(ScriptSource())).run(
-                "gym_gui_cleanrl_worker.evaluate", "--model", str(path), "--episodes", "0", "--env-id", env_id
+                "gym_gui_cleanrl_worker.evaluate",
+                *("--model", str(path), "--algo", algorithm, "--env-id", env_id, "--episodes", "0"),
             )
         except InterpreterError as exc:
             raise ConfigError(str(exc)) from None
@@ -333,8 +353,6 @@ class CleanRLLauncher:
         if not isinstance(summary, dict):
             reason = loader_line(result.stderr) or f"exit code {result.returncode}"
             raise ConfigError(f"{path} is not a loadable CleanRL model for {env_id}: {reason}")
-        if summary.get("algo") != algorithm:
-            raise ConfigError(f"{path} holds a {summary.get('algo')} model, not {algorithm}")
         return ModelCheck(stored_as=FINAL_MODEL, step=int(summary.get("step") or 0))
 
     # ------------------------------------------------------------ operators
@@ -364,6 +382,7 @@ class CleanRLLauncher:
         )
         module = "gym_gui_cleanrl_worker.operator"
         argv = [str(self.python(script)), "-m", module, "--model", str(source.model), "--source-run", run]
+        argv += [*_source_args(config), "--env-id", config.env_id]
         return OperatorPlan(card=card, argv=argv, env=dict(MODEL_ENV))
 
     def _script_argv(self, config: RunConfig, gpu: bool) -> dict[str, Any]:
@@ -386,7 +405,10 @@ class CleanRLLauncher:
         description = self.arguments(source, config.algorithm)
         try:
             return resolve_command(
-                description, json.loads(json.dumps(script_params(config.params))), self._mapped(config, gpu)
+                description,
+                json.loads(json.dumps(script_params(config.params))),
+                self._mapped(config, gpu),
+                cleanrl_form.WITHHELD_FLAGS,
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
@@ -462,19 +484,16 @@ class CleanRLLauncher:
         env: dict[str, str] = dict(HEADLESS_GL)
         if config.mode == "evaluate":
             assert config.budget.episodes is not None
-            argv = [
-                str(python),
-                "-m",
-                "gym_gui_cleanrl_worker",
-                "evaluate",
-                "--model",
-                str(self._model_path(config)),
-            ]
-            argv += ["--episodes", str(config.budget.episodes)]
+            # Checked again at launch: the run may have waited in the queue.
+            model, trained = self._evaluated_model(config)
+            argv = [str(python), "-m", "gym_gui_cleanrl_worker", "evaluate", "--model", str(model)]
+            argv += [*_source_args(trained), "--episodes", str(config.budget.episodes)]
             if config.seed is not None:
                 argv += ["--seed", str(config.seed)]
             if config.evaluation is not None and config.evaluation.real_time:
                 argv.append("--real-time")
+            if config.evaluation is not None and config.evaluation.epsilon:
+                argv += ["--epsilon", repr(config.evaluation.epsilon)]
             return LaunchPlan(
                 argv=argv,
                 env=dict(MODEL_ENV),
@@ -512,23 +531,8 @@ class CleanRLLauncher:
                     "no W&B API key was given to this run: W&B tracks offline; `gym-gui wandb sync RUN` uploads it later"
                 )
             # W&B's own directories are the run's: nothing of it lands in the user's home.
-            state = RunDir(run_dir).wandb_state_dir
-            env.update(
-                {
-                    "WANDB_MODE": "online" if online else "offline",
-                    "WANDB_DIR": str(run_dir),
-                    "WANDB_CONFIG_DIR": str(state / "config"),
-                    "WANDB_CACHE_DIR": str(state / "cache"),
-                    "WANDB_DATA_DIR": str(state / "data"),
-                    "WANDB_INIT_TIMEOUT": "30",
-                    "WANDB_NAME": config.tracking.wandb_run_name or run_id,
-                    "WANDB_PROJECT": config.tracking.wandb_project or "cleanRL",
-                }
-            )
-            if config.tracking.wandb_entity:
-                env["WANDB_ENTITY"] = config.tracking.wandb_entity
-            if config.tracking.wandb_base_url:
-                env["WANDB_BASE_URL"] = config.tracking.wandb_base_url
+            mode = "online" if online else "offline"
+            env.update(wandb_environment(config, run_id, run_dir, mode, "cleanRL"))
         secrets: dict[str, str] = {}
         if env.get("WANDB_MODE") == "online":
             secrets["WANDB_API_KEY"] = secret_env["WANDB_API_KEY"]
@@ -555,28 +559,22 @@ def _answer(python: Path, call: tuple[str, ...]) -> Any:
         raise ConfigError(str(exc)) from None
 
 
+def _source_args(trained: RunConfig) -> list[str]:
+    """The loader's options naming the script a model of the training run ``trained`` is loaded into:
+    from the run's own config, never from the model file."""
+    assert trained.algorithm is not None
+    scripts_dir = ScriptSource.of(trained.params).scripts_dir
+    return ["--algo", trained.algorithm, *(["--scripts-dir", scripts_dir] if scripts_dir else [])]
+
+
 def _check_source(config: RunConfig) -> None:
     """Refuse a checkout or interpreter (``params.scripts_dir``, ``params.python``) that names no file.
 
     Raises:
-        ConfigError: naming the parameter: not text, not a path, or not absolute (the daemon has
-            another working directory; clients resolve what a user typed before sending it).
+        ConfigError: naming the parameter (``gym_gui.core.config.path_param``).
     """
     for name in SOURCE_PARAMS:
-        value = config.params.get(name)
-        if value is None or value == "":
-            continue
-        field = f"field 'params.{name}'"
-        if not isinstance(value, str):
-            raise ConfigError(f"{field}: expected a path, got {value!r}")
-        try:
-            check_path_text(value)
-        except ConfigError as exc:
-            raise ConfigError(f"{field}: {exc}") from None
-        if not Path(value).is_absolute():
-            raise ConfigError(
-                f"{field}: must be an absolute path (got {value!r}); the daemon has another working directory"
-            )
+        path_param(config.params, name)
 
 
 PLUGIN = WorkerPlugin(

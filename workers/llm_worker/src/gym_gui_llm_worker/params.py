@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+from urllib.parse import urlsplit
 
-from gym_gui_sdk.contract import ParameterSpec, parameter_problems, resolve_parameters
+from gym_gui_sdk.contract import ParameterSpec, parameter_problems, resolve_parameters, shown
 
 # The environment variable holding the endpoint's API key. It reaches the worker as a run secret
 # only (never stored, never logged, ``***`` in previews); a local server needs none.
@@ -22,6 +23,8 @@ FALLBACKS = ("random", "noop", "repeat")
 # image (a vision model behind the same API), or both.
 TEXT, IMAGE, BOTH = "text", "image", "both"
 OBSERVATION_INPUTS = (TEXT, IMAGE, BOTH)
+# Ollama's endpoint on this machine, where a first run looks for a model.
+DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
 _ENDPOINT = "Endpoint"
 _PLAY = "Play"
 _COST = "Cost"
@@ -33,7 +36,7 @@ PARAMETERS = (
     ParameterSpec(
         "base_url",
         "str",
-        "http://127.0.0.1:11434/v1",
+        DEFAULT_BASE_URL,
         "OpenAI-compatible endpoint (Ollama's by default; vLLM, llama.cpp server, a hosted API).",
         _ENDPOINT,
     ),
@@ -175,6 +178,22 @@ def describe(defaults: Mapping[str, Any] | None = None) -> tuple[ParameterSpec, 
     )
 
 
+def _endpoint_problem(url: str) -> str:
+    """Why ``url`` is no endpoint a run may call ("" when it is one): an http(s) address of a host,
+    without credentials (the key is a run secret, ``LLM_API_KEY``)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it checks it: a port out of range raises)
+        scheme, host, credentials = parts.scheme, parts.hostname, parts.username or parts.password
+    except ValueError:  # an unclosed bracket of an IPv6 host, a port out of range
+        scheme, host, credentials = "", None, None
+    if scheme not in ("http", "https") or not host:
+        return f"must be an http or https address with a host, such as {DEFAULT_BASE_URL}, got {shown(url)}"
+    if credentials:
+        return f"must not hold credentials: give the key as {API_KEY_ENV} in the worker's environment"
+    return ""
+
+
 def parse(params: Mapping[str, Any]) -> LLMParams:
     """The run's parameters, checked.
 
@@ -183,6 +202,9 @@ def parse(params: Mapping[str, Any]) -> LLMParams:
     """
     problems = parameter_problems(PARAMETERS, params)
     problems += [(name, "must not be empty") for name in _NOT_EMPTY if params.get(name) == ""]
+    base_url = params.get("base_url")
+    if isinstance(base_url, str) and base_url and (why := _endpoint_problem(base_url)):
+        problems.append(("base_url", why))
     problems += [
         (name, f"must be at most {longest} characters, got {len(params[name])}")
         for name, longest in _LONGEST.items()

@@ -26,10 +26,22 @@ from gym_gui_spade_bdi_worker.agent import PlansError, QLearningAgent, run_agent
 from gym_gui_spade_bdi_worker.checkpoint import CheckpointRefused, QTableFile
 from gym_gui_spade_bdi_worker.environments import EnvRefused, make_env, run_env_kwargs
 from gym_gui_spade_bdi_worker.params import PASSWORD_ENV, resolve
+from gym_gui_spade_bdi_worker.plans import PlansRefused, read_plans
 from gym_gui_spade_bdi_worker.training import Settings, Training
 from gym_gui_spade_bdi_worker.xmpp import EmbeddedXMPP, XMPPAccount, XMPPUnavailable, check_ready
 
-HYPERPARAMETERS = ("alpha", "gamma", "epsilon_start", "epsilon_end", "epsilon_decay", "max_steps", "mode")
+HYPERPARAMETERS = (
+    "alpha",
+    "gamma",
+    "epsilon_start",
+    "epsilon_end",
+    "epsilon_decay",
+    "exploration_fraction",
+    "max_steps",
+    "mode",
+)
+# What the exploration schedule reads (Training.epsilon_decay).
+EXPLORATION = ("epsilon_start", "epsilon_end", "epsilon_decay", "exploration_fraction")
 
 
 class RunFailed(RuntimeError):
@@ -81,11 +93,15 @@ async def train(session: WorkerSession, config: dict[str, Any], run_dir: Path, q
         evaluating=evaluating,
         real_time=bool((config.get("evaluation") or {}).get("real_time")),
         hyperparameters={name: values[name] for name in HYPERPARAMETERS},
+        exploration={name: values[name] for name in EXPLORATION},
     )
     training = Training(session, env, settings, run_dir, None if start is None else start.q)
     if start is not None:
         start.check_fits(env_id, training.shape, training.map, q_table or Path())
-    plans = Path(values["asl"]) if str(values["asl"]).strip() else shipped_plans()
+    try:
+        plans = read_plans(Path(values["asl"]) if str(values["asl"]).strip() else shipped_plans())
+    except PlansRefused as exc:
+        raise PlansError(str(exc)) from None
     states, actions = training.shape
 
     def started() -> None:
@@ -98,7 +114,7 @@ async def train(session: WorkerSession, config: dict[str, Any], run_dir: Path, q
                 "q_table": {"states": states, "actions": actions},
                 "map": training.map,
                 "mode": settings.mode,
-                "plans": str(plans),
+                "plans": str(plans.path),
             },
         )
         if start is not None:
@@ -121,7 +137,7 @@ async def train(session: WorkerSession, config: dict[str, Any], run_dir: Path, q
                 mode=settings.mode,
                 evaluating=evaluating,
                 epsilon=0.0 if evaluating else float(values["epsilon_start"]),
-                epsilon_decay=float(values["epsilon_decay"]),
+                epsilon_decay=training.epsilon_decay(),
                 epsilon_end=float(values["epsilon_end"]),
                 episode=0,
                 episodes_left=training.episodes_left,

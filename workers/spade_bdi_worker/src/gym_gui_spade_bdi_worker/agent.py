@@ -20,6 +20,7 @@ from agentspeak import runtime as asp_runtime
 from spade_bdi.bdi import BDIAgent
 from spade_bdi.bdi_behaviour import BDIBehaviour
 
+from gym_gui_spade_bdi_worker.plans import Plans
 from gym_gui_spade_bdi_worker.training import Training
 from gym_gui_spade_bdi_worker.xmpp import XMPPAccount
 
@@ -61,11 +62,12 @@ class _Reasoning(BDIBehaviour):
 class QLearningAgent(BDIAgent):
     """A BDI agent whose plans learn a Q-table through the actions of a :class:`Training`."""
 
-    def __init__(self, account: XMPPAccount, plans: Path, training: Training) -> None:
+    def __init__(self, account: XMPPAccount, plans: Plans, training: Training) -> None:
         self.training = training
         self.account = account
+        self.checked_plans = plans
         self.finished: asyncio.Future[str] = asyncio.get_event_loop().create_future()
-        super().__init__(account.jid, account.password, str(plans), port=account.port)
+        super().__init__(account.jid, account.password, str(plans.path), port=account.port)
 
     # ------------------------------------------------------------ spade hooks
 
@@ -75,13 +77,18 @@ class QLearningAgent(BDIAgent):
         super().add_behaviour(behaviour, template)
 
     def _load_asl(self) -> None:
-        # spade_bdi turns a missing file into a silently idle agent; here it is an error.
+        # spade_bdi's own load opens the file again: the agent is built from the text that was
+        # checked (plans.read_plans) instead, so what runs is what was checked.
+        self.pause_bdi()
+        source = asp.StringSource(str(self.checked_plans.path), self.checked_plans.text)
         try:
-            super()._load_asl()
+            self.bdi_agent = self.bdi_env.build_agent(
+                source, self.bdi_actions, name=str(self.jid).split("@")[0]
+            )
         except Exception as exc:
             raise PlansError(f"plans {self.asl_file}: {exc}") from None
-        if self.asl_file is None:
-            raise PlansError("plans file not found")
+        self.bdi_agent.name = self.jid
+        self.resume_bdi()
 
     async def _async_connect(self) -> None:
         # spade connects to the JID's domain; the server may live elsewhere (or be named by address).
@@ -194,6 +201,7 @@ class QLearningAgent(BDIAgent):
                 self.believe("checkpoint_due")
             self.believe("episode", training.episode)
             self.believe("episodes_left", training.episodes_left)
+            self.believe("epsilon_decay", training.epsilon_decay())
             self.believe("success_rate", training.success_rate)
 
         @action(".save_checkpoint", 1)

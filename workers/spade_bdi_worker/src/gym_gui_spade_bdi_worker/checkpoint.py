@@ -35,6 +35,25 @@ class CheckpointRefused(ValueError):
     """A Q-table file cannot be used: unreadable, damaged (its hash), or of another environment or shape."""
 
 
+# How deep a Q-table file's JSON goes: the file's object, a field's list or object (``q``,
+# ``env_kwargs``), a row or a map's rows, their items. Deeper is no Q-table, and reading it could
+# exhaust the recursion of whatever handles it next.
+_MAX_DEPTH = 8
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON data ``value`` nests lists and objects more than ``limit`` levels deep (walked
+    without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def periodic_path(episode: int) -> str:
     """Where the checkpoint after ``episode`` episodes goes, relative to the run directory."""
     return f"checkpoints/q_table_ep{episode}.json"
@@ -109,10 +128,14 @@ class QTableFile:
             return CheckpointRefused(f"Q-table {path} is not a Spade BDI Q-table file")
 
         data = json_object(
-            text, lambda _: CheckpointRefused(f"Q-table {path} is corrupt: it is not valid JSON"), not_a_table
+            text,
+            lambda why: CheckpointRefused(f"Q-table {path} is corrupt: it is not valid JSON ({why})"),
+            not_a_table,
         )
         if data.get("format") != FORMAT:
             raise not_a_table(data)
+        if _deeper_than(data, _MAX_DEPTH):
+            raise CheckpointRefused(f"Q-table {path} is corrupt: it nests deeper than a Q-table file does")
         try:
             q = np.asarray(data["q"], dtype=np.float64)
             shape = tuple(int(n) for n in data["shape"])
@@ -133,6 +156,12 @@ class QTableFile:
         if q.ndim != 2 or q.shape != shape:
             raise CheckpointRefused(
                 f"Q-table {path} is corrupt: its table is {q.shape}, its header says {shape}"
+            )
+        if not np.isfinite(q).all():
+            # NaN and infinity are JSON to Python's reader, but no action can be chosen by them.
+            row = int(np.argwhere(~np.isfinite(q))[0][0])
+            raise CheckpointRefused(
+                f"Q-table {path} holds a value that is not a finite number (NaN or infinity) in row {row}"
             )
         if table_hash(q) != expected:
             raise CheckpointRefused(

@@ -16,6 +16,8 @@ MODES = ("fast", "deliberate")
 XMPP_SERVERS = ("embedded", "external")
 # The secret a run against an external XMPP server gets in its environment (never in its config).
 PASSWORD_ENV = "XMPP_PASSWORD"
+# What the name of a plans file (``asl``) ends in.
+PLANS_SUFFIX = ".asl"
 
 
 _LEARNING = "Learning"
@@ -46,8 +48,22 @@ PARAMETERS = (
     ParameterSpec(
         "epsilon_decay",
         "float",
-        0.999,
-        "epsilon is multiplied by this after each episode",
+        None,
+        "epsilon is multiplied by this after each episode, down to epsilon_end (in the last of N "
+        "episodes it is max(epsilon_end, epsilon_start * decay^(N-1))); empty: the schedule fits the "
+        "budget, and epsilon ends at epsilon_end (see exploration_fraction)",
+        _LEARNING,
+        low=0,
+        high=1,
+        open_low=True,
+    ),
+    ParameterSpec(
+        "exploration_fraction",
+        "float",
+        0.5,
+        "with epsilon_decay empty: the share of the budget (its episodes, else its steps) over which "
+        "epsilon falls in a straight line from epsilon_start to epsilon_end, where it stays to the end "
+        "(CleanRL's exploration fraction)",
         _LEARNING,
         low=0,
         high=1,
@@ -88,7 +104,11 @@ PARAMETERS = (
         high=10**6,
     ),
     ParameterSpec(
-        "asl", "str", "", "the agent's plans: an absolute path to an .asl file (empty: the shipped plans)"
+        "asl",
+        "str",
+        "",
+        "the agent's plans: an absolute path to an .asl file of AgentSpeak plans with a plan for +!run, "
+        "checked before the run starts (empty: the shipped plans)",
     ),
     ParameterSpec(
         "map",
@@ -134,6 +154,13 @@ def problems(params: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"must not exceed epsilon_start ({values['epsilon_start']:g}), got {values['epsilon_end']:g}",
             )
         )
+    if params.get("epsilon_decay") is not None and params.get("exploration_fraction") is not None:
+        found.append(
+            (
+                "exploration_fraction",
+                "fits the schedule to the budget when epsilon_decay is empty; give one of the two",
+            )
+        )
     if values["xmpp_server"] == "external":
         for name in ("xmpp_host", "xmpp_jid"):
             if not values[name].strip():
@@ -147,3 +174,21 @@ def problems(params: Mapping[str, Any]) -> list[tuple[str, str]]:
 def resolve(params: Mapping[str, Any]) -> dict[str, Any]:
     """Every parameter's value: the one given, else its default."""
     return resolve_parameters(PARAMETERS, params)
+
+
+def scheduled_epsilon(values: Mapping[str, Any], done: float) -> float:
+    """Epsilon when ``done`` of the budget (0 to 1) is spent, on the schedule fitted to it (no
+    ``epsilon_decay``): CleanRL's linear schedule, from ``epsilon_start`` to ``epsilon_end`` over
+    ``exploration_fraction`` of the budget, then ``epsilon_end``."""
+    start, end = float(values["epsilon_start"]), float(values["epsilon_end"])
+    return start + (end - start) * min(1.0, done / float(values["exploration_fraction"]))
+
+
+def final_epsilon(values: Mapping[str, Any], episodes: int) -> float:
+    """Epsilon in the last of ``episodes`` episodes with the shipped plans' schedule (resolved
+    ``values``): ``epsilon_end`` on the fitted schedule, else ``epsilon_start`` decayed by
+    ``epsilon_decay`` after each earlier episode, never below ``epsilon_end``."""
+    start, end, decay = float(values["epsilon_start"]), float(values["epsilon_end"]), values["epsilon_decay"]
+    if decay is None:
+        return scheduled_epsilon(values, (episodes - 1) / episodes) if episodes > 0 else start
+    return max(end, start * float(decay) ** max(episodes - 1, 0))

@@ -7,6 +7,9 @@ everything that imports SPADE runs inside the spade_bdi bundle.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,9 +32,20 @@ from gym_gui.workers import (
 from gym_gui_spade_bdi_worker.checkpoint import FINAL, CheckpointRefused, QTableFile
 from gym_gui_spade_bdi_worker.environments import EnvRefused, grid_map, make_env, run_env_kwargs, table_shape
 from gym_gui_spade_bdi_worker.operator import operator_card
-from gym_gui_spade_bdi_worker.params import PARAMETERS, PASSWORD_ENV, problems, resolve
+from gym_gui_spade_bdi_worker.params import (
+    PARAMETERS,
+    PASSWORD_ENV,
+    PLANS_SUFFIX,
+    final_epsilon,
+    problems,
+    resolve,
+)
 
 PACKAGE = "gym_gui_spade_bdi_worker"
+# A plans check is a Python start in the bundle and one parse: well under a second.
+_PLANS_CHECK_SECONDS = 60
+# How far above epsilon_end a run's last episode may still explore before the plan says so.
+_STILL_EXPLORING = 0.05
 
 BUNDLE = BundleSpec(
     name="spade_bdi",
@@ -65,13 +79,7 @@ class SpadeBDILauncher(ModuleLauncher):
         values = resolve(config.params)
         asl = str(values["asl"]).strip()
         if asl:
-            path = Path(asl)
-            if not path.is_absolute():
-                raise ConfigError(
-                    f"field 'params.asl': must be an absolute path (got {asl!r}); the daemon has another working directory"
-                )
-            if not path.is_file():
-                raise ConfigError(f"field 'params.asl': no plans file at {path}")
+            self._check_plans(Path(asl))
         check_env(config.env_id)
         source: Path | None = None
         if config.mode == "evaluate":
@@ -104,6 +112,44 @@ class SpadeBDILauncher(ModuleLauncher):
         except CheckpointRefused as exc:
             raise ConfigError(f"field '{field}': {exc}") from None
         return source
+
+    def _check_plans(self, path: Path) -> None:
+        """Refuse an ``asl`` that is no plans file: a relative path, a name not ending in .asl, no
+        file, or (once the bundle is installed: at submit, else at launch) text that does not parse
+        as plans, checked in the bundle by ``gym_gui_spade_bdi_worker.plans``, whose parser this is.
+        Its answer names a line, never the file's text.
+
+        Raises:
+            ConfigError: naming the field and what is wrong.
+        """
+        field = "field 'params.asl'"
+        if not path.is_absolute():
+            raise ConfigError(
+                f"{field}: must be an absolute path (got {str(path)!r}); the daemon has another working directory"
+            )
+        if path.suffix != PLANS_SUFFIX:
+            raise ConfigError(f"{field}: {path} is not a plans file: its name must end in {PLANS_SUFFIX}")
+        if not path.is_file():
+            raise ConfigError(f"{field}: no plans file at {path}")
+        if not self.context.bundles.installed(BUNDLE.name):
+            return  # the run waits for its bundle, and its plan checks the plans before launch
+        try:
+            checked = subprocess.run(
+                [str(self.python()), "-m", f"{PACKAGE}.plans", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=_PLANS_CHECK_SECONDS,
+                env={"PATH": os.defpath},  # nothing of the daemon's environment for a file to show
+            )
+            answer = json.loads(checked.stdout.strip().splitlines()[-1])
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+            # The check's own output is not shown: it could quote the file.
+            raise ConfigError(
+                f"{field}: the plans in {path} could not be checked: {type(exc).__name__}"
+            ) from None
+        if not isinstance(answer, dict) or "error" in answer or checked.returncode != 0:
+            why = answer.get("error") if isinstance(answer, dict) else None
+            raise ConfigError(f"{field}: {why or f'the plans check failed (exit code {checked.returncode})'}")
 
     def _in_run(self, run_id: str, inside: str | None, field: str) -> Path:
         """A file inside run ``run_id`` (its final Q-table by default), refusing paths that leave it."""
@@ -139,6 +185,7 @@ class SpadeBDILauncher(ModuleLauncher):
         return LaunchPlan(
             argv=argv,
             secrets=secrets,
+            warnings=_exploration_warnings(config),
             extras=ManifestExtras({"q_table_source": str(source) if source else None}),
         )
 
@@ -163,6 +210,24 @@ class SpadeBDILauncher(ModuleLauncher):
     def describe(self, query: Mapping[str, str]) -> FormSpec:
         """The parameters gym_gui's generated form shows, one editor each; a run counts episodes."""
         return FormSpec(parameters=PARAMETERS, budget_bounds=("episodes", "timesteps"))
+
+
+def _exploration_warnings(config: RunConfig) -> list[str]:
+    """What the form's preview and the run say when the run's own ``epsilon_decay`` leaves epsilon
+    well above its floor in its last episode: it still explores as it ends (the schedule fitted to
+    the budget, without ``epsilon_decay``, always ends at ``epsilon_end``)."""
+    values = resolve(config.params)
+    episodes = config.budget.episodes
+    if config.mode != "train" or values["epsilon_decay"] is None or not episodes:
+        return []
+    final, floor = final_epsilon(values, episodes), float(values["epsilon_end"])
+    if final - floor <= _STILL_EXPLORING:
+        return []
+    return [
+        f"epsilon_decay {values['epsilon_decay']:g} leaves epsilon at {final:.2f} in the last of "
+        f"{episodes} episodes (epsilon_end {floor:g}): the run still explores as it ends; leave "
+        "epsilon_decay empty to fit the schedule to the budget"
+    ]
 
 
 PLUGIN = WorkerPlugin(

@@ -34,6 +34,7 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 from gym_gui_spade_bdi_worker.checkpoint import FINAL, QTableFile, periodic_path
 from gym_gui_spade_bdi_worker.environments import grid_map, table_shape
 from gym_gui_spade_bdi_worker.learner import QLearner
+from gym_gui_spade_bdi_worker.params import scheduled_epsilon
 
 
 def direct_step(env: gym.Env[Any, Any]) -> tuple[Any, int | None]:
@@ -149,6 +150,9 @@ class Settings:
     evaluating: bool = False
     real_time: bool = False
     hyperparameters: dict[str, Any] = field(default_factory=dict)
+    # The exploration parameters, resolved (params.PARAMETERS): epsilon_start, epsilon_end,
+    # epsilon_decay (None: the schedule fitted to the budget), exploration_fraction.
+    exploration: dict[str, Any] = field(default_factory=dict)
 
 
 class Training:
@@ -201,6 +205,23 @@ class Training:
         if settings.timesteps is not None and self.total_steps >= settings.timesteps:
             left = 0
         return max(0, left)
+
+    def epsilon_decay(self) -> float:
+        """What the plans multiply epsilon by after the episode that just ended (the belief
+        ``epsilon_decay(D)``): the run's ``epsilon_decay``, else the step that takes epsilon to
+        where the schedule fitted to the budget has it for the next episode (by the episodes
+        played of an episode budget, else by the steps taken of a step budget)."""
+        settings, exploration = self.settings, self.settings.exploration
+        if exploration.get("epsilon_decay") is not None:
+            return float(exploration["epsilon_decay"])
+        if settings.episodes:
+            done = self.episode / settings.episodes
+        elif settings.timesteps:
+            done = self.total_steps / settings.timesteps
+        else:
+            return 1.0
+        # Relative to the epsilon the episode played with (the plans' belief), so the plans land on the schedule.
+        return scheduled_epsilon(exploration, done) / self.epsilon if self.epsilon > 0 else 1.0
 
     @property
     def success_rate(self) -> float:

@@ -8,7 +8,10 @@
 //   mode(fast | deliberate)      how steps are taken (params.mode)
 //   evaluating                   an evaluation run: greedy, no learning, no schedule
 //   epsilon(E)                   the exploration rate; the plans below change it
-//   epsilon_decay(D), epsilon_end(M)
+//   epsilon_decay(D)             what E is multiplied by after this episode: params.epsilon_decay,
+//                                else the step the schedule fitted to the budget takes (renewed
+//                                after every episode)
+//   epsilon_end(M)               the floor of E
 //   episode(N), episodes_left(K) the episode about to start (from 0), and how many remain
 //   success_rate(R)              share of the last success_window episodes that reached the goal
 //   state(S)                     deliberate mode: the state the agent is in
