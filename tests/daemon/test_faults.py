@@ -114,6 +114,25 @@ def acted(seq: int, actor: list[int], proposed_action: list[str]) -> pb.WorkerMe
     return message
 
 
+def episode(seq: int, number: int, length: int, info: str = "{}") -> pb.WorkerMessage:
+    """An episode's summary, saying it had ``length`` steps."""
+    return pb.WorkerMessage(
+        seq=seq, episode=pb.Episode(episode=number, steps=length, info=info, terminated=True)
+    )
+
+
+def completed(seq: int) -> pb.WorkerMessage:
+    return pb.WorkerMessage(seq=seq, lifecycle=pb.Lifecycle(phase=Phase.COMPLETED, message="played"))
+
+
+def with_column(message: pb.WorkerMessage, name: str, values: list[str]) -> pb.WorkerMessage:
+    """``message``'s step batch with its column ``name`` (action, observation, info, …) replaced by ``values``."""
+    column = getattr(message.steps, name)
+    del column[:]
+    column.extend(values)
+    return message
+
+
 BAD_STREAMS = {
     "out of order": [started(1), steps(3, 0, [0])],
     "columns differ": [
@@ -131,7 +150,36 @@ BAD_STREAMS = {
     ],
     "has no body": [started(1), pb.WorkerMessage(seq=2)],
     "step 1 of episode 0 was sent again": [started(1), steps(2, 0, [0, 1]), steps(3, 0, [1, 2])],
-    "step 0 of episode 0 comes after step 1 of episode 0": [started(1), steps(2, 0, [1, 0])],
+    "step 0 of episode 0 comes after step 1 of episode 0": [started(1), steps(2, 0, [0, 1, 0])],
+    "steps 2–4 of episode 0 were never sent (step 5 came after step 1)": [
+        started(1),
+        steps(2, 0, [0, 1]),
+        steps(3, 0, [5]),
+        completed(4),
+    ],
+    "step 2 of episode 3 was never sent (step 3 came after step 1)": [started(1), steps(2, 3, [0, 1, 3])],
+    "steps 0–2 of episode 1 were never sent (step 3 came first)": [started(1), steps(2, 1, [3])],
+    "step 1 of episode 0: action is not valid JSON": [
+        started(1),
+        with_column(steps(2, 0, [0, 1]), "action", ["1", "{oops"]),
+    ],
+    "step 0 of episode 0: observation is not valid JSON": [
+        started(1),
+        with_column(steps(2, 0, [0]), "observation", ["x" * 10]),
+    ],
+    "step 0 of episode 2: info is not valid JSON": [started(1), with_column(steps(2, 2, [0]), "info", [""])],
+    "step 1 of episode 0: proposed_action is not valid JSON": [started(1), acted(2, [1, 2], ["", "[1,"])],
+    "episode 0's info is not valid JSON": [
+        started(1),
+        steps(2, 0, [0, 1]),
+        episode(3, 0, 2, info="{'a': 1}"),
+    ],
+    "episode 0's summary says 99 steps, but 3 were sent": [
+        started(1),
+        steps(2, 0, [0, 1, 2]),
+        episode(3, 0, 99),
+        completed(4),
+    ],
     "packed observations: 8 bytes, but 1 of shape [4] and dtype <f4 take 16": [
         started(1),
         packed(2, bytes(8), "<f4", [4]),
@@ -229,6 +277,86 @@ def test_a_stream_opened_again_keeps_what_was_not_stored_of_episodes_played_at_o
         reader.close()
         supervisor.stop_loop()
         supervisor.close()
+
+
+@pytest.mark.parametrize("store_steps", [True, False])
+def test_a_stream_opened_again_goes_on_from_where_each_episode_was_and_is_held_to_it(
+    home: Home, registry: RunRegistry, store_steps: bool
+) -> None:
+    """A worker's stream opened again sends what the daemon had not confirmed: its episodes go on
+    from the step after the last one stored, not from 0, and a step missing there still fails the
+    run. A run that stores no steps cannot say where they were: what comes is taken as it comes."""
+    bus = RunBus()
+    supervisor = Supervisor(home, registry, bus, LocalExecutor(), "127.0.0.1:0")
+    config = parse_run_config(
+        {
+            "worker": "human",
+            "env_id": "FrozenLake-v1",
+            "budget": {"episodes": 3},
+            "telemetry": {"store_steps": store_steps},
+        }
+    )
+    record, token, _ = supervisor.submit(config)
+    run = supervisor.register(record.run_id, token, os.getpid())
+
+    def stream(messages: list[pb.WorkerMessage], resumed: bool) -> StreamIngest:
+        ingest = StreamIngest(supervisor, bus, run, resumed)
+        ingest.consume(iter(messages))
+        return ingest
+
+    try:
+        assert not stream([started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1])], resumed=False).violation
+        again = [started(1), steps(2, 0, [2, 3]), steps(3, 1, [2]), steps(4, 2, [0]), episode(5, 0, 4)]
+        assert not stream(again, resumed=True).violation
+        gap = stream([started(1), steps(2, 1, [5])], resumed=True).violation
+        if store_steps:
+            assert gap.startswith("steps 3–4 of episode 1 were never sent (step 5 came after step 2)"), gap
+        else:
+            assert not gap
+    finally:
+        supervisor.stop_loop()
+        supervisor.close()
+
+
+def test_a_run_that_stores_no_steps_is_held_to_the_same_order_and_summaries(
+    client: DaemonClient, home: Home
+) -> None:
+    config = parse_run_config(
+        {
+            "worker": "human",
+            "env_id": "FrozenLake-v1",
+            "budget": {"episodes": 2},
+            "telemetry": {"store_steps": False},
+        }
+    )
+    good, good_token = client.submit(config)
+    played = [
+        started(1),
+        steps(2, 0, [0, 1]),
+        steps(3, 1, [0]),
+        steps(4, 0, [2]),
+        episode(5, 0, 3),
+        episode(6, 1, 1),
+        completed(7),
+    ]
+    assert publish_raw(client, good.run_id, good_token, played) is None
+    assert client.wait_for_end(good.run_id, timeout=30).state is RunState.COMPLETED
+    reader = TelemetryReader(RunDir(home.run_dir(good.run_id)).telemetry_path)
+    try:
+        assert reader.step_count() == 0
+        assert [e.steps for e in reader.episodes()] == [3, 1]
+    finally:
+        reader.close()
+
+    for messages, reason in (
+        ([started(1), steps(2, 0, [0, 1]), steps(3, 0, [5]), completed(4)], "steps 2–4 of episode 0"),
+        ([started(1), steps(2, 0, [0, 1]), episode(3, 0, 99), completed(4)], "says 99 steps, but 2"),
+    ):
+        bad, bad_token = client.submit(config)
+        error = publish_raw(client, bad.run_id, bad_token, messages)
+        assert error is not None and error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
+        final = client.wait_for_end(bad.run_id, timeout=30)
+        assert final.state is RunState.FAILED and reason in final.reason, final.reason
 
 
 def test_a_repeated_step_on_a_stream_kept_open_is_refused_naming_it(client: DaemonClient, home: Home) -> None:

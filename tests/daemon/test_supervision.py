@@ -12,6 +12,9 @@ from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui.core.states import RunState
 from gym_gui.daemon.ending import Outcome, verdict
 from gym_gui.daemon.live import LiveRun
+from gym_gui.storage.run_dir import RunDir
+from gym_gui.workers import worker_catalog
+from tests.support import random_config
 
 Phase = pb.Lifecycle.Phase
 HEARTBEAT_TIMEOUT = 20.0
@@ -127,6 +130,27 @@ VERDICTS = {
 def test_the_verdict_on_a_runs_end(rule: str) -> None:
     outcome, state, reason = VERDICTS[rule]
     assert verdict(outcome, HEARTBEAT_TIMEOUT) == (state, reason)
+
+
+def test_the_stderr_a_failed_run_is_judged_on_leaves_its_warnings_out(tmp_path: Path) -> None:
+    """Issue 30: a killed worker's reason took the end of its stderr, a gym deprecation banner."""
+    files = RunDir(tmp_path / "run")
+    files.create()
+    files.worker_stderr_log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "worker.py", line 3, in <module>\n'
+        "MemoryError\n"
+        "/venv/gym/core.py:172: DeprecationWarning: WARN: Function `env.seed(seed)` is deprecated\n"
+        "  deprecation(\n"
+    )
+    config = random_config()
+    run = LiveRun(run_id="r", spec=worker_catalog().spec("random"), config=config, run_dir=files.path)
+    run.exit_code = -9
+    outcome = Outcome.of(run)
+    assert outcome.stderr_tail.endswith("MemoryError"), outcome.stderr_tail
+    assert verdict(outcome, HEARTBEAT_TIMEOUT)[1].startswith("killed by signal 9: Traceback")
+    files.worker_stderr_log.write_text("/venv/gym/core.py:172: DeprecationWarning: WARN: x\n  deprecation(\n")
+    assert verdict(Outcome.of(run), HEARTBEAT_TIMEOUT) == (RunState.FAILED, "killed by signal 9")
 
 
 def test_the_heartbeat_verdict_names_the_timeout() -> None:

@@ -26,7 +26,8 @@ from gym_gui.storage import telemetry_schema
 from gym_gui.storage.database import sql_migration
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.storage.telemetry_schema import SCHEMA_VERSION, open_telemetry_db
-from gym_gui.storage.telemetry_writer import TelemetryWriter
+from gym_gui.storage.telemetry_writer import ByteBudget, TelemetryWriter
+from tests.support import wait_until
 
 WAIT = 30.0  # generous upper bound for conditions that normally hold within milliseconds
 
@@ -152,6 +153,54 @@ def test_put_blocks_while_the_queue_is_full(db_path: Path) -> None:
     assert writer.steps_written == 30
     assert TelemetryReader(db_path).step_count(0) == 30
     assert writer.close(timeout=WAIT)
+
+
+def test_writers_sharing_a_budget_hold_no_more_together_and_give_back_all_they_held(tmp_path: Path) -> None:
+    """A daemon's runs share one ByteBudget (issue 30): a writer waits while the others hold it
+    full, in the order asked; what is written, reserved and not put, discarded by a failed writer
+    or dropped by a closed one is given back, so the budget never runs dry for good."""
+    budget = ByteBudget(limit=100)
+    stalled = TelemetryWriter(tmp_path / "stalled.sqlite", budget=budget)  # not started: writes nothing
+    stalled.put_steps(step_rows(0, 0, 10), size=80)
+    assert budget.used == 80
+
+    waiting = TelemetryWriter(tmp_path / "waiting.sqlite", budget=budget)
+    waiting.start()
+    reserved = threading.Event()
+
+    def reserve() -> None:
+        waiting.reserve(50)  # 80 + 50 > 100: waits for the stalled writer
+        reserved.set()
+
+    producer = threading.Thread(target=reserve)
+    producer.start()
+    stalled.start()  # it writes its rows and gives their bytes back: the reservation goes in
+    wait_until(reserved.is_set, WAIT, "the reservation")
+    producer.join(WAIT)
+    wait_until(lambda: budget.used == 50, WAIT, "the stalled writer's bytes to be given back")
+
+    waiting.put_steps(step_rows(0, 0, 5), size=30)  # taken from the reservation; 20 left reserved
+    waiting.release()
+    assert waiting.flush(timeout=WAIT)
+    assert budget.used == 0
+
+    waiting.reserve(40)
+    assert waiting.close(timeout=WAIT)  # a reservation no rows came for
+    assert budget.used == 0
+
+    stalled.put_steps(step_rows(0, 0, 1), size=60)  # a repeated step: the writer fails
+    with pytest.raises(StorageError, match="UNIQUE"):
+        stalled.flush(timeout=WAIT)
+    with pytest.raises(StorageError):
+        stalled.put_steps(step_rows(1, 0, 1), size=60)
+    assert budget.used == 0
+    stalled.close(timeout=WAIT)
+
+    never_started = TelemetryWriter(tmp_path / "never.sqlite", budget=budget)
+    never_started.put_steps(step_rows(0, 0, 1), size=70)
+    assert budget.used == 70
+    never_started.close(timeout=WAIT)
+    assert budget.used == 0
 
 
 def test_duplicate_step_fails_the_writer_loudly_and_keeps_committed_rows(

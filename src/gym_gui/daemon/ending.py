@@ -6,6 +6,9 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
+
+from gym_gui_sdk.stderr import without_warnings
 
 from gym_gui.core.errors import GymGuiError, StorageError
 from gym_gui.core.processes import process_alive
@@ -51,7 +54,7 @@ class Outcome:
             reported=run.reported,
             reported_message=run.reported_message,
             adopted=run.orphan_pid is not None,
-            stderr_tail=tail(RunDir(run.run_dir).worker_stderr_log, 1500) if failed else "",
+            stderr_tail=_tail_without_warnings(RunDir(run.run_dir).worker_stderr_log) if failed else "",
             executor_end=run.process.outcome() if run.process is not None else None,
         )
 
@@ -272,6 +275,12 @@ class Ending:
         log.error("run %s: %s", run.run_id, held, exc_info=None if isinstance(exc, GymGuiError) else exc)
         with contextlib.suppress(GymGuiError):
             self.runs.publish_row(run.run_id)
+
+
+def _tail_without_warnings(log: Path) -> str:
+    """The end of a worker's stderr log with its warnings left out: a warning (a library's
+    deprecation banner, the last thing a killed script printed) is never why a run failed."""
+    return "\n".join(without_warnings(tail(log, 1500).splitlines())).strip()
 
 
 def _episodic_returns(files: RunDir, metric: str) -> list[float]:

@@ -18,6 +18,7 @@ from gym_gui_sdk.json_object import json_object
 from gym_gui.bus.run_bus import STEPS, RunBus
 from gym_gui.core.errors import DiskFull, GymGuiError
 from gym_gui.core.records import ArtifactRecord, EventRecord
+from gym_gui.core.states import RunState
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
 from gym_gui.protocol.convert import ProtocolViolation
@@ -26,8 +27,9 @@ from gym_gui.storage.telemetry import TelemetryReader
 log = logging.getLogger(__name__)
 
 Phase = pb.Lifecycle.Phase
-# Episodes whose step order is followed at once (a worker playing more at once is not checked for all).
-_OPEN_EPISODES = 10_000
+# Episodes whose steps are followed at once, open and ended ones each (a worker playing more at
+# once is not checked for all).
+_FOLLOWED_EPISODES = 10_000
 
 
 class StreamIngest:
@@ -37,8 +39,9 @@ class StreamIngest:
     gRPC flow control holds the worker back) and out on the RunBus to viewers (lossy). What the
     stream says about the run itself — that the worker lives, its lifecycle phases, its
     artifacts, a violation — goes to the ``Supervisor``, which changes the run. The ingest checks
-    the protocol: messages in ``seq`` order, records only after STARTED, well-formed JSON, artifact
-    paths inside the run directory.
+    the protocol: messages in ``seq`` order, records only after STARTED, every step of an episode
+    once and in order (none missing), an episode's summary counting the steps sent, well-formed
+    JSON, artifact paths inside the run directory.
     """
 
     def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun, resumed: bool) -> None:
@@ -49,10 +52,19 @@ class StreamIngest:
         self.last_seq = 0
         self.stored_seq = 0  # every message up to this one is in the writer's hands
         self.violation = ""
+        self.ended_under_it = False  # the violation is that the run's end came while it still streamed
         self.done = threading.Event()
+        # The run's storage, as it was when the stream opened: its end closes it (and takes it from
+        # the run) at any moment, and what this stream still sends is then refused saying so.
+        self.writer = run.writer
         self._store_steps = run.config.telemetry.store_steps
         self._store_render = run.config.telemetry.store_render
-        self._open_episodes: dict[int, int] = {}  # episode -> its last step sent, until it ends
+        # Episode -> the steps of it sent so far (the next step it must send), until its last step...
+        self._open_episodes: dict[int, int] = {}
+        # ...then until its summary, which must count them. (Both forget their oldest beyond a bound.)
+        self._ended_episodes: dict[int, int] = {}
+        self._forgot_open = False  # more episodes were open at once than are followed
+        self._stored: TelemetryReader | None = None  # what earlier streams stored (a resumed stream's)
 
     def _resend_filter(self) -> None:
         """On a reconnected stream, find where what the worker sends again stops being stored.
@@ -66,17 +78,21 @@ class StreamIngest:
         """
         self._resend: TelemetryReader | None = None
         self._stored_last: dict[int, int | None] = {}  # episode -> its last step stored before this stream
-        writer = self.run.writer
+        writer = self.writer
         if not self.resumed or writer is None:
             return
         writer.flush(timeout=60)
-        self._resend = TelemetryReader(writer.path)
+        self._resend = self._stored = TelemetryReader(writer.path)
 
     def _resent_over(self) -> None:
-        """The first record not stored before was found: nothing more is looked up."""
-        if self._resend is not None:
-            self._resend.close()
-            self._resend = None
+        """The first record not stored before was found: nothing more is filtered."""
+        self._resend = None
+
+    def _stored_last_step(self, episode: int) -> int | None:
+        """The last step of ``episode`` stored before this (resumed) stream."""
+        if episode not in self._stored_last and self._stored is not None:
+            self._stored_last[episode] = self._stored.last_step_of(episode)
+        return self._stored_last.get(episode)
 
     def _new_steps(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         reader = self._resend
@@ -84,9 +100,7 @@ class StreamIngest:
             return rows
         for index, row in enumerate(rows):
             episode, step = row[0], row[1]
-            if episode not in self._stored_last:
-                self._stored_last[episode] = reader.last_step_of(episode)
-            last = self._stored_last[episode]
+            last = self._stored_last_step(episode)
             if last is None or step > last:
                 self._resent_over()
                 return rows[index:]
@@ -97,26 +111,32 @@ class StreamIngest:
         try:
             self._resend_filter()
             for message in messages:
-                self.supervisor.heard_from(run)
-                self._handle(message)
+                with self.supervisor.taking_in(run):
+                    self._handle(message)
                 self.stored_seq = message.seq
         except ProtocolViolation as exc:
             self.violation = self.violation or str(exc)
         except GymGuiError as exc:
-            self.violation = self.violation or _storage_failure(exc)
+            self.violation = self.violation or self._run_ended() or _storage_failure(exc)
         except grpc.RpcError:
             log.info("run %s: worker stream broke", run.run_id)
         except Exception as exc:  # a malformed message must fail the run, never the daemon
             log.exception("run %s: bad worker message", run.run_id)
-            self.violation = self.violation or f"could not process a worker message: {exc}"
+            self.violation = (
+                self.violation or f"could not process a worker message: {type(exc).__name__}: {exc}"
+            )
         finally:
             self._resent_over()
-            if run.writer is not None:
+            if self._stored is not None:
+                self._stored.close()
+                self._stored = None
+            writer = self.writer
+            if writer is not None and not self.ended_under_it:
                 with contextlib.suppress(GymGuiError):
-                    run.writer.flush(timeout=60)
-                if run.writer.error is not None and not self.violation:
-                    self.violation = _storage_failure(run.writer.error)
-            if self.violation:
+                    writer.flush(timeout=60)
+                if writer.error is not None and not self.violation:
+                    self.violation = _storage_failure(writer.error)
+            if self.violation and not self.ended_under_it:
                 self.supervisor.stream_failed(run, self.violation)
                 log.warning("run %s: %s", run.run_id, self.violation)
             self.done.set()
@@ -129,13 +149,22 @@ class StreamIngest:
 
     def _put(self, fn: Callable[..., None], *args: Any) -> None:
         # Blocking here is the backpressure: the stream is not read while storage is behind.
-        with self.supervisor.storing(self.run):
-            fn(*args)
+        fn(*args)
+
+    def _run_ended(self) -> str:
+        """Why the stream stops when the run's end came while it still streamed (or "" when not)."""
+        end = self.run.end
+        if end is None and self.writer is not None:
+            return ""
+        self.ended_under_it = True
+        state, reason = end or (RunState.FAILED, "its storage is closed")
+        return f"run {self.run.run_id} ended ({state.value}: {reason}); nothing it sends is stored"
 
     def _handle(self, message: pb.WorkerMessage) -> None:
         run = self.run
-        writer = run.writer
-        assert writer is not None
+        writer = self.writer
+        if writer is None or run.end is not None:
+            raise RunEnded(self._run_ended())
         if message.seq != self.last_seq + 1:
             raise ProtocolViolation(
                 f"message out of order: expected seq {self.last_seq + 1}, got {message.seq}"
@@ -152,15 +181,21 @@ class StreamIngest:
             raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
         if kind == "steps":
             batch = message.steps
-            rows = self._new_steps(convert.step_rows(batch))
-            self._check_order(rows)
-            if self._store_steps and rows:
-                if not self._store_render:
-                    rows = [(*row[:8], None, *row[9:]) for row in rows]
-                size = batch.ByteSize()
-                if batch.observation_dtype:  # packed observations became JSON text here: count that
-                    size += sum(len(row[6]) for row in rows)
-                self._put(writer.put_steps, rows, size)
+            size = batch.ByteSize() if self._store_steps and batch.step else 0
+            # Room for what the batch is about to take (its rows), before they are made: while there
+            # is none (this run's storage, or every run's together, is behind) the stream waits.
+            writer.reserve(size)
+            try:
+                rows = self._new_steps(convert.step_rows(batch, check_json=True))
+                self._check_order(rows)
+                if size and rows:
+                    if not self._store_render:
+                        rows = [(*row[:8], None, *row[9:]) for row in rows]
+                    if batch.observation_dtype:  # packed observations became JSON text here: count that
+                        size += sum(len(row[6]) for row in rows)
+                    self._put(writer.put_steps, rows, size)
+            finally:
+                writer.release()
             if batch.step:
                 self.bus.publish(run.run_id, STEPS, batch)
             for episode in batch.episodes:
@@ -204,39 +239,77 @@ class StreamIngest:
             self.bus.publish(run.run_id, "event", event)
 
     def _check_order(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Each step is sent once, in step order within its episode (episodes may interleave: a worker
-        may play several at once). A repeat would fail storage without saying which step.
+        """Each step of an episode is sent once, in step order, none missing (episodes may interleave:
+        a worker may play several at once). A repeat would fail storage without saying which step; a
+        gap would leave a hole in the run no one is told of.
 
-        An episode is followed until its terminated or truncated step; a step repeated after that is
-        still refused, by storage ("storage rejected the worker's data: …").
+        An episode is followed from its first step to its summary (see :meth:`_check_summary`);
+        a step repeated after that is still refused, by storage ("storage rejected the worker's
+        data: …").
         """
-        open_episodes = self._open_episodes
+        open_episodes, ended_episodes = self._open_episodes, self._ended_episodes
         for row in rows:
             episode, step = row[0], row[1]
-            previous = open_episodes.get(episode)
-            if previous is not None and step <= previous:
-                how = (
-                    "was sent again"
-                    if step == previous
-                    else f"comes after step {previous} of episode {episode}"
-                )
-                raise ProtocolViolation(
-                    f"step {step} of episode {episode} {how}: a worker sends each step once, in order"
-                )
-            if row[3] or row[4]:  # terminated or truncated: the episode is over
+            expected = open_episodes.get(episode)
+            if expected is None:
+                expected = self._first_step(episode, step)
+            if step != expected:
+                raise ProtocolViolation(_out_of_order(episode, step, expected))
+            if row[3] or row[4]:  # terminated or truncated: its last step; its summary counts them
                 open_episodes.pop(episode, None)
+                ended_episodes[episode] = step + 1
             else:
-                open_episodes[episode] = step
-                if len(open_episodes) > _OPEN_EPISODES:  # episodes never ended: forget the oldest
-                    del open_episodes[next(iter(open_episodes))]
+                open_episodes[episode] = step + 1
+        if len(open_episodes) > _FOLLOWED_EPISODES:
+            # An episode forgotten may go on: from now on a step of one not followed is taken as it comes.
+            self._forgot_open = True
+            _forget_oldest(open_episodes)
+        _forget_oldest(ended_episodes)  # only the check of its summary is lost
+
+    def _first_step(self, episode: int, step: int) -> int:
+        """The step ``episode``, not seen on this stream before, must go on with.
+
+        Step 0 on a stream of its own. On a resumed stream, the one after the last step earlier
+        streams stored (the worker sends again only what was not confirmed); a run that stores no
+        steps cannot say, so what comes is taken.
+        """
+        ended = self._ended_episodes.get(episode)
+        if ended is not None:
+            if step >= ended:
+                raise ProtocolViolation(
+                    f"step {step} of episode {episode} comes after its last step ({ended - 1}, "
+                    "terminated or truncated): a worker sends no step of an episode after its end"
+                )
+            return ended  # sent again, or out of order: said so as for an open episode
+        if step == 0 or not (self.resumed or self._forgot_open):
+            return 0
+        if self._forgot_open or not self._store_steps or self._stored is None:
+            return step
+        last = self._stored_last_step(episode)
+        return 0 if last is None else last + 1
+
+    def _check_summary(self, episode: pb.Episode) -> None:
+        """An episode's summary counts the steps sent of it (when they were sent on this stream)."""
+        number = episode.episode
+        sent = self._ended_episodes.pop(number, None)
+        if sent is None:
+            sent = self._open_episodes.pop(number, None)
+        if sent is not None and episode.steps != sent:
+            raise ProtocolViolation(
+                f"episode {number}'s summary says {episode.steps} steps, but {sent} were sent"
+            )
+        why = convert.json_problem(episode.info) if episode.info else ""
+        if why:
+            raise ProtocolViolation(f"episode {number}'s info is not valid JSON: {why}")
 
     def _episode(self, episode: pb.Episode) -> None:
         if self._resend is not None:
             if self._resend.has_episode(episode.episode):
                 return
             self._resent_over()
-        assert self.run.writer is not None
-        self._put(self.run.writer.put_episode, convert.episode_record(episode))
+        self._check_summary(episode)
+        assert self.writer is not None
+        self._put(self.writer.put_episode, convert.episode_record(episode))
         self.bus.publish(self.run.run_id, "episode", episode)
 
     def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
@@ -251,8 +324,8 @@ class StreamIngest:
             else:
                 points = []
         if points:
-            assert self.run.writer is not None
-            self._put(self.run.writer.put_metrics, points)
+            assert self.writer is not None
+            self._put(self.writer.put_metrics, points)
         self.bus.publish(self.run.run_id, "metrics", pb.MetricBatch(metrics=metrics))
 
     def _lifecycle(self, lifecycle: pb.Lifecycle) -> None:
@@ -277,14 +350,43 @@ class StreamIngest:
         if not artifact.path or path.is_absolute() or ".." in path.parts:
             raise ProtocolViolation(f"artifact path {artifact.path!r} is not inside the run directory")
         meta = _json_object(artifact.meta or "{}", "artifact meta")
-        assert run.writer is not None
+        assert self.writer is not None
         self._put(
-            run.writer.put_artifact,
+            self.writer.put_artifact,
             ArtifactRecord(
                 kind=artifact.kind, path=artifact.path, step=artifact.step, meta=artifact.meta or "{}"
             ),
         )
         self.supervisor.record_artifact(run, artifact.kind, artifact.path, artifact.step, meta)
+
+
+def _forget_oldest(episodes: dict[int, int]) -> None:
+    """Forget the episodes followed longest, beyond the bound."""
+    while len(episodes) > _FOLLOWED_EPISODES:
+        del episodes[next(iter(episodes))]
+
+
+def _out_of_order(episode: int, step: int, expected: int) -> str:
+    """Why ``step`` of ``episode`` cannot come when step ``expected`` should."""
+    rule = "a worker sends every step of an episode once, in order"
+    if step < 0:
+        return f"step {step} of episode {episode} is negative: steps count from 0"
+    if step > expected:
+        came = f"step {step} came after step {expected - 1}" if expected else f"step {step} came first"
+        missing = (
+            f"step {expected} of episode {episode} was never sent"
+            if step == expected + 1
+            else f"steps {expected}–{step - 1} of episode {episode} were never sent"
+        )
+        return f"{missing} ({came}): {rule}"
+    how = (
+        "was sent again" if step == expected - 1 else f"comes after step {expected - 1} of episode {episode}"
+    )
+    return f"step {step} of episode {episode} {how}: {rule}"
+
+
+class RunEnded(GymGuiError):
+    """The run's end came while its worker still streamed: nothing it sends is stored any more."""
 
 
 def _storage_failure(error: GymGuiError) -> str:

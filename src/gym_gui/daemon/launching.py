@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN, ENV_TLS_CA
 
@@ -111,21 +111,31 @@ class Launching:
         """
         plan = self.launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
         preview = self._preview(run, plan, *self._launch_env(run, plan))
-        packages = self._packages(run, plan)
+        packages = self._environment(run, plan)["packages"]
         changes: list[PackageChange] = []
         if run.config.rerun_of is not None:
             original = RunDir(self.runs.home.run_dir(run.config.rerun_of)).read_manifest()
             changes = package_changes(original.environment.packages, packages)
         return dataclasses.replace(preview, packages=packages, package_changes=changes)
 
-    @staticmethod
-    def _packages(run: LiveRun, plan: LaunchPlan) -> list[str]:
-        """The package set the run's worker gets: its launcher's word (a bundle's ``pip freeze``), else
-        gym_gui's own environment's, which its manifest records from the start."""
+    def _environment(self, run: LiveRun, plan: LaunchPlan) -> dict[str, Any]:
+        """The interpreter the run's worker runs in and its package set, as its manifest records it
+        (and a re-run's drift check compares): its launcher's word, else its kind's bundle's (its
+        ``pip freeze``, kept until the bundle is installed again), else gym_gui's own.
+
+        Raises:
+            BundleError: the bundle's ``pip freeze`` failed.
+        """
         environment = plan.manifest.get("environment")
         if isinstance(environment, dict) and isinstance(environment.get("packages"), list):
-            return [str(line) for line in environment["packages"]]
-        return list(app_environment(run.spec.bundle).packages)
+            return {**environment, "packages": [str(line) for line in environment["packages"]]}
+        bundle = self._bundle_of(run)
+        launcher = self.launchers.get(run.config.worker)
+        own = isinstance(launcher, InterpreterChooser) and not launcher.uses_bundle(run.config)
+        if bundle is not None and not own and self.bundles.installed(bundle):
+            python = self.bundles.python(bundle)
+            return {"bundle": bundle, "python": str(python), "packages": self.bundles.freeze(bundle)}
+        return app_environment(run.spec.bundle).model_dump()
 
     def executor_for(self, run: LiveRun) -> Executor:
         """The executor ``run``'s config names: this daemon's own, or a Ray head's (reached now).
@@ -156,6 +166,7 @@ class Launching:
         finish = self.ending.finish
         try:
             plan = self.launcher(run.config.worker).plan(run.run_id, run.config, run.run_dir, run.secret_env)
+            environment = self._environment(run, plan)  # out of the lock: a first pip freeze takes a second
             executor = self.executor if run.config.dry_run else self.executor_for(run)
         except GymGuiError as exc:
             with lock:
@@ -173,7 +184,10 @@ class Launching:
             if run.manifest is not None:
                 try:
                     run.manifest.update(
-                        command=plan.argv, cwd=str(run.run_dir), extras=plan.extras.to_json(), **plan.manifest
+                        command=plan.argv,
+                        cwd=str(run.run_dir),
+                        extras=plan.extras.to_json(),
+                        **{**plan.manifest, "environment": environment},
                     )
                 except StorageError as exc:
                     finish(run, RunState.FAILED, f"not launched: {exc}")

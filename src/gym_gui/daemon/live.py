@@ -26,7 +26,7 @@ from gym_gui.daemon.executors import LaunchSpec, WorkerProcess
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
-from gym_gui.storage.telemetry_writer import TelemetryWriter
+from gym_gui.storage.telemetry_writer import ByteBudget, TelemetryWriter
 
 Command = pb.ControlMessage.Command
 Phase = pb.Lifecycle.Phase
@@ -182,6 +182,8 @@ class LiveRuns:
         self.bus = bus
         self.lock = threading.RLock()
         self._runs: dict[str, LiveRun] = {}
+        # The bytes of step rows every run's writer holds together: bounded, however many runs flood.
+        self.step_budget = ByteBudget()
 
     def get(self, run_id: str) -> LiveRun | None:
         with self.lock:
@@ -249,5 +251,5 @@ class LiveRuns:
 
     def open_writer(self, run: LiveRun) -> None:
         if run.writer is None:
-            run.writer = TelemetryWriter(RunDir(run.run_dir).telemetry_path)
+            run.writer = TelemetryWriter(RunDir(run.run_dir).telemetry_path, budget=self.step_budget)
             run.writer.start()

@@ -440,9 +440,9 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
                     if time.monotonic() >= next_ack:
                         next_ack = time.monotonic() + _ACK_SECONDS
                         stored = ingest.stored_seq
-                        if stored > acked and run.writer is not None:
+                        if stored > acked and ingest.writer is not None:
                             try:
-                                flushed = run.writer.flush(timeout=5)
+                                flushed = ingest.writer.flush(timeout=5)
                             except StorageError as exc:
                                 # Storage refused what was sent while the worker sends nothing more.
                                 ingest.storage_failed(exc)
@@ -456,7 +456,13 @@ class WorkerService(pb_grpc.WorkerServiceServicer):
                 # (A stream failed from here may still be open: its reader ends once the call does.)
                 reader.join()
             if ingest.violation:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingest.violation)
+                # The worker broke the protocol, or its run ended while it still sent (not its fault).
+                code = (
+                    grpc.StatusCode.FAILED_PRECONDITION
+                    if ingest.ended_under_it
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                )
+                context.abort(code, ingest.violation)
             yield pb.ControlMessage(command=Command.ACK, seq=ingest.stored_seq)
         finally:
             self.supervisor.stream_ended(run)

@@ -480,9 +480,13 @@ class Supervisor:
         """A worker opened its Publish stream; returns whether it resumes an earlier one.
 
         Raises:
-            RunBusy: the run already has an open stream.
+            RunBusy: the run already has an open stream, or its end is decided (nothing it sends
+                would be stored).
         """
         with self.runs.lock:
+            if run.end is not None or run.writer is None:
+                state, reason = run.end or (RunState.FAILED, "its storage is closed")
+                raise RunBusy(f"run {run.run_id} ended ({state.value}: {reason}); nothing it sends is stored")
             if run.stream_open:
                 raise RunBusy(f"run {run.run_id} already has an open stream")
             resumed = run.ever_streamed or run.adopted or run.orphan_pid is not None
@@ -492,13 +496,13 @@ class Supervisor:
             run.last_seen = time.monotonic()
         return resumed
 
-    def heard_from(self, run: LiveRun) -> None:
-        """A message arrived from the run's worker: it is alive (any message is a heartbeat)."""
-        run.last_seen = time.monotonic()
-
     @contextlib.contextmanager
-    def storing(self, run: LiveRun) -> Iterator[None]:
-        """While the stream waits for storage to take its data (backpressure), it is busy, not silent."""
+    def taking_in(self, run: LiveRun) -> Iterator[None]:
+        """A message arrived from the run's worker: it is alive (any message is a heartbeat). Until
+        the daemon has taken it in (converted, checked, handed to storage: waiting while storage
+        or the daemon's memory bound holds the stream back), the stream is busy, not silent: the
+        silence that fails a run is its worker's, between two messages, never the daemon's."""
+        run.last_seen = time.monotonic()
         run.stream_busy = True
         try:
             yield

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 
+import orjson
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.contract import ContractError, FormSpec
 from gym_gui_sdk.json_object import json_object
@@ -261,12 +263,16 @@ def telemetry_event(event: pb.TelemetryEvent) -> TelemetryEvent | None:
     return None
 
 
-def step_rows(batch: pb.StepBatch) -> list[StepRow]:
+def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]:
     """The rows of a column-wise step batch, in storage column order: each with who acted and the
     operator's proposal (``ACTOR_COLUMNS``) when the batch says who acted, without them otherwise.
 
+    ``check_json`` (the daemon, taking a worker's batch): each step's action, observation (unless
+    packed: the daemon writes that JSON itself), info and proposed action must be one JSON value.
+
     Raises:
-        ProtocolViolation: when the columns differ in length, or an actor is not a known code.
+        ProtocolViolation: when the columns differ in length, an actor is not a known code, or (with
+            ``check_json``) a JSON column holds something else, naming the step and the column.
     """
     n = len(batch.step)
     observations: Sequence[str] = batch.observation
@@ -302,21 +308,85 @@ def step_rows(batch: pb.StepBatch) -> list[StepRow]:
     if bad:
         raise ProtocolViolation(f"step batch columns differ in length: step={n}, " + ", ".join(bad))
     renders = [r or None for r in batch.render]
+    actions: Sequence[str] = batch.action
+    infos: Sequence[str] = batch.info
+    proposed: Sequence[str] = batch.proposed_action
+    if check_json:
+        # Taken out of the message once: each read of a repeated string field makes its str again.
+        actions, infos = list(actions), list(infos)
+        texts = {"action": actions, "info": infos}
+        if not batch.observation_dtype:
+            observations = list(observations)
+            texts["observation"] = observations
+        if actors:
+            proposed = list(proposed)
+            texts["proposed_action"] = [text for text in proposed if text]
+        for name, column in texts.items():
+            _check_json_column(batch, name, column)
     columns = [
         batch.episode,
         batch.step,
         batch.reward,
         batch.terminated,
         batch.truncated,
-        batch.action,
+        actions,
         observations,
-        batch.info,
+        infos,
         renders,
         batch.wall_time,
     ]
     if actors:
-        columns += [step_actors(batch), batch.proposed_action]
+        columns += [step_actors(batch), proposed]
     return list(zip(*columns, strict=True))
+
+
+def json_problem(text: str) -> str:
+    """Why ``text`` is not one JSON value, or "" when it is.
+
+    orjson decides first (fast); it refuses two things the JSON grammar allows (a number beyond a
+    double's range, an escaped lone surrogate), which the standard library's parser then takes,
+    without its own extension (NaN and Infinity, which are not JSON).
+    """
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            json.loads(text, parse_constant=_not_json_constant)
+        except ValueError as exc:
+            return str(exc)
+    return ""
+
+
+def _not_json_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_json_column(batch: pb.StepBatch, name: str, texts: Sequence[str]) -> None:
+    """Raise ProtocolViolation naming the first step whose ``name`` (one of its texts) is not JSON.
+
+    The ingest's hot path: each distinct text is parsed once (a batch repeats its actions and
+    infos), by orjson; the rare failure is looked up text by text.
+    """
+    loads = orjson.loads
+    try:
+        for text in set(texts):
+            loads(text)
+        return
+    except orjson.JSONDecodeError:
+        pass
+    bad = next(((text, why) for text in texts if (why := json_problem(text))), None)
+    if bad is None:
+        return  # only what orjson refuses and JSON allows
+    text, why = bad
+    index = _step_of_text(batch, name, text)
+    raise ProtocolViolation(
+        f"step {batch.step[index]} of episode {batch.episode[index]}: {name} is not valid JSON: {why}"
+    )
+
+
+def _step_of_text(batch: pb.StepBatch, name: str, text: str) -> int:
+    """The index of the first step of ``batch`` whose column ``name`` holds ``text``."""
+    return list(getattr(batch, name)).index(text)
 
 
 def step_actors(batch: pb.StepBatch) -> list[str]:

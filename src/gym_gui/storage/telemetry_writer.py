@@ -7,7 +7,8 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,66 @@ _STEPS, _ACTOR_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = rang
 # Bytes of step rows one writer may hold queued (see TelemetryWriter.put_steps): with the message
 # size limit (gym_gui_sdk.channel.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
+# Bytes of step rows the writers of one daemon's runs may hold together (a ByteBudget they share):
+# what bounds the memory a flood of runs takes, however many runs flood at once.
+MAX_INFLIGHT_BYTES = 32 * 1024 * 1024
+
+
+class ByteBudget:
+    """Bytes that the writers sharing it may hold, together: a daemon's bound across its runs (each
+    writer also holds at most its own ``max_pending_bytes``).
+
+    Bytes are given in the order they were asked for, so a large batch is never passed for ever by
+    small ones; a taker alone always gets what it asks, however much (as a writer's own bound lets
+    one batch in).
+    """
+
+    def __init__(self, limit: int = MAX_INFLIGHT_BYTES) -> None:
+        if limit < 1:
+            raise ValueError(f"a byte budget must be at least 1 byte, got {limit}")
+        self.limit = limit
+        self._used = 0
+        self._turns: deque[object] = deque()  # who asks, in order
+        self._cv = threading.Condition()
+
+    @property
+    def used(self) -> int:
+        """The bytes taken and not given back."""
+        with self._cv:
+            return self._used
+
+    def take(self, size: int, give_up: Callable[[], bool]) -> bool:
+        """Wait until ``size`` more bytes fit, after those who asked earlier, and take them.
+
+        Returns:
+            True once taken; False, having taken nothing, when ``give_up()`` is true at a wake-up
+            (a give back, or :meth:`wake`).
+        """
+        turn = object()
+        with self._cv:
+            self._turns.append(turn)
+            try:
+                while not (self._turns[0] is turn and (self._used == 0 or self._used + size <= self.limit)):
+                    if give_up():
+                        return False
+                    self._cv.wait()
+                self._used += size
+                return True
+            finally:
+                self._turns.remove(turn)
+                self._cv.notify_all()  # the next in line may fit as well
+
+    def give(self, size: int) -> None:
+        """Give back ``size`` bytes taken earlier."""
+        if size:
+            with self._cv:
+                self._used -= size
+                self._cv.notify_all()
+
+    def wake(self) -> None:
+        """Have every waiter look at its ``give_up`` again (its writer failed or closed)."""
+        with self._cv:
+            self._cv.notify_all()
 
 
 class TelemetryWriter:
@@ -62,20 +123,31 @@ class TelemetryWriter:
     Rows passed to ``put_*`` are kept by reference until written: do not mutate them.
     """
 
-    def __init__(self, path: Path, max_pending: int = 64, max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
+    def __init__(
+        self,
+        path: Path,
+        max_pending: int = 64,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+        budget: ByteBudget | None = None,
+    ) -> None:
         """Prepare a writer for ``path``; nothing is opened until :meth:`start`.
 
         Args:
             max_pending: how many ``put_*`` calls may wait in the queue before the next blocks.
             max_pending_bytes: how many bytes of step rows (as their callers count them) may wait
                 before the next ``put_steps`` blocks; one batch alone always goes in.
+            budget: the bytes this writer's step rows share with other writers' (a daemon's runs):
+                the next ``put_steps`` also waits while it has no room.
         """
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, got {max_pending}")
         self._path = Path(path)
         self._max_pending = max_pending
         self._max_pending_bytes = max_pending_bytes
-        self._pending_bytes = 0  # of step rows queued and not yet written (guarded by _cv)
+        self._budget = budget
+        # Bytes of step rows held: queued and not yet written, or reserved (guarded by _cv).
+        self._pending_bytes = 0
+        self._reserved = 0  # of those, reserved for the next put_steps (guarded by _cv)
         self._queue: queue.Queue[tuple[int, Any, int]] = queue.Queue(maxsize=max_pending)
         self._cv = threading.Condition()
         self._enqueued = 0  # put_* calls admitted (guarded by _cv)
@@ -148,13 +220,82 @@ class TelemetryWriter:
         by its ``ACTOR_COLUMNS`` when the rows say who acted: one width for all of ``rows``).
 
         Blocks while the queue is full, or while ``size`` (the bytes the rows hold, e.g. the size of
-        the message they came in) would take the bytes waiting past ``max_pending_bytes``.
+        the message they came in) would take the bytes waiting past ``max_pending_bytes``, or past
+        the shared budget's room; bytes held by :meth:`reserve` count first.
 
         Raises:
             StorageError: when the writer has failed or is closed.
         """
-        if rows:
-            self._put(_ACTOR_STEPS if len(rows[0]) > len(STEP_COLUMNS) else _STEPS, rows, size)
+        if not rows:
+            return
+        with self._cv:
+            reserved = min(size, self._reserved)
+            self._reserved -= reserved
+        try:
+            self._hold(size - reserved)
+        except StorageError:
+            self._give_back(reserved)
+            raise
+        self._put(_ACTOR_STEPS if len(rows[0]) > len(STEP_COLUMNS) else _STEPS, rows, size)
+
+    def reserve(self, size: int) -> None:
+        """Hold ``size`` bytes for step rows not made yet (a message's, before it is taken apart), so
+        the memory it is about to take waits for room as its rows would: the next :meth:`put_steps`
+        counts them first, and :meth:`release` gives back what it did not take.
+
+        Raises:
+            StorageError: when the writer has failed or is closed (nothing is held).
+        """
+        self._hold(size)
+        with self._cv:
+            self._reserved += size
+
+    def release(self) -> None:
+        """Give back the bytes :meth:`reserve` held that no :meth:`put_steps` took."""
+        with self._cv:
+            size, self._reserved = self._reserved, 0
+        self._give_back(size)
+
+    def _hold(self, size: int) -> None:
+        """Wait for room for ``size`` bytes of step rows (this writer's, then its budget's) and hold them.
+
+        Raises:
+            StorageError: when the writer has failed or is closed (nothing is held).
+        """
+        if not size:
+            return
+        with self._cv:
+            self._raise_if_unusable()
+            # What one run holds in memory stays bounded however large its batches are.
+            self._cv.wait_for(
+                lambda: (
+                    self._pending_bytes == 0
+                    or self._pending_bytes + size <= self._max_pending_bytes
+                    or self._error is not None
+                    or self._stopped
+                )
+            )
+            self._raise_if_unusable()
+            self._pending_bytes += size
+        # And what every run holds together, whatever each one's own bound allows.
+        if self._budget is not None and not self._budget.take(size, self._unusable):
+            with self._cv:
+                self._pending_bytes -= size
+                self._cv.notify_all()
+                self._raise_if_unusable()
+
+    def _give_back(self, size: int) -> None:
+        """Bytes held for step rows are free again (written, discarded, or never put)."""
+        if not size:
+            return
+        with self._cv:
+            self._pending_bytes -= size
+            self._cv.notify_all()
+        if self._budget is not None:
+            self._budget.give(size)
+
+    def _unusable(self) -> bool:
+        return self._error is not None or self._closing or self._stopped
 
     def put_episode(self, episode: EpisodeRecord) -> None:
         """Queue an episode summary. Blocks while the queue is full.
@@ -212,23 +353,25 @@ class TelemetryWriter:
         self._put(_META, (key, value))
 
     def _put(self, kind: int, payload: Any, size: int = 0) -> None:
+        """Queue ``payload``, whose ``size`` bytes of step rows are held (:meth:`_hold`): given back
+        once it is written or discarded, or here when it cannot be queued."""
         with self._cv:
-            self._raise_if_unusable()
-            if size:
-                # What one run holds in memory stays bounded however large its batches are.
-                self._cv.wait_for(
-                    lambda: (
-                        self._pending_bytes == 0
-                        or self._pending_bytes + size <= self._max_pending_bytes
-                        or self._error is not None
-                        or self._stopped
-                    )
-                )
+            try:
                 self._raise_if_unusable()
-                self._pending_bytes += size
-            # Counted before it is queued: flush() relies on every queued item being counted.
-            self._enqueued += 1
+            except StorageError:
+                unusable = True
+            else:
+                unusable = False
+                # Counted before it is queued: flush() relies on every queued item being counted.
+                self._enqueued += 1
+        if unusable:
+            self._give_back(size)
+            self._raise_if_unusable()
         self._queue.put((kind, payload, size))
+        with self._cv:
+            stopped = self._stopped
+        if stopped:  # the writer thread is gone: nothing queued now is ever written
+            self._discard_queued()
         with self._cv:
             if self._error is not None or self._stopped:
                 self._raise_if_unusable()
@@ -278,6 +421,9 @@ class TelemetryWriter:
         with self._cv:
             self._closing = True
             thread = self._thread
+        if self._budget is not None:
+            self._budget.wake()  # a producer waiting for room gives up
+        self.release()  # a reservation no rows will come for
         if thread is None:
             dropped = self._discard_queued()
             with self._cv:
@@ -306,20 +452,26 @@ class TelemetryWriter:
         return flushed and self._error is None
 
     def _discard_queued(self) -> int:
-        dropped = 0
+        """Drop what is queued (the writer thread will never write it); returns how many items."""
+        dropped = freed = 0
         while True:
             try:
-                kind, _, _ = self._queue.get_nowait()
+                kind, _, size = self._queue.get_nowait()
             except queue.Empty:
-                return dropped
+                break
             if kind != _STOP:
                 dropped += 1
+                freed += size
+        self._give_back(freed)
+        return dropped
 
     def _fail(self, error: StorageError) -> None:
         logger.error("%s", error)
         with self._cv:
             if self._error is None:
                 self._error = error
+        if self._budget is not None:
+            self._budget.wake()  # a producer waiting for room gives up
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -342,6 +494,9 @@ class TelemetryWriter:
             with self._cv:
                 self._stopped = True
                 self._cv.notify_all()
+            self._discard_queued()  # left by a thread that died: its held bytes are free
+            if self._budget is not None:
+                self._budget.wake()
 
     def _loop(self, conn: sqlite3.Connection | None) -> None:
         get, get_nowait = self._queue.get, self._queue.get_nowait
@@ -362,11 +517,13 @@ class TelemetryWriter:
                     count -= 1
             if conn is not None and self._error is None:
                 self._write(conn, items)
+            freed = sum(size for _, _, size in items)
+            items.clear()  # not held while the next get() waits: their bytes are given back now
             # After a failure items are discarded but still counted, so no put or flush waits forever.
             with self._cv:
                 self._done += count
-                self._pending_bytes -= sum(size for _, _, size in items)
                 self._cv.notify_all()
+            self._give_back(freed)
             if stopping and self._queue.empty():
                 return
 

@@ -108,24 +108,57 @@ def test_the_zygote_holds_one_thread_and_only_its_user_can_reach_its_socket(
     assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o600
 
 
+def under_way(client: DaemonClient, home: Home) -> tuple[str, int]:
+    """A long PPO run, once it trains: its id and its script's pid."""
+    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 5_000_000))
+    wait_until(
+        lambda: client.get_run(record.run_id).progress.global_step > 2000, 120, "training to be under way"
+    )
+    return record.run_id, script_pid(home.run_dir(record.run_id))
+
+
 def test_a_worker_killed_with_its_process_group_takes_its_forked_script_with_it(
     daemon: tuple[DaemonClient, Home],
 ) -> None:
     client, home = daemon
-    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 5_000_000))
-    run_dir = home.run_dir(record.run_id)
-    wait_until(
-        lambda: client.get_run(record.run_id).progress.global_step > 2000, 120, "training to be under way"
-    )
+    run_id, script = under_way(client, home)
     registry = RunRegistry(home.registry_path)
-    worker = registry.get(record.run_id).pid
+    worker = registry.get(run_id).pid
     registry.close()
     assert worker is not None
-    script = script_pid(run_dir)
     assert os.getpgid(script) != os.getpgid(worker), "forked by the zygote, not by the worker"
     os.killpg(worker, signal.SIGKILL)  # what a cancel does when the grace is over
     wait_until(lambda: not process_alive(script), 30, "the script to be killed with its worker")
-    assert client.wait_for_end(record.run_id, timeout=120).state.terminal
+    assert client.wait_for_end(run_id, timeout=120).state.terminal
+
+
+def test_a_script_killed_by_a_signal_fails_its_run_saying_so_never_with_a_warning_line(
+    daemon: tuple[DaemonClient, Home],
+) -> None:
+    """Issue 30: a script killed by SIGKILL ended FAILED "exit code 247: deprecation(": the worker
+    passed −9 on as its own exit (247), and the reason was the last line of stderr, a gym banner."""
+    client, home = daemon
+    run_id, script = under_way(client, home)
+    os.kill(script, signal.SIGKILL)
+    final = client.wait_for_end(run_id, timeout=120)
+    assert final.state is RunState.FAILED
+    assert final.reason == "exit code 1: the script was killed by signal 9 (SIGKILL)", final.reason
+
+
+def test_a_killed_keeper_takes_its_script_with_it_before_the_run_ends(
+    daemon: tuple[DaemonClient, Home],
+) -> None:
+    """Issue 30: a script whose keeper (the zygote's process watching it) was killed went on for 3–5 s
+    after its run had ended, until it next wrote to its worker's closed pipes."""
+    client, home = daemon
+    run_id, script = under_way(client, home)
+    keeper = int(Path(f"/proc/{script}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+    assert "gym_gui_cleanrl_worker.zygote" in _cmdline(keeper)
+    os.kill(keeper, signal.SIGKILL)
+    final = client.wait_for_end(run_id, timeout=120)
+    assert not process_alive(script), "the script outlived its keeper and its run"
+    assert final.state is RunState.FAILED
+    assert final.reason == "exit code 1: the script was killed by signal 9 (SIGKILL)", final.reason
 
 
 def test_a_zygote_starts_with_the_first_run_is_started_again_when_it_died_and_stops_with_the_daemon(

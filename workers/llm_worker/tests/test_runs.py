@@ -12,6 +12,8 @@ from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
+from gym_gui.workers import worker_catalog
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import files_containing, gym_gui
 from workers.llm_worker.tests.chat_server import MODEL, ChatServer, prose, solver
 from workers.llm_worker.tests.support import completed, llm_config, run_to_end, stored, unused_url
@@ -190,3 +192,15 @@ def test_bad_configs_are_refused_by_name_before_anything_is_stored(
         others = {name: value for name, value in params.items() if name != "base_url"}
         client.submit(llm_config(base_url, env_id=env_id, **others))
     assert client.list_runs() == []
+
+
+def test_a_runs_manifest_records_its_bundles_packages(client: DaemonClient, home: Home) -> None:
+    """Issue 30: LLM runs recorded gym_gui's own venv's ``pip freeze`` under their bundle's name."""
+    record, _plan = client.dry_run(llm_config(unused_url(), episodes=1))
+    assert client.wait_for_end(record.run_id, timeout=60).state is RunState.COMPLETED
+    environment = RunDir(home.run_dir(record.run_id)).read_manifest().environment
+    bundles = worker_catalog().bundle_directory(Path(SHARED_BUNDLES))
+    assert environment.bundle == "llm"
+    assert environment.packages == bundles.freeze("llm")
+    assert any(line.lower().startswith("openai==") for line in environment.packages)
+    assert client.preview(llm_config(unused_url(), episodes=1)).packages == environment.packages

@@ -26,6 +26,8 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import RunDir
+from gym_gui.workers import worker_catalog
+from tests.fixtures import SHARED_BUNDLES
 from tests.support import wait_until
 from workers.spade_bdi_worker.tests.conftest import (
     all_steps,
@@ -246,3 +248,22 @@ def test_an_env_whose_step_is_its_own_gets_no_table_step() -> None:
     assert TableStep.of(Windy()) is None
     assert TableStep.of(gymnasium.make("Taxi-v4").unwrapped) is None
     assert TableStep.of(gymnasium.make("FrozenLake-v1", render_mode="human").unwrapped) is None
+
+
+def test_a_runs_manifest_records_its_bundles_packages_so_a_rerun_compares_them(
+    bdi_daemon: tuple[DaemonClient, Home],
+) -> None:
+    """Issue 30: Spade BDI runs recorded gym_gui's own venv's ``pip freeze`` under their bundle's
+    name, so a re-run's drift check compared the wrong package set."""
+    client, home = bdi_daemon
+    config = bdi_config(episodes=3)
+    final = run_to_end(client, config)
+    assert final.state is RunState.COMPLETED, final.reason
+    environment = RunDir(home.run_dir(final.run_id)).read_manifest().environment
+    bundles = worker_catalog().bundle_directory(Path(SHARED_BUNDLES))
+    assert environment.bundle == "spade_bdi"
+    assert environment.python == str(bundles.python("spade_bdi"))
+    assert environment.packages == bundles.freeze("spade_bdi")
+    assert any(line.lower().startswith("spade==") for line in environment.packages)
+    rerun = client.preview(config.model_copy(update={"rerun_of": final.run_id}))
+    assert rerun.packages == environment.packages and rerun.package_changes == []

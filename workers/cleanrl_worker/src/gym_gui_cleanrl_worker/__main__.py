@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from gym_gui_sdk import ENV_HOME, encoding, render
 from gym_gui_sdk.json_object import json_object
+from gym_gui_sdk.stderr import error_line
 from gym_gui_sdk.worker import Phase, Registration, WorkerError, WorkerSession
 
 from gym_gui_cleanrl_worker import MARKER
@@ -170,12 +171,8 @@ class Trainer:
 
     @property
     def error_line(self) -> str:
-        """The script's own last error line (argparse's "error:" line, or the exception)."""
-        lines = [line for line in self.stderr_tail if line.strip()]
-        for line in reversed(lines):
-            if ": error:" in line:
-                return line.strip()
-        return lines[-1].strip() if lines else ""
+        """The script's own last error line (argparse's "error:" line, or the exception), never a warning."""
+        return error_line(self.stderr_tail)
 
     # ------------------------------------------------------------ output
 
@@ -299,6 +296,13 @@ class Trainer:
             self.session.artifact(kind, relative, self.parser.global_step, meta or {})
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "an unknown signal"
+
+
 def _is_number(value: Any, kind: type) -> bool:
     # JSON numbers only: bool is an int to Python but never a count or a return here.
     allowed = (int,) if kind is int else (int, float)
@@ -343,6 +347,11 @@ def train(session: WorkerSession, registration: Registration, args: argparse.Nam
     if session.stop_requested.is_set():
         session.finish(Phase.CANCELLED, "stopped on request; the model so far is saved")
         return 0
+    if code < 0:
+        # Killed (by the kernel, a person, or with its keeper): what it last wrote is not why it
+        # ended, and -N is no exit status (sys.exit(-9) exits 247).
+        session.finish(Phase.FAILED, f"the script was killed by signal {-code} ({_signal_name(-code)})")
+        return 1
     if code != 0:
         if trainer.wandb_error is not None:
             session.finish(Phase.FAILED, trainer.wandb_failure)

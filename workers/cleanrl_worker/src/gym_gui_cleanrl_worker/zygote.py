@@ -11,7 +11,8 @@ one thread only, and listens on a Unix socket. Each connection is one run:
                       (R as ``Popen.returncode``: the exit code, or minus the signal that ended it)
     worker closes     the script's pid is released (reaped); a connection closed before the
                       script ended kills the script's process group (a worker that dies takes
-                      its script with it)
+                      its script with it); a keeper that dies takes its script with it too
+                      (PR_SET_PDEATHSIG)
 
 The zygote forks a *keeper* per connection (reaped by the zygote between connections; a keeper
 outlives a zygote the daemon stops, as the run's worker does); the keeper forks the script,
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import hashlib
 import io
 import json
@@ -72,6 +74,8 @@ _LENGTH = struct.Struct("!I")
 _MAX_REQUEST = 1 << 22
 # How often an idle zygote looks whether its daemon is still there.
 _PARENT_CHECK_SECONDS = 5.0
+# prctl's option: the signal a process gets when its parent ends (<linux/prctl.h>).
+_PR_SET_PDEATHSIG = 1
 
 
 class ZygoteError(Exception):
@@ -225,6 +229,7 @@ def _keep(conn: socket.socket) -> _Job:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         if not single_threaded():
             raise ZygoteError("the keeper holds more than one thread")
+        keeper = os.getpid()
         pid = os.fork()
     except Exception as exc:
         with contextlib.suppress(OSError):
@@ -232,6 +237,7 @@ def _keep(conn: socket.socket) -> _Job:
         os._exit(1)
     if pid == 0:
         try:
+            _die_with(keeper)
             return _script(conn, request, fds)
         except BaseException as exc:  # never back into the zygote's loop: this process is the script's
             print(f"gym_gui: the forked script could not start: {exc!r}", file=sys.stderr, flush=True)
@@ -277,6 +283,16 @@ def _watch(conn: socket.socket, pid: int) -> None:
                         os.killpg(pid, signal.SIGKILL)
                 os.close(pidfd)
                 return
+
+
+def _die_with(keeper: int) -> None:
+    """Have the kernel kill this script the moment its keeper ends, however it ends: a keeper killed
+    cannot kill its script, which went on for seconds after its run had ended."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != keeper:  # it ended before the signal was armed
+        os._exit(1)
 
 
 def _script(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> _Job:
