@@ -21,10 +21,11 @@ from gym_gui.daemon.ending import Ending
 from gym_gui.daemon.live import LiveRun, SupervisorSettings
 from gym_gui.protocol import convert
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.storage.byte_budget import MAX_INFLIGHT_BYTES
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from gym_gui.storage.telemetry_writer import MAX_INFLIGHT_BYTES, TelemetryWriter
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from tests.daemon.test_faults import completed, human_run, publish_raw, started, steps
 from tests.daemon.test_memory import MB, big_batch
 from tests.support import in_process_daemon as daemon_in_this_process

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import grpc
@@ -16,7 +17,7 @@ from gym_gui_sdk import trainer_pb2_grpc as pb_grpc
 from gym_gui_sdk.worker import Phase, WorkerError, WorkerSession
 
 from gym_gui.bus.run_bus import RunBus
-from gym_gui.core.config import parse_run_config
+from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.processes import process_alive
 from gym_gui.core.records import (
     EpisodeRecord,
@@ -203,6 +204,30 @@ BAD_STREAMS = {
 }
 
 
+@contextlib.contextmanager
+def streams_of_a_run(
+    home: Home, registry: RunRegistry, config: RunConfig
+) -> Iterator[tuple[str, Callable[[list[pb.WorkerMessage], bool], StreamIngest]]]:
+    """A run registered with a supervisor whose loop is not started, and how to send it a stream of
+    messages (fresh or resumed) as Publish does: the first stream's end does not end the run, as when
+    the worker reconnects to a restarted daemon. Yields the run id and the stream function."""
+    bus = RunBus()
+    supervisor = Supervisor(home, registry, bus, LocalExecutor(), "127.0.0.1:0")
+    record, token, _ = supervisor.submit(config)
+    run = supervisor.register(record.run_id, token, os.getpid())
+
+    def stream(messages: list[pb.WorkerMessage], resumed: bool) -> StreamIngest:
+        ingest = StreamIngest(supervisor, bus, run, resumed)
+        ingest.consume(iter(messages))
+        return ingest
+
+    try:
+        yield record.run_id, stream
+    finally:
+        supervisor.stop_loop()
+        supervisor.close()
+
+
 @pytest.mark.parametrize("reason", list(BAD_STREAMS))
 def test_malformed_worker_messages_fail_the_run_and_the_daemon_keeps_serving(
     client: DaemonClient, home: Home, reason: str
@@ -243,40 +268,30 @@ def test_a_stream_opened_again_keeps_what_was_not_stored_of_episodes_played_at_o
     what was stored is kept once, and episode 0's steps 2 and 3, never stored, are kept although
     episode 1 is newer. (The supervisor's loop is not started, so the first stream's end does not
     end the run, as when the worker reconnects to a restarted daemon.)"""
-    bus = RunBus()
-    supervisor = Supervisor(home, registry, bus, LocalExecutor(), "127.0.0.1:0")
     config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 2}})
-    record, token, _ = supervisor.submit(config)
-    run = supervisor.register(record.run_id, token, os.getpid())
-
-    def stream(messages: list[pb.WorkerMessage], resumed: bool) -> StreamIngest:
-        # What Publish does for each stream, without the end of the first one ending the run.
-        ingest = StreamIngest(supervisor, bus, run, resumed)
-        ingest.consume(iter(messages))
-        return ingest
-
-    assert not stream([started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1])], resumed=False).violation
-    metric = pb.WorkerMessage(seq=6, metrics=pb.MetricBatch(metrics=[pb.Metric(tag="m", step=1, value=2.0)]))
-    again = stream(
-        [
-            started(1),
-            steps(2, 0, [0, 1]),  # stored: dropped
-            steps(3, 1, [0, 1]),  # stored: dropped
-            steps(4, 0, [2, 3]),  # never stored: kept, though episode 1 is newer
-            steps(5, 1, [2]),
-            metric,
-        ],
-        resumed=True,
-    )
-    assert not again.violation
-    reader = TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
-    try:
-        assert reader.steps_per_episode() == {0: 4, 1: 3}
-        assert [(p.step, p.value) for p in reader.metrics("m")] == [(1, 2.0)]
-    finally:
-        reader.close()
-        supervisor.stop_loop()
-        supervisor.close()
+    with streams_of_a_run(home, registry, config) as (run_id, stream):
+        assert not stream([started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1])], resumed=False).violation
+        metric = pb.WorkerMessage(
+            seq=6, metrics=pb.MetricBatch(metrics=[pb.Metric(tag="m", step=1, value=2.0)])
+        )
+        again = stream(
+            [
+                started(1),
+                steps(2, 0, [0, 1]),  # stored: dropped
+                steps(3, 1, [0, 1]),  # stored: dropped
+                steps(4, 0, [2, 3]),  # never stored: kept, though episode 1 is newer
+                steps(5, 1, [2]),
+                metric,
+            ],
+            resumed=True,
+        )
+        assert not again.violation
+        reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
+        try:
+            assert reader.steps_per_episode() == {0: 4, 1: 3}
+            assert [(p.step, p.value) for p in reader.metrics("m")] == [(1, 2.0)]
+        finally:
+            reader.close()
 
 
 @pytest.mark.parametrize("store_steps", [True, False])
@@ -286,8 +301,6 @@ def test_a_stream_opened_again_goes_on_from_where_each_episode_was_and_is_held_t
     """A worker's stream opened again sends what the daemon had not confirmed: its episodes go on
     from the step after the last one stored, not from 0, and a step missing there still fails the
     run. A run that stores no steps cannot say where they were: what comes is taken as it comes."""
-    bus = RunBus()
-    supervisor = Supervisor(home, registry, bus, LocalExecutor(), "127.0.0.1:0")
     config = parse_run_config(
         {
             "worker": "human",
@@ -296,15 +309,7 @@ def test_a_stream_opened_again_goes_on_from_where_each_episode_was_and_is_held_t
             "telemetry": {"store_steps": store_steps},
         }
     )
-    record, token, _ = supervisor.submit(config)
-    run = supervisor.register(record.run_id, token, os.getpid())
-
-    def stream(messages: list[pb.WorkerMessage], resumed: bool) -> StreamIngest:
-        ingest = StreamIngest(supervisor, bus, run, resumed)
-        ingest.consume(iter(messages))
-        return ingest
-
-    try:
+    with streams_of_a_run(home, registry, config) as (_run_id, stream):
         assert not stream([started(1), steps(2, 0, [0, 1]), steps(3, 1, [0, 1])], resumed=False).violation
         again = [started(1), steps(2, 0, [2, 3]), steps(3, 1, [2]), steps(4, 2, [0]), episode(5, 0, 4)]
         assert not stream(again, resumed=True).violation
@@ -313,9 +318,6 @@ def test_a_stream_opened_again_goes_on_from_where_each_episode_was_and_is_held_t
             assert gap.startswith("steps 3–4 of episode 1 were never sent (step 5 came after step 2)"), gap
         else:
             assert not gap
-    finally:
-        supervisor.stop_loop()
-        supervisor.close()
 
 
 def test_a_run_that_stores_no_steps_is_held_to_the_same_order_and_summaries(

@@ -23,10 +23,11 @@ from gym_gui.core.records import (
     StepRow,
 )
 from gym_gui.storage import telemetry_schema
+from gym_gui.storage.byte_budget import ByteBudget
 from gym_gui.storage.database import sql_migration
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.storage.telemetry_schema import SCHEMA_VERSION, open_telemetry_db
-from gym_gui.storage.telemetry_writer import ByteBudget, TelemetryWriter
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 from tests.support import wait_until
 
 WAIT = 30.0  # generous upper bound for conditions that normally hold within milliseconds

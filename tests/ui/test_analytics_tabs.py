@@ -116,6 +116,16 @@ def show(qtbot: QtBot, widget: Any) -> None:
 # ---------------------------------------------------------------- Charts
 
 
+def stored_metrics(run_dir: Path, points: list[MetricPoint]) -> Path:
+    """A run directory (named as a run id) whose telemetry database holds ``points``."""
+    run_dir.mkdir()
+    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
+    writer.start()
+    writer.put_metrics(points)
+    assert writer.close()
+    return run_dir
+
+
 def test_charts_tab_receives_live_points_while_a_run_trains(
     qtbot: QtBot, link: DaemonLink, client: DaemonClient, submitted: dict[str, str]
 ) -> None:
@@ -171,18 +181,14 @@ def test_charts_keep_every_point_where_storage_and_the_live_stream_meet(
 ) -> None:
     # CleanRL logs one return per env that finished, all at the same global step: the back-fill
     # may hold some of a step's points and the live stream bring the others (and repeat the first).
-    run_dir = tmp_path / "CartPole-v1__ppo__1__1"
-    run_dir.mkdir()
-    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
-    writer.start()
-    writer.put_metrics(
+    run_dir = stored_metrics(
+        tmp_path / "CartPole-v1__ppo__1__1",
         [
             MetricPoint(RETURN, 100, 10.0, 12.0),
             MetricPoint(RETURN, 200, 20.0, 15.0),  # env 0 at step 200
             MetricPoint(RETURN, 200, 20.0, 15.0),  # env 1: the same return at the same moment
-        ]
+        ],
     )
-    assert writer.close()
     tab = ChartsTab(link)
     show(qtbot, tab)
     tab.attach(
@@ -208,12 +214,9 @@ def test_the_return_curve_arriving_after_other_metrics_takes_the_tabs_own_choice
     qtbot: QtBot, link: DaemonLink, tmp_path: Path
 ) -> None:
     # A d3rlpy run writes the dataset's return as it starts; its own evaluation ends the first epoch.
-    run_dir = tmp_path / "CartPole-v1__discrete_bc__1__2"
-    run_dir.mkdir()
-    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
-    writer.start()
-    writer.put_metrics([MetricPoint("dataset/mean_return", 0, 1.0, 60.0)])
-    assert writer.close()
+    run_dir = stored_metrics(
+        tmp_path / "CartPole-v1__discrete_bc__1__2", [MetricPoint("dataset/mean_return", 0, 1.0, 60.0)]
+    )
     tab = ChartsTab(link)
     show(qtbot, tab)
     tab.attach(
@@ -235,10 +238,6 @@ def test_an_offline_runs_return_chart_draws_the_datasets_own_return_across_it(
 ) -> None:
     # What a d3rlpy run stores each epoch: the evaluation's return and its D4RL-style normalised score,
     # and beside them the dataset's own (the offline score the curve is read against).
-    run_dir = tmp_path / "CartPole-v1__discrete_bc__1__1"
-    run_dir.mkdir()
-    writer = TelemetryWriter(run_dir / "telemetry.sqlite")
-    writer.start()
     points = []
     for epoch, (evaluated, score) in enumerate([(15.0, 5.0), (40.0, 18.0)], start=1):
         step, wall = 200 * epoch, 10.0 * epoch
@@ -249,8 +248,7 @@ def test_an_offline_runs_return_chart_draws_the_datasets_own_return_across_it(
             MetricPoint("dataset/normalized_score", step, wall, 29.5),
             MetricPoint("losses/loss", step, wall, 0.5 / epoch),
         ]
-    writer.put_metrics(points)
-    assert writer.close()
+    run_dir = stored_metrics(tmp_path / "CartPole-v1__discrete_bc__1__1", points)
     tab = ChartsTab(link)
     show(qtbot, tab)
     tab.attach(

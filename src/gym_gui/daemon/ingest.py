@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -18,7 +18,6 @@ from gym_gui_sdk.json_object import json_object
 from gym_gui.bus.run_bus import STEPS, RunBus
 from gym_gui.core.errors import DiskFull, GymGuiError
 from gym_gui.core.records import ArtifactRecord, EventRecord
-from gym_gui.core.states import RunState
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
 from gym_gui.protocol.convert import ProtocolViolation
@@ -147,18 +146,12 @@ class StreamIngest:
         self.violation = self.violation or _storage_failure(error)
         self.supervisor.stream_failed(self.run, self.violation)
 
-    def _put(self, fn: Callable[..., None], *args: Any) -> None:
-        # Blocking here is the backpressure: the stream is not read while storage is behind.
-        fn(*args)
-
     def _run_ended(self) -> str:
         """Why the stream stops when the run's end came while it still streamed (or "" when not)."""
-        end = self.run.end
-        if end is None and self.writer is not None:
+        if self.run.end is None and self.writer is not None:
             return ""
         self.ended_under_it = True
-        state, reason = end or (RunState.FAILED, "its storage is closed")
-        return f"run {self.run.run_id} ended ({state.value}: {reason}); nothing it sends is stored"
+        return self.run.ended_stream_message()
 
     def _handle(self, message: pb.WorkerMessage) -> None:
         run = self.run
@@ -193,7 +186,7 @@ class StreamIngest:
                         rows = [(*row[:8], None, *row[9:]) for row in rows]
                     if batch.observation_dtype:  # packed observations became JSON text here: count that
                         size += sum(len(row[6]) for row in rows)
-                    self._put(writer.put_steps, rows, size)
+                    writer.put_steps(rows, size)
             finally:
                 writer.release()
             if batch.step:
@@ -212,8 +205,7 @@ class StreamIngest:
             self._artifact(message.artifact)
         elif kind == "log":
             line = message.log
-            self._put(
-                writer.put_event,
+            writer.put_event(
                 EventRecord(
                     time=time.time(),
                     kind="log",
@@ -226,8 +218,7 @@ class StreamIngest:
             event = message.event
             level = event.level.upper() if event.level.upper() in ("INFO", "WARNING", "ERROR") else "INFO"
             _json_object(event.data, "event data")
-            self._put(
-                writer.put_event,
+            writer.put_event(
                 EventRecord(
                     time=time.time(),
                     kind="worker",
@@ -309,7 +300,7 @@ class StreamIngest:
             self._resent_over()
         self._check_summary(episode)
         assert self.writer is not None
-        self._put(self.writer.put_episode, convert.episode_record(episode))
+        self.writer.put_episode(convert.episode_record(episode))
         self.bus.publish(self.run.run_id, "episode", episode)
 
     def _metrics(self, metrics: Sequence[pb.Metric]) -> None:
@@ -325,7 +316,7 @@ class StreamIngest:
                 points = []
         if points:
             assert self.writer is not None
-            self._put(self.writer.put_metrics, points)
+            self.writer.put_metrics(points)
         self.bus.publish(self.run.run_id, "metrics", pb.MetricBatch(metrics=metrics))
 
     def _lifecycle(self, lifecycle: pb.Lifecycle) -> None:
@@ -351,8 +342,7 @@ class StreamIngest:
             raise ProtocolViolation(f"artifact path {artifact.path!r} is not inside the run directory")
         meta = _json_object(artifact.meta or "{}", "artifact meta")
         assert self.writer is not None
-        self._put(
-            self.writer.put_artifact,
+        self.writer.put_artifact(
             ArtifactRecord(
                 kind=artifact.kind, path=artifact.path, step=artifact.step, meta=artifact.meta or "{}"
             ),

@@ -23,10 +23,11 @@ from gym_gui.core.records import EventRecord, StateTransition
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import WorkerSpec
 from gym_gui.daemon.executors import LaunchSpec, WorkerProcess
+from gym_gui.storage.byte_budget import ByteBudget
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.run_dir import ManifestWriter, RunDir
-from gym_gui.storage.telemetry_writer import ByteBudget, TelemetryWriter
+from gym_gui.storage.telemetry_writer import TelemetryWriter
 
 Command = pb.ControlMessage.Command
 Phase = pb.Lifecycle.Phase
@@ -164,6 +165,12 @@ class LiveRun:
     def finalized(self) -> bool:
         """Whether its end is decided: nothing starts, warns or judges it any more; it is only recorded."""
         return self.end is not None
+
+    def ended_stream_message(self) -> str:
+        """What a stream of this run is told once its end is decided or its storage closed: nothing
+        it sends is stored any more."""
+        state, reason = self.end or (RunState.FAILED, "its storage is closed")
+        return f"run {self.run_id} ended ({state.value}: {reason}); nothing it sends is stored"
 
     def send(self, command: Command, render_fps: float = 0.0, reason: str = "") -> None:
         self.controls.put(pb.ControlMessage(command=command, render_fps=render_fps, reason=reason))

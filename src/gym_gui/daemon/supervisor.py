@@ -485,8 +485,7 @@ class Supervisor:
         """
         with self.runs.lock:
             if run.end is not None or run.writer is None:
-                state, reason = run.end or (RunState.FAILED, "its storage is closed")
-                raise RunBusy(f"run {run.run_id} ended ({state.value}: {reason}); nothing it sends is stored")
+                raise RunBusy(run.ended_stream_message())
             if run.stream_open:
                 raise RunBusy(f"run {run.run_id} already has an open stream")
             resumed = run.ever_streamed or run.adopted or run.orphan_pid is not None

@@ -7,8 +7,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from gym_gui.core.records import (
     MetricPoint,
     StepRow,
 )
+from gym_gui.storage.byte_budget import ByteBudget
 from gym_gui.storage.database import rollback
 from gym_gui.storage.space import disk_full, is_disk_full
 from gym_gui.storage.telemetry_schema import (
@@ -45,66 +45,6 @@ _STEPS, _ACTOR_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = rang
 # Bytes of step rows one writer may hold queued (see TelemetryWriter.put_steps): with the message
 # size limit (gym_gui_sdk.channel.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
-# Bytes of step rows the writers of one daemon's runs may hold together (a ByteBudget they share):
-# what bounds the memory a flood of runs takes, however many runs flood at once.
-MAX_INFLIGHT_BYTES = 32 * 1024 * 1024
-
-
-class ByteBudget:
-    """Bytes that the writers sharing it may hold, together: a daemon's bound across its runs (each
-    writer also holds at most its own ``max_pending_bytes``).
-
-    Bytes are given in the order they were asked for, so a large batch is never passed for ever by
-    small ones; a taker alone always gets what it asks, however much (as a writer's own bound lets
-    one batch in).
-    """
-
-    def __init__(self, limit: int = MAX_INFLIGHT_BYTES) -> None:
-        if limit < 1:
-            raise ValueError(f"a byte budget must be at least 1 byte, got {limit}")
-        self.limit = limit
-        self._used = 0
-        self._turns: deque[object] = deque()  # who asks, in order
-        self._cv = threading.Condition()
-
-    @property
-    def used(self) -> int:
-        """The bytes taken and not given back."""
-        with self._cv:
-            return self._used
-
-    def take(self, size: int, give_up: Callable[[], bool]) -> bool:
-        """Wait until ``size`` more bytes fit, after those who asked earlier, and take them.
-
-        Returns:
-            True once taken; False, having taken nothing, when ``give_up()`` is true at a wake-up
-            (a give back, or :meth:`wake`).
-        """
-        turn = object()
-        with self._cv:
-            self._turns.append(turn)
-            try:
-                while not (self._turns[0] is turn and (self._used == 0 or self._used + size <= self.limit)):
-                    if give_up():
-                        return False
-                    self._cv.wait()
-                self._used += size
-                return True
-            finally:
-                self._turns.remove(turn)
-                self._cv.notify_all()  # the next in line may fit as well
-
-    def give(self, size: int) -> None:
-        """Give back ``size`` bytes taken earlier."""
-        if size:
-            with self._cv:
-                self._used -= size
-                self._cv.notify_all()
-
-    def wake(self) -> None:
-        """Have every waiter look at its ``give_up`` again (its writer failed or closed)."""
-        with self._cv:
-            self._cv.notify_all()
 
 
 class TelemetryWriter:
@@ -294,6 +234,12 @@ class TelemetryWriter:
         if self._budget is not None:
             self._budget.give(size)
 
+    def _wake_budget(self) -> None:
+        """Have a producer waiting for the shared budget's room look again: this writer failed or
+        closed, so it gives up."""
+        if self._budget is not None:
+            self._budget.wake()
+
     def _unusable(self) -> bool:
         return self._error is not None or self._closing or self._stopped
 
@@ -421,8 +367,7 @@ class TelemetryWriter:
         with self._cv:
             self._closing = True
             thread = self._thread
-        if self._budget is not None:
-            self._budget.wake()  # a producer waiting for room gives up
+        self._wake_budget()
         self.release()  # a reservation no rows will come for
         if thread is None:
             dropped = self._discard_queued()
@@ -470,8 +415,7 @@ class TelemetryWriter:
         with self._cv:
             if self._error is None:
                 self._error = error
-        if self._budget is not None:
-            self._budget.wake()  # a producer waiting for room gives up
+        self._wake_budget()
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -495,8 +439,7 @@ class TelemetryWriter:
                 self._stopped = True
                 self._cv.notify_all()
             self._discard_queued()  # left by a thread that died: its held bytes are free
-            if self._budget is not None:
-                self._budget.wake()
+            self._wake_budget()
 
     def _loop(self, conn: sqlite3.Connection | None) -> None:
         get, get_nowait = self._queue.get, self._queue.get_nowait

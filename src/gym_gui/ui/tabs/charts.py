@@ -424,7 +424,9 @@ class ChartsTab(RunTab):
         metric = worker_catalog().return_metric(self.run.worker) if self.run is not None else ""
         default = self.tags.findItems(metric, Qt.MatchFlag.MatchExactly) if metric else []
         checked = self.checked_tags()
-        if self.tags.count() and (not checked or (default and checked == self._default_choice != [metric])):
+        # Ticked by the tab itself, and not the return curve that has now come.
+        superseded = bool(default) and checked == self._default_choice and checked != [metric]
+        if self.tags.count() and (not checked or superseded):
             for i in range(self.tags.count()):
                 self.tags.item(i).setCheckState(Qt.CheckState.Unchecked)
             chosen = default[0] if default else self.tags.item(0)
@@ -530,10 +532,10 @@ class ChartsTab(RunTab):
 
     def _draw_reference(self, tag_plot: _TagPlot) -> None:
         """Put the plot's reference line at its reference tag's latest value (hidden while it has none)."""
-        line = tag_plot.reference
-        if line is None or tag_plot.reference_tag is None:
+        line, tag = tag_plot.reference, tag_plot.reference_tag
+        if line is None or tag is None:  # (both or neither)
             return
-        reference = self._series.get(tag_plot.reference_tag)
+        reference = self._series.get(tag)
         if reference is None or reference.size == 0:
             line.setVisible(False)
             return
