@@ -37,12 +37,14 @@ bundles: install
 sysdeps:
 	@scripts/sysdeps.sh
 
-# uv (pinned in the lock) installs the lock exactly, removing what is not in it; the local packages
-# need nothing more (--no-deps: their dependencies are in the lock).
+# uv (pinned in the lock) installs the lock exactly, removing what is not in it, but for the families
+# `gym-gui envs install` added (their packages are recorded in $(FAMILIES)); the local packages need
+# nothing more (--no-deps: their dependencies are in the lock).
+FAMILIES := $(VENV)/gym_gui_families
 $(STAMP): $(LOCK) $(PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep '^uv==' $(LOCK))"
-	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(LOCK)
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(LOCK) $(wildcard $(FAMILIES)/*.txt)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix -e ,$(LOCAL))
 	@touch $(STAMP)
 
