@@ -169,6 +169,13 @@ def family_of(env_id: str) -> str | None:
     return None
 
 
+def env_environment(env_id: str) -> dict[str, str]:
+    """The variables ``env_id``'s family needs in a process that makes it (MuJoCo's ``MUJOCO_GL``);
+    empty for an id of no family."""
+    family = family_of(env_id)
+    return {} if family is None else dict(env_family(family).environment)
+
+
 def env_entry(env_id: str) -> EnvEntry | None:
     """The catalog entry of ``env_id`` (listed, or discovered by its installed family); None if none."""
     entry = _listed().get(env_id)
