@@ -13,9 +13,9 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-scale bench-operator bench-cli screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-scale bench-operator bench-cli screenshots proto clean
 
-run: install bundles
+run: install bundles envs
 	scripts/run-cockpit.sh
 
 # The terminal demo: the daemon and a short random-agent run with live progress.
@@ -24,7 +24,7 @@ demo: install
 
 # The suite's temporary homes share the bundles `make bundles` installs (the user's, as `make run`
 # uses them; GYM_GUI_BUNDLES moves them for both).
-test: install bundles lint typecheck imports pytest
+test: install bundles envs lint typecheck imports pytest
 
 install: sysdeps $(STAMP)
 
@@ -34,15 +34,23 @@ bundles: install
 	@names=$$($(BIN)/python -c 'from gym_gui.workers import worker_catalog; print(*sorted(worker_catalog().bundles()))') && \
 	for name in $$names; do $(BIN)/gym-gui bundles install $$name || exit 1; done
 
+# The environment families installed beyond gym_gui's own dependencies, into the app and the bundles
+# that train on them (`gym-gui envs install`; a no-op once there). The suite plays and trains Atari.
+ENV_FAMILIES := atari
+envs: install bundles
+	@for family in $(ENV_FAMILIES); do $(BIN)/gym-gui envs install $$family || exit 1; done
+
 sysdeps:
 	@scripts/sysdeps.sh
 
-# uv (pinned in the lock) installs the lock exactly, removing what is not in it; the local packages
-# need nothing more (--no-deps: their dependencies are in the lock).
+# uv (pinned in the lock) installs the lock exactly, removing what is not in it, but for the families
+# `gym-gui envs install` added (their packages are recorded in $(FAMILIES)); the local packages need
+# nothing more (--no-deps: their dependencies are in the lock).
+FAMILIES := $(VENV)/gym_gui_families
 $(STAMP): $(LOCK) $(PROJECTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep '^uv==' $(LOCK))"
-	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(LOCK)
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(LOCK) $(wildcard $(FAMILIES)/*.txt)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix -e ,$(LOCAL))
 	@touch $(STAMP)
 

@@ -52,8 +52,8 @@ from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QApplication
 
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import GymGuiError
+from gym_gui.envs.catalog import catalog
 from gym_gui.play.seat import HUMAN_ACTED, Control, Outcome
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import BUNDLES_ENV_VAR
@@ -436,7 +436,7 @@ def hybrid(
     profile = TickProfile(widget) if profiling else None
     start_play(widget, label)
     key = TAPPED[env_id]
-    action = next(b.action for b in ENV_CATALOG[env_id].keys if b.key == key)
+    action = next(b.action for b in catalog()[env_id].keys if b.key == key)
     figures = Figures(label, env_id, operator, widget.fps)
     watch = Watch(widget, figures, action if isinstance(action, int) else None, profile)
     spin(1.0)  # warm-up: the operator's first answers, torch's first calls

@@ -289,3 +289,21 @@ def start_operator(
     the base environment, the plan's variables and only the secrets it names, from ``secret_env``)."""
     choice = OperatorChoice(OperatorRef(plan.card.source_run or plan.card.name), plan.card, plan, log_dir)
     return choice.start(None, secret_env=dict(secret_env or {}))
+
+
+def plugin_distribution(
+    root: Path, name: str, group: str, entry_points: Mapping[str, str], files: Mapping[str, str]
+) -> Path:
+    """A real distribution ``name`` on ``root`` (a directory that can go on sys.path): its dist-info,
+    declaring ``entry_points`` in ``group``, and ``files`` (relative path → text: the modules and data
+    they point at)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    dist_info = root / f"{name.replace('-', '_')}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    lines = "\n".join(f"{key} = {value}" for key, value in entry_points.items())
+    (dist_info / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
+    return root

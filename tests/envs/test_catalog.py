@@ -11,26 +11,25 @@ import pytest
 from gym_gui_sdk.render import GRID, PIXELS, render_kind_of
 from gymnasium import spaces
 
-from gym_gui.core.envs import (
-    ENV_CATALOG,
-    FAMILIES,
-    EnvEntry,
-    Family,
-    RenderKind,
+from gym_gui.core.envs import EnvEntry, RenderKind
+from gym_gui.core.errors import ConfigError, UnknownEnv
+from gym_gui.envs import check
+from gym_gui.envs.catalog import (
+    catalog,
     catalog_by_family,
     env_doc,
     env_entry,
-    family_info,
+    env_family,
+    family_installed,
     family_of,
 )
-from gym_gui.core.errors import ConfigError, UnknownEnv
-from gym_gui.envs import check
-from gym_gui.envs.check import check_env, check_env_kwargs, env_status, family_installed, make_env
+from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
-# The app's own environment depends on these (pyproject.toml); the rest are optional.
-APP_FAMILIES = (Family.TOY_TEXT, Family.CLASSIC_CONTROL, Family.BOX2D, Family.MINIGRID)
-OPTIONAL_FAMILIES = (Family.MUJOCO, Family.ATARI, Family.PROCGEN)
+# The app's own environment depends on these (pyproject.toml); the rest install on request.
+APP_FAMILIES = ("toy_text", "classic_control", "box2d", "mujoco", "minigrid")
+OPTIONAL_FAMILIES = ("atari", "procgen")
 
+ENV_CATALOG = catalog()
 ENTRIES = list(ENV_CATALOG.values())
 APP_ENTRIES = [e for e in ENTRIES if e.family in APP_FAMILIES]
 OPTIONAL_ENTRIES = [e for e in ENTRIES if e.family in OPTIONAL_FAMILIES]
@@ -43,38 +42,38 @@ def _ids(entries: list[EnvEntry]) -> list[str]:
 
 def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
     grouped = catalog_by_family()
-    assert list(grouped) == list(Family)
+    assert list(grouped) == [*APP_FAMILIES, *OPTIONAL_FAMILIES]
     assert sum(len(v) for v in grouped.values()) == len(ENV_CATALOG)
     expected = {
-        Family.TOY_TEXT: {"FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "Taxi-v4", "Blackjack-v1"},
-        Family.CLASSIC_CONTROL: {
+        "toy_text": {"FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "Taxi-v4", "Blackjack-v1"},
+        "classic_control": {
             "CartPole-v1",
             "MountainCar-v0",
             "MountainCarContinuous-v0",
             "Acrobot-v1",
             "Pendulum-v1",
         },
-        Family.BOX2D: {"LunarLander-v3", "LunarLanderContinuous-v3", "CarRacing-v3", "BipedalWalker-v3"},
-        Family.MINIGRID: {
+        "box2d": {"LunarLander-v3", "LunarLanderContinuous-v3", "CarRacing-v3", "BipedalWalker-v3"},
+        "minigrid": {
             "MiniGrid-Empty-5x5-v0",
             "MiniGrid-Empty-8x8-v0",
             "MiniGrid-DoorKey-5x5-v0",
             "MiniGrid-FourRooms-v0",
         },
-        Family.MUJOCO: {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"},
-        Family.ATARI: {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"},
-        Family.PROCGEN: {"procgen-coinrun-v0", "procgen-starpilot-v0"},
+        "mujoco": {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"},
+        "atari": {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"},
+        "procgen": {"procgen-coinrun-v0", "procgen-starpilot-v0"},
     }
     assert {family: {e.env_id for e in entries} for family, entries in grouped.items()} == expected
 
 
 def test_render_kinds_and_turn_taking_follow_the_family() -> None:
     grid_ids = {"FrozenLake-v1", "FrozenLake8x8-v1", "CliffWalking-v1", "Taxi-v4"} | {
-        e.env_id for e in ENTRIES if e.family is Family.MINIGRID
+        e.env_id for e in ENTRIES if e.family == "minigrid"
     }
     for entry in ENTRIES:
         assert entry.render_kind is (RenderKind.GRID if entry.env_id in grid_ids else RenderKind.PIXELS)
-        turn_based = entry.family in (Family.TOY_TEXT, Family.MINIGRID)
+        turn_based = entry.family in ("toy_text", "minigrid")
         assert entry.realtime is not turn_based, entry.env_id
         assert entry.human_playable is bool(entry.keys)
     expected_playable = (
@@ -94,24 +93,33 @@ def test_render_kinds_and_turn_taking_follow_the_family() -> None:
 
 
 def test_family_lookup_uses_the_catalog_then_prefixes() -> None:
-    assert family_of("Taxi-v4") is Family.TOY_TEXT
-    assert family_of("MiniGrid-LavaGapS5-v0") is Family.MINIGRID
-    assert family_of("BabyAI-GoToRedBall-v0") is Family.MINIGRID
-    assert family_of("ALE/Tetris-v5") is Family.ATARI
-    assert family_of("procgen-maze-v0") is Family.PROCGEN
+    assert family_of("Taxi-v4") == "toy_text"
+    assert family_of("MiniGrid-LavaGapS5-v0") == "minigrid"
+    assert family_of("BabyAI-GoToRedBall-v0") == "minigrid"
+    assert family_of("ALE/Tetris-v5") == "atari"
+    assert family_of("procgen-maze-v0") == "procgen"
     assert family_of("NoSuchThing-v0") is None
     assert env_entry("NoSuchThing-v0") is None
     assert env_entry("CartPole-v1") is ENV_CATALOG["CartPole-v1"]
 
 
 def test_family_install_hints() -> None:
-    assert family_info(Family.TOY_TEXT).install_hint == 'pip install "gymnasium[toy-text]"'
-    assert family_info(Family.MUJOCO).install_hint == 'pip install "gymnasium[mujoco]"'
-    assert family_info(Family.ATARI).install_hint == 'pip install "gymnasium[atari]" ale-py'
-    assert family_info(Family.ATARI).import_module == "ale_py"
-    assert family_info("minigrid").install_hint == "pip install minigrid"
-    assert family_info(Family.PROCGEN).install_hint.startswith("pip install procgen")
-    assert set(FAMILIES) == set(Family)
+    for name in APP_FAMILIES:
+        family = env_family(name)
+        assert family.packages == () and not family.unavailable
+        assert family.install_hint == (
+            f"it comes with gym_gui: reinstall gym_gui (`make install`) to restore {family.title}"
+        )
+    atari = env_family("atari")
+    assert atari.install_hint == "install it with `gym-gui envs install atari`"
+    assert atari.import_module == "ale_py" and atari.packages == ("ale-py==0.12.*",)
+    assert dict(atari.bundle_extras) == {"cleanrl": "atari"}
+    # A family this machine cannot install says why, in one line.
+    assert env_family("procgen").install_hint == (
+        "Procgen needs Python <= 3.10 and gym < 0.26 (its wheels); install it in a worker bundle"
+    )
+    with pytest.raises(ConfigError, match=r"^no environment family 'nope'; the families are toy_text, "):
+        env_family("nope")
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
@@ -142,7 +150,7 @@ def test_app_families_are_installed_and_optional_ones_are_reported_by_import() -
 @pytest.mark.parametrize("entry", APP_ENTRIES, ids=_ids(APP_ENTRIES))
 def test_installed_catalog_ids_make_reset_and_step(entry: EnvEntry) -> None:
     status = check_env(entry.env_id)
-    assert status.installed and status.entry is entry and status.family is entry.family
+    assert status.installed and status.entry is entry and status.family == entry.family
     env = make_env(entry.env_id)
     try:
         obs, _info = env.reset(seed=0)
@@ -207,12 +215,12 @@ def test_key_names_are_unique_per_env() -> None:
 
 @pytest.mark.parametrize("entry", OPTIONAL_ENTRIES, ids=_ids(OPTIONAL_ENTRIES))
 def test_optional_family_ids_need_their_family(entry: EnvEntry) -> None:
-    hint = family_info(entry.family).install_hint
+    hint = env_family(entry.family).install_hint
     if family_installed(entry.family) and entry.env_id in gymnasium.registry:
         assert check_env(entry.env_id).installed
         return
     status = env_status(entry.env_id)
-    assert not status.installed and status.entry is entry and status.family is entry.family
+    assert not status.installed and status.entry is entry and status.family == entry.family
     with pytest.raises(UnknownEnv) as raised:
         check_env(entry.env_id)
     assert entry.env_id in str(raised.value)
@@ -222,19 +230,18 @@ def test_optional_family_ids_need_their_family(entry: EnvEntry) -> None:
 
 
 def test_a_missing_family_module_gives_its_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = check._import_failure
+    real = check.import_failure
 
-    def fake(family: Family) -> str:
-        return (
-            "ModuleNotFoundError: No module named 'minigrid'" if family is Family.MINIGRID else real(family)
-        )
+    def fake(family: str) -> str:
+        return "ModuleNotFoundError: No module named 'minigrid'" if family == "minigrid" else real(family)
 
-    monkeypatch.setattr(check, "_import_failure", fake)
+    monkeypatch.setattr(check, "import_failure", fake)
     for env_id in ("MiniGrid-Empty-5x5-v0", "BabyAI-GoToRedBall-v0"):
         with pytest.raises(UnknownEnv) as raised:
             check_env(env_id)
         message = str(raised.value)
-        assert env_id in message and "pip install minigrid" in message and "MiniGrid" in message
+        assert env_id in message and "needs the MiniGrid family" in message
+        assert "reinstall gym_gui (`make install`) to restore MiniGrid" in message
 
 
 @pytest.mark.parametrize(
@@ -262,8 +269,8 @@ def test_an_id_like_nothing_known_is_rejected_without_suggestions() -> None:
 
 def test_registered_ids_outside_the_catalog_are_accepted_with_their_family() -> None:
     status = check_env("BipedalWalkerHardcore-v3")
-    assert status.installed and status.entry is None and status.family is Family.BOX2D
-    assert check_env("MiniGrid-LavaGapS5-v0").family is Family.MINIGRID
+    assert status.installed and status.entry is None and status.family == "box2d"
+    assert check_env("MiniGrid-LavaGapS5-v0").family == "minigrid"
 
 
 def test_make_env_passes_render_mode_and_kwargs() -> None:
@@ -307,9 +314,13 @@ def test_the_arguments_an_env_or_gymnasium_make_takes_are_accepted() -> None:
 
 
 def test_core_catalog_and_sdk_do_not_import_gymnasium() -> None:
+    # Reading entries, docs and families loads no family's module: only asking whether one is
+    # installed (or discovering its entries) does.
     code = (
         "import sys; import gym_gui.core.envs, gym_gui_sdk.render, gym_gui_sdk.encoding; "
-        "bad = [m for m in ('gymnasium', 'minigrid', 'gym_gui.envs') if m in sys.modules]; "
+        "from gym_gui.envs.catalog import env_doc, env_entry, family_of; "
+        "assert env_entry('CartPole-v1') and env_doc('CartPole-v1') and family_of('ALE/Tetris-v5'); "
+        "bad = [m for m in ('gymnasium', 'minigrid', 'ale_py', 'gym_gui.envs.check') if m in sys.modules]; "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,8 +11,8 @@ from gym_gui_sdk.render import decode_payload
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.records import StepRecord
+from gym_gui.envs.catalog import catalog
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
@@ -78,7 +78,7 @@ def test_frozenlake_episode_played_by_keys_is_stored(
     wait_for_state(qtbot, client, run_id, "COMPLETED")
     assert client.get_run(run_id).record.worker == "human"
 
-    keymap = {binding.key: binding.action for binding in ENV_CATALOG["FrozenLake-v1"].keys}
+    keymap = {binding.key: binding.action for binding in catalog()["FrozenLake-v1"].keys}
     reader = TelemetryReader(RunDir(home.run_dir(run_id)).telemetry_path)
     try:
         steps = reader.steps(0)
@@ -144,7 +144,7 @@ def test_minigrid_turns_and_tab_are_game_keys(
     assert detail.progress.steps == len(names)
     assert [json.loads(step.action) for step in _stored_steps(home, widget.run_id)] == expected_actions
     qtbot.waitUntil(lambda: widget.env_view.grid is not None and widget.env_view.grid["agent"] == [3, 3])
-    keymap = {binding.key: binding.action for binding in ENV_CATALOG["MiniGrid-Empty-5x5-v0"].keys}
+    keymap = {binding.key: binding.action for binding in catalog()["MiniGrid-Empty-5x5-v0"].keys}
     assert [keymap[name] for name in names] == expected_actions
 
 

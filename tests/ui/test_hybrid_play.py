@@ -17,10 +17,10 @@ from PySide6.QtCore import QTimer
 from pytestqt.qtbot import QtBot
 
 from gym_gui.core.config import parse_run_config
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.records import EpisodeRecord, StepRecord
 from gym_gui.core.states import RunState
 from gym_gui.core.workers import Lane, WorkerSpec
+from gym_gui.envs.catalog import catalog
 from gym_gui.play.operators import Operators
 from gym_gui.play.seat import Control
 from gym_gui.protocol.client import DaemonClient
@@ -34,7 +34,7 @@ from gym_gui.workers import OperatorPlan, OperatorSource, WorkerCatalog, WorkerP
 from tests.support import run_record
 from tests.ui.test_human_play import key, wait_for_state
 
-TAXI_KEYS = {binding.key: binding.action for binding in ENV_CATALOG["Taxi-v4"].keys}
+TAXI_KEYS = {binding.key: binding.action for binding in catalog()["Taxi-v4"].keys}
 
 # An operator kind of a third-party plugin: its process answers 0, or (STALL) holds every answer until
 # the gate file appears (a minute at most: a failed test leaves no process behind for long).

@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 )
 from pytestqt.qtbot import QtBot
 
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.states import RunState
+from gym_gui.envs.catalog import catalog
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
@@ -184,7 +184,7 @@ def test_play_replay_train_chart_tensorboard_and_watch_the_trained_agent(
         stored = reader.steps(0)
     finally:
         reader.close()
-    keymap = {binding.key: binding.action for binding in ENV_CATALOG["FrozenLake-v1"].keys}
+    keymap = {binding.key: binding.action for binding in catalog()["FrozenLake-v1"].keys}
     assert [json.loads(step.action) for step in stored] == [keymap[name] for name in pressed]
     qtbot.waitUntil(lambda: replay.last_step == len(pressed) - 1, timeout=10_000)
     assert replay.step == 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
-from gym_gui.core.envs import ENV_CATALOG, KeyBinding, env_entry
+from gym_gui.core.envs import KeyBinding
+from gym_gui.envs.catalog import catalog, env_entry
 from gym_gui.play.operators import HUMAN_CARD, OperatorListing, OperatorRef, RandomOperator
 from gym_gui.play.seat import Control
 from gym_gui.ui.seat_control import (
@@ -27,12 +28,12 @@ def control_on(env_id: str, mode: Control) -> SeatControl:
 
 
 def key(env_id: str, name: str) -> KeyBinding:
-    entry = ENV_CATALOG[env_id]
+    entry = catalog()[env_id]
     return next(binding for binding in entry.keys if binding.key == name)
 
 
 def test_no_key_map_binds_the_takeover_key() -> None:
-    assert all(binding.key != TAKEOVER_KEY for entry in ENV_CATALOG.values() for binding in entry.keys)
+    assert all(binding.key != TAKEOVER_KEY for entry in catalog().values() for binding in entry.keys)
 
 
 def test_hybrid_the_person_acts_while_a_key_is_held_or_was_tapped_since_the_last_beat() -> None:
@@ -71,7 +72,7 @@ def test_the_takeover_key_holds_control_until_pressed_again() -> None:
     # A real-time env with a no-op gets it while the person holds control with no key down.
     lander = control_on("LunarLander-v3", Control.HYBRID)
     lander.toggle()
-    idle = ENV_CATALOG["LunarLander-v3"].idle_action
+    idle = catalog()["LunarLander-v3"].idle_action
     assert idle is not None and lander.move() == Move(human=True, action=idle)
 
 
@@ -96,7 +97,7 @@ def test_agent_ignores_keys_and_human_waits_where_there_is_no_noop() -> None:
 def test_continuous_keys_add_up_and_are_clipped() -> None:
     control = control_on("LunarLanderContinuous-v3", Control.HYBRID)
     control.set_bounds(np.array([-1.0, -1.0]), np.array([1.0, 1.0]))
-    for binding in ENV_CATALOG["LunarLanderContinuous-v3"].keys:
+    for binding in catalog()["LunarLanderContinuous-v3"].keys:
         if binding.key in ("Up", "Left"):
             control.press(binding)
     move = control.move()

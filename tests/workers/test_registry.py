@@ -15,6 +15,7 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import Lane, Launch
 from gym_gui.workers import ENTRY_POINT_GROUP, LANE_TABS, worker_catalog
 from gym_gui.workers.registry import load_catalog
+from tests.support import plugin_distribution
 
 # Modules a test plugin distribution can point its entry points at.
 PLUGIN_MODULE = """\
@@ -40,17 +41,10 @@ LATER = WorkerPlugin(
 def make_plugin_distribution(
     root: Path, entry_points: dict[str, str], name: str = "third-party-workers"
 ) -> Path:
-    """A real distribution on a directory that can go on sys.path: its dist-info with entry points
-    and the modules they point at (one raises on import, like a plugin with a missing dependency)."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "tp_plugins.py").write_text(PLUGIN_MODULE)
-    (root / "tp_broken.py").write_text("import a_module_that_is_not_installed\n")
-    dist_info = root / f"{name.replace('-', '_')}-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    lines = "\n".join(f"{key} = {value}" for key, value in entry_points.items())
-    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}\n")
-    return root
+    """A real distribution of worker plugins (one raises on import, like a plugin with a missing
+    dependency)."""
+    files = {"tp_plugins.py": PLUGIN_MODULE, "tp_broken.py": "import a_module_that_is_not_installed\n"}
+    return plugin_distribution(root, name, ENTRY_POINT_GROUP, entry_points, files)
 
 
 BROKEN_SET = {

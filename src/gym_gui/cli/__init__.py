@@ -30,6 +30,7 @@ MODULES = (
     "first_steps",
     "sweeps",
     "datasets",
+    "envs",
 )
 
 # Command or group name → the module that registers it.
@@ -62,6 +63,7 @@ COMMANDS = {
     "demo": "first_steps",
     "sweep": "sweeps",
     "dataset": "datasets",
+    "envs": "envs",
 }
 
 

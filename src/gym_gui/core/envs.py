@@ -1,23 +1,17 @@
-"""The environment catalog: gymnasium env ids by family, with render kind, human key maps and docs."""
+"""What an environment family declares: its entries (render kind, human key maps, docs) and its install.
+
+A family is a plugin (entry point group ``gym_gui.env_families``, read by :mod:`gym_gui.envs.catalog`),
+as worker kinds are: gym_gui's own live in :mod:`gym_gui.envs.families`, each a small package with its
+entries, key maps and Markdown docs beside them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
-from importlib import resources
+from types import MappingProxyType
 from typing import NamedTuple
-
-
-class Family(StrEnum):
-    """A group of environments that one install step provides."""
-
-    TOY_TEXT = "toy_text"
-    CLASSIC_CONTROL = "classic_control"
-    BOX2D = "box2d"
-    MINIGRID = "minigrid"
-    MUJOCO = "mujoco"
-    ATARI = "atari"
-    PROCGEN = "procgen"
 
 
 class RenderKind(StrEnum):
@@ -25,49 +19,6 @@ class RenderKind(StrEnum):
 
     GRID = "grid"
     PIXELS = "pixels"
-
-
-@dataclass(frozen=True)
-class FamilyInfo:
-    """What a family is and how to install it.
-
-    Attributes:
-        family: the family.
-        title: the name shown to users.
-        install_hint: the command that installs the family, shown when one of its ids is missing.
-        import_module: the module whose import proves the family is installed (and, for MiniGrid and
-            Atari, registers its ids with gymnasium).
-    """
-
-    family: Family
-    title: str
-    install_hint: str
-    import_module: str
-
-
-FAMILIES: dict[Family, FamilyInfo] = {
-    info.family: info
-    for info in (
-        # Toy-text and classic control make() without pygame, but every frame they render needs it,
-        # so pygame is what "installed" means for them.
-        FamilyInfo(Family.TOY_TEXT, "Toy Text", 'pip install "gymnasium[toy-text]"', "pygame"),
-        FamilyInfo(
-            Family.CLASSIC_CONTROL, "Classic Control", 'pip install "gymnasium[classic-control]"', "pygame"
-        ),
-        FamilyInfo(Family.BOX2D, "Box2D", 'pip install "gymnasium[box2d]"', "Box2D"),
-        FamilyInfo(Family.MINIGRID, "MiniGrid", "pip install minigrid", "minigrid"),
-        FamilyInfo(Family.MUJOCO, "MuJoCo", 'pip install "gymnasium[mujoco]"', "mujoco"),
-        FamilyInfo(Family.ATARI, "Atari (ALE)", 'pip install "gymnasium[atari]" ale-py', "ale_py"),
-        FamilyInfo(
-            Family.PROCGEN,
-            "Procgen",
-            # Procgen registers with the old `gym` package (< 0.26) and ships wheels only for old
-            # Pythons, so it belongs in a worker bundle, not the app's environment.
-            "pip install procgen (needs Python <= 3.10 and gym < 0.26; install it in a worker bundle)",
-            "procgen",
-        ),
-    )
-}
 
 
 # An action a key sends: a discrete action index, or a vector for continuous (Box) action spaces.
@@ -92,7 +43,7 @@ class EnvEntry:
 
     Attributes:
         env_id: the id registered in gymnasium.
-        family: the family that provides it.
+        family: the name of the family that provides it.
         title: the name shown to users.
         human_playable: whether the GUI offers keyboard play.
         render_kind: grid (drawn from the env's state) or pixels (RGB frames).
@@ -104,11 +55,11 @@ class EnvEntry:
             action space, so Up+Left on LunarLanderContinuous fires main and left engines together.
         idle_action: the action sent on a real-time frame with no key held. ``None`` means the env
             has no no-op (CartPole), so play waits for a key instead of stepping.
-        doc: file name of its Markdown description in ``gym_gui/core/env_docs/``.
+        doc: file name of its Markdown description, beside its family's module.
     """
 
     env_id: str
-    family: Family
+    family: str
     title: str
     human_playable: bool
     render_kind: RenderKind
@@ -123,9 +74,9 @@ def doc_name(env_id: str) -> str:
     return env_id.lower().replace("/", "-") + ".md"
 
 
-def _entry(
+def env_entry_of(
     env_id: str,
-    family: Family,
+    family: str,
     title: str,
     render_kind: RenderKind,
     *,
@@ -133,6 +84,7 @@ def _entry(
     keys: tuple[KeyBinding, ...] = (),
     idle_action: Action | None = None,
 ) -> EnvEntry:
+    """An entry whose doc is ``doc_name(env_id)`` and which a person plays when it has keys."""
     return EnvEntry(
         env_id=env_id,
         family=family,
@@ -146,291 +98,55 @@ def _entry(
     )
 
 
-_K = KeyBinding
-_GRID, _PIXELS = RenderKind.GRID, RenderKind.PIXELS
+@dataclass(frozen=True)
+class EnvFamily:
+    """A group of environments that one install provides, as its plugin declares it.
 
-# Action numbers below are those of the gymnasium 1.4 / minigrid 3.2 sources (see each env's doc).
-_FROZEN_LAKE_KEYS = (
-    _K("Left", 0, "move left"),
-    _K("Down", 1, "move down"),
-    _K("Right", 2, "move right"),
-    _K("Up", 3, "move up"),
-)
-_CLIFF_KEYS = (
-    _K("Up", 0, "move up"),
-    _K("Right", 1, "move right"),
-    _K("Down", 2, "move down"),
-    _K("Left", 3, "move left"),
-)
-_TAXI_KEYS = (
-    _K("Down", 0, "move south"),
-    _K("Up", 1, "move north"),
-    _K("Right", 2, "move east"),
-    _K("Left", 3, "move west"),
-    _K("P", 4, "pick up the passenger"),
-    _K("D", 5, "drop off the passenger"),
-)
-_BLACKJACK_KEYS = (
-    _K("H", 1, "hit: take another card"),
-    _K("S", 0, "stick: stop and let the dealer play"),
-)
-# The same keys as minigrid's own manual_control.py.
-_MINIGRID_KEYS = (
-    _K("Left", 0, "turn left"),
-    _K("Right", 1, "turn right"),
-    _K("Up", 2, "move forward"),
-    _K("PageUp", 3, "pick up an object"),
-    _K("Tab", 3, "pick up an object"),
-    _K("PageDown", 4, "drop the carried object"),
-    _K("Shift", 4, "drop the carried object"),
-    _K("Space", 5, "toggle (open a door, open a box)"),
-    _K("Return", 6, "done"),
-)
-_PONG_KEYS = (
-    # In ALE's minimal Pong action set RIGHT moves the paddle up and LEFT moves it down.
-    _K("Up", 2, "paddle up (RIGHT)"),
-    _K("Down", 3, "paddle down (LEFT)"),
-    _K("Space", 1, "serve (FIRE)"),
-)
-_BREAKOUT_KEYS = (
-    _K("Left", 3, "move left"),
-    _K("Right", 2, "move right"),
-    _K("Space", 1, "launch the ball (FIRE)"),
-)
-_SPACE_INVADERS_KEYS = (
-    _K("Left", 3, "move left"),
-    _K("Right", 2, "move right"),
-    _K("Space", 1, "fire"),
-)
-
-ENV_CATALOG: dict[str, EnvEntry] = {
-    entry.env_id: entry
-    for entry in (
-        # Toy text: turn-based, one step per key.
-        _entry(
-            "FrozenLake-v1", Family.TOY_TEXT, "Frozen Lake 4x4", _GRID, realtime=False, keys=_FROZEN_LAKE_KEYS
-        ),
-        _entry(
-            "FrozenLake8x8-v1",
-            Family.TOY_TEXT,
-            "Frozen Lake 8x8",
-            _GRID,
-            realtime=False,
-            keys=_FROZEN_LAKE_KEYS,
-        ),
-        _entry("CliffWalking-v1", Family.TOY_TEXT, "Cliff Walking", _GRID, realtime=False, keys=_CLIFF_KEYS),
-        # gymnasium 1.4 registers Taxi as v4 (v3 is refused as deprecated).
-        _entry("Taxi-v4", Family.TOY_TEXT, "Taxi", _GRID, realtime=False, keys=_TAXI_KEYS),
-        _entry("Blackjack-v1", Family.TOY_TEXT, "Blackjack", _PIXELS, realtime=False, keys=_BLACKJACK_KEYS),
-        # Classic control: real time at the env's fps.
-        _entry(
-            "CartPole-v1",
-            Family.CLASSIC_CONTROL,
-            "Cart Pole",
-            _PIXELS,
-            realtime=True,
-            keys=(_K("Left", 0, "push the cart left"), _K("Right", 1, "push the cart right")),
-            idle_action=None,  # CartPole has no no-op: play waits while no key is held
-        ),
-        _entry(
-            "MountainCar-v0",
-            Family.CLASSIC_CONTROL,
-            "Mountain Car",
-            _PIXELS,
-            realtime=True,
-            keys=(_K("Left", 0, "accelerate left"), _K("Right", 2, "accelerate right")),
-            idle_action=1,
-        ),
-        _entry(
-            "MountainCarContinuous-v0",
-            Family.CLASSIC_CONTROL,
-            "Mountain Car (continuous)",
-            _PIXELS,
-            realtime=True,
-            keys=(_K("Left", (-1.0,), "full force left"), _K("Right", (1.0,), "full force right")),
-            idle_action=(0.0,),
-        ),
-        _entry(
-            "Acrobot-v1",
-            Family.CLASSIC_CONTROL,
-            "Acrobot",
-            _PIXELS,
-            realtime=True,
-            keys=(_K("Left", 0, "torque -1 on the joint"), _K("Right", 2, "torque +1 on the joint")),
-            idle_action=1,
-        ),
-        _entry(
-            "Pendulum-v1",
-            Family.CLASSIC_CONTROL,
-            "Pendulum",
-            _PIXELS,
-            realtime=True,
-            keys=(
-                _K("Left", (2.0,), "full counter-clockwise torque"),
-                _K("Right", (-2.0,), "full clockwise torque"),
-            ),
-            idle_action=(0.0,),
-        ),
-        # Box2D.
-        _entry(
-            "LunarLander-v3",
-            Family.BOX2D,
-            "Lunar Lander",
-            _PIXELS,
-            realtime=True,
-            keys=(
-                _K("Up", 2, "fire the main engine"),
-                _K("Left", 1, "fire the left orientation engine (drift left)"),
-                _K("Right", 3, "fire the right orientation engine (drift right)"),
-            ),
-            idle_action=0,
-        ),
-        _entry(
-            "LunarLanderContinuous-v3",
-            Family.BOX2D,
-            "Lunar Lander (continuous)",
-            _PIXELS,
-            realtime=True,
-            keys=(
-                _K("Up", (1.0, 0.0), "main engine at full throttle"),
-                _K("Left", (0.0, -1.0), "left booster at full throttle"),
-                _K("Right", (0.0, 1.0), "right booster at full throttle"),
-            ),
-            idle_action=(0.0, 0.0),
-        ),
-        _entry(
-            "CarRacing-v3",
-            Family.BOX2D,
-            "Car Racing",
-            _PIXELS,
-            realtime=True,
-            # The same values as car_racing.py's own keyboard loop.
-            keys=(
-                _K("Left", (-1.0, 0.0, 0.0), "steer left"),
-                _K("Right", (1.0, 0.0, 0.0), "steer right"),
-                _K("Up", (0.0, 1.0, 0.0), "gas"),
-                _K("Down", (0.0, 0.0, 0.8), "brake"),
-            ),
-            idle_action=(0.0, 0.0, 0.0),
-        ),
-        _entry("BipedalWalker-v3", Family.BOX2D, "Bipedal Walker", _PIXELS, realtime=True),
-        # MiniGrid: turn-based.
-        _entry(
-            "MiniGrid-Empty-5x5-v0",
-            Family.MINIGRID,
-            "Empty room 5x5",
-            _GRID,
-            realtime=False,
-            keys=_MINIGRID_KEYS,
-        ),
-        _entry(
-            "MiniGrid-Empty-8x8-v0",
-            Family.MINIGRID,
-            "Empty room 8x8",
-            _GRID,
-            realtime=False,
-            keys=_MINIGRID_KEYS,
-        ),
-        _entry(
-            "MiniGrid-DoorKey-5x5-v0",
-            Family.MINIGRID,
-            "Door & key 5x5",
-            _GRID,
-            realtime=False,
-            keys=_MINIGRID_KEYS,
-        ),
-        _entry(
-            "MiniGrid-FourRooms-v0", Family.MINIGRID, "Four rooms", _GRID, realtime=False, keys=_MINIGRID_KEYS
-        ),
-        # MuJoCo: joint torques, not something a keyboard can drive.
-        _entry("HalfCheetah-v5", Family.MUJOCO, "Half Cheetah", _PIXELS, realtime=True),
-        _entry("Hopper-v5", Family.MUJOCO, "Hopper", _PIXELS, realtime=True),
-        _entry("Walker2d-v5", Family.MUJOCO, "Walker 2D", _PIXELS, realtime=True),
-        _entry("Ant-v5", Family.MUJOCO, "Ant", _PIXELS, realtime=True),
-        _entry("Humanoid-v5", Family.MUJOCO, "Humanoid", _PIXELS, realtime=True),
-        # Atari: the v5 ids use ALE's minimal action set, which the key maps index.
-        _entry("ALE/Pong-v5", Family.ATARI, "Pong", _PIXELS, realtime=True, keys=_PONG_KEYS, idle_action=0),
-        _entry(
-            "ALE/Breakout-v5",
-            Family.ATARI,
-            "Breakout",
-            _PIXELS,
-            realtime=True,
-            keys=_BREAKOUT_KEYS,
-            idle_action=0,
-        ),
-        _entry(
-            "ALE/SpaceInvaders-v5",
-            Family.ATARI,
-            "Space Invaders",
-            _PIXELS,
-            realtime=True,
-            keys=_SPACE_INVADERS_KEYS,
-            idle_action=0,
-        ),
-        # Procgen.
-        _entry("procgen-coinrun-v0", Family.PROCGEN, "CoinRun", _PIXELS, realtime=True),
-        _entry("procgen-starpilot-v0", Family.PROCGEN, "StarPilot", _PIXELS, realtime=True),
-    )
-}
-
-# Ids outside the catalog still get a family from their prefix, so their install hint can be shown.
-_PREFIXES: tuple[tuple[str, Family], ...] = (
-    ("MiniGrid-", Family.MINIGRID),
-    ("BabyAI-", Family.MINIGRID),
-    ("ALE/", Family.ATARI),
-    ("procgen", Family.PROCGEN),
-)
-
-
-def env_entry(env_id: str) -> EnvEntry | None:
-    """Return the catalog entry of ``env_id``, or None when the id is not in the catalog."""
-    return ENV_CATALOG.get(env_id)
-
-
-def family_of(env_id: str) -> Family | None:
-    """Return the family of ``env_id``: from the catalog, else from its prefix, else None.
-
-    Prefixes: ``MiniGrid-`` and ``BabyAI-`` are MiniGrid, ``ALE/`` is Atari, ``procgen`` is Procgen
-    (also in gym's ``procgen:procgen-…`` form).
+    Attributes:
+        name: what ``gym-gui envs --family`` and ``gym-gui envs install`` take (``atari``).
+        title: the name shown to users (``Atari (ALE)``).
+        import_module: the module whose import proves the family installed (and, for families that
+            register their ids on import, such as MiniGrid and ALE, registers them).
+        entries: its catalog entries, in picker order.
+        discover: more entries, read from the installed family itself (ALE's full game list); called
+            only once ``import_module`` imports.
+        prefixes: ids outside ``entries`` that are still the family's (``ALE/``, ``BabyAI-``).
+        entry_points: module prefixes of the gymnasium entry points that are the family's, for ids
+            found in gymnasium's registry but not in the catalog.
+        packages: the pip requirements that install it into gym_gui's own environment; empty for a
+            family gym_gui depends on.
+        bundle_extras: for each worker bundle whose kinds train on the family, the bundle extra that
+            gives them its envs (``{"cleanrl": "atari"}``).
+        environment: variables its module needs before it is imported (MuJoCo's headless ``MUJOCO_GL``);
+            set unless the user has set them, so the processes gym_gui starts inherit them.
+        unavailable: why it cannot be installed on this kind of machine, in one line; "" when it can.
+        docs: the package holding its Markdown docs (one per entry, named :func:`doc_name`).
+        describe: the doc of an entry that has no Markdown file (a discovered one), made from the
+            entry itself.
+        rank: its place in the catalog (ascending, then title).
     """
-    entry = ENV_CATALOG.get(env_id)
-    if entry is not None:
-        return entry.family
-    for prefix, family in _PREFIXES:
-        if env_id.startswith(prefix):
-            return family
-    return None
 
+    name: str
+    title: str
+    import_module: str
+    entries: tuple[EnvEntry, ...] = ()
+    discover: Callable[[], Iterable[EnvEntry]] | None = None
+    prefixes: tuple[str, ...] = ()
+    entry_points: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    bundle_extras: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    environment: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    unavailable: str = ""
+    docs: str = ""
+    describe: Callable[[EnvEntry], str] | None = None
+    rank: int = 100
 
-def family_info(family: Family | str) -> FamilyInfo:
-    """Return the title, install hint and import module of ``family`` (a Family or its value).
-
-    Raises:
-        ValueError: if ``family`` is not a known family value.
-    """
-    return FAMILIES[Family(family)]
-
-
-def env_doc(env_id: str) -> str:
-    """Return the Markdown description of a catalog env.
-
-    Raises:
-        KeyError: if ``env_id`` is not in the catalog.
-        FileNotFoundError: if its Markdown file is missing from the installed package.
-    """
-    entry = ENV_CATALOG.get(env_id)
-    if entry is None:
-        raise KeyError(f"{env_id!r} is not in the environment catalog")
-    return resources.files("gym_gui.core").joinpath("env_docs", entry.doc).read_text(encoding="utf-8")
-
-
-def catalog_by_family() -> dict[Family, list[EnvEntry]]:
-    """Return every catalog entry grouped by family, families and entries in catalog order.
-
-    Every family appears, even one with no entries (so a picker can show it and its install hint).
-    """
-    grouped: dict[Family, list[EnvEntry]] = {family: [] for family in Family}
-    for entry in ENV_CATALOG.values():
-        grouped[entry.family].append(entry)
-    return grouped
+    @property
+    def install_hint(self) -> str:
+        """How a user installs it (``install it with `gym-gui envs install atari```), or why it
+        cannot be installed here."""
+        if self.unavailable:
+            return self.unavailable
+        if not self.packages:
+            return f"it comes with gym_gui: reinstall gym_gui (`make install`) to restore {self.title}"
+        return f"install it with `gym-gui envs install {self.name}`"

@@ -23,6 +23,7 @@ from gym_gui.daemon.executors import Executor, LaunchSpec
 from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.daemon.preview import launch_preview
 from gym_gui.datasets import MINARI_ROOT_VAR
+from gym_gui.envs.catalog import env_environment
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import (
     BundleDirectory,
@@ -240,6 +241,8 @@ class Launching:
                 "GYM_GUI_HOME": str(self.runs.home.root),
             }
         )
+        # What the env's family needs to make and draw it there (MuJoCo renders through EGL).
+        env.update(env_environment(run.config.env_id))
         if run.config.dataset is not None:
             env[MINARI_ROOT_VAR] = str(self.runs.home.datasets_dir)
         if self.tls_ca:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 import inspect
 import logging
 from collections.abc import Mapping
@@ -13,8 +12,9 @@ from typing import Any
 
 import gymnasium
 
-from gym_gui.core.envs import ENV_CATALOG, EnvEntry, Family, env_entry, family_info, family_of
+from gym_gui.core.envs import EnvEntry
 from gym_gui.core.errors import ConfigError, UnknownEnv
+from gym_gui.envs.catalog import catalog, env_entry, env_families, env_family, family_of, import_failure
 
 log = logging.getLogger(__name__)
 
@@ -26,17 +26,6 @@ _BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWOR
 
 # Steps per second of real-time play and 1× replay for an env that declares no render_fps.
 DEFAULT_RENDER_FPS = 30.0
-
-# Where a registered spec's entry point lives tells its family for ids outside the catalog.
-_ENTRY_POINT_FAMILIES: tuple[tuple[str, Family], ...] = (
-    ("gymnasium.envs.toy_text", Family.TOY_TEXT),
-    ("gymnasium.envs.classic_control", Family.CLASSIC_CONTROL),
-    ("gymnasium.envs.box2d", Family.BOX2D),
-    ("gymnasium.envs.mujoco", Family.MUJOCO),
-    ("minigrid", Family.MINIGRID),
-    ("ale_py", Family.ATARI),
-    ("procgen", Family.PROCGEN),
-)
 
 
 @dataclass(frozen=True)
@@ -53,43 +42,25 @@ class EnvStatus:
     """
 
     env_id: str
-    family: Family | None
+    family: str | None
     installed: bool
     entry: EnvEntry | None
     problem: str = ""
-
-
-@functools.cache
-def _import_failure(family: Family) -> str:
-    """Import the family's module once (MiniGrid and ALE register their ids on import).
-
-    Returns the import error text, or "" when the module imported. Cached because a failed
-    import is slow to repeat and its answer does not change while the process runs.
-    """
-    try:
-        importlib.import_module(family_info(family).import_module)
-    except Exception as exc:  # an ImportError, or a broken install failing in its own import code
-        return f"{type(exc).__name__}: {exc}"
-    return ""
-
-
-def family_installed(family: Family) -> bool:
-    """Return True when the module that provides ``family`` imports in this interpreter."""
-    return not _import_failure(family)
 
 
 def _registered(env_id: str) -> bool:
     return env_id in gymnasium.registry
 
 
-def _family_from_registry(env_id: str) -> Family | None:
+def _family_from_registry(env_id: str) -> str | None:
+    """The family whose gymnasium entry points make ``env_id`` (an id outside the catalog)."""
     spec = gymnasium.registry.get(env_id)
     entry_point = getattr(spec, "entry_point", None)
     if not isinstance(entry_point, str):
         return None
-    for prefix, family in _ENTRY_POINT_FAMILIES:
-        if entry_point.startswith(prefix):
-            return family
+    for family in env_families().values():
+        if any(entry_point.startswith(prefix) for prefix in family.entry_points):
+            return family.name
     return None
 
 
@@ -98,11 +69,11 @@ def close_matches(env_id: str, limit: int = 3) -> list[str]:
 
     Imports every installed family first so their ids are candidates too.
     """
-    for family in Family:
-        _import_failure(family)
+    for family in env_families():
+        import_failure(family)
     candidates: dict[str, str] = {}
     # Registry first, catalog last, so a catalog id wins when both spell the same lowercase id.
-    for known in [*gymnasium.registry, *ENV_CATALOG]:
+    for known in [*gymnasium.registry, *catalog()]:
         candidates[known.lower()] = known
     found = difflib.get_close_matches(env_id.lower(), list(candidates), n=limit, cutoff=0.6)
     return [candidates[match] for match in found]
@@ -117,20 +88,19 @@ def env_status(env_id: str) -> EnvStatus:
     entry = env_entry(env_id)
     family = family_of(env_id)
     if family is not None:
-        failure = _import_failure(family)
+        failure = import_failure(family)
         if failure:
-            info = family_info(family)
+            info = env_family(family)
             problem = (
                 f"environment {env_id!r} needs the {info.title} family, which is not installed here "
-                f"({failure}). Install it with: {info.install_hint}"
+                f"({failure}); {info.install_hint}"
             )
             return EnvStatus(env_id, family, False, entry, problem)
     if _registered(env_id):
         return EnvStatus(env_id, family or _family_from_registry(env_id), True, entry)
     problem = f"environment {env_id!r} is not registered in gymnasium {gymnasium.__version__}"
     if family is not None:
-        info = family_info(family)
-        problem += f", although the {info.title} family is installed"
+        problem += f", although the {env_family(family).title} family is installed"
     matches = close_matches(env_id)
     problem += f"; did you mean {', '.join(matches)}?" if matches else "."
     return EnvStatus(env_id, family, False, entry, problem)
@@ -200,8 +170,8 @@ def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> g
     try:
         return gymnasium.make(env_id, render_mode=render_mode, **kwargs)
     except gymnasium.error.DependencyNotInstalled as exc:
-        hint = f" Install it with: {family_info(status.family).install_hint}" if status.family else ""
-        raise UnknownEnv(f"environment {env_id!r} cannot be made: {exc}.{hint}") from exc
+        hint = f"; {env_family(status.family).install_hint}" if status.family else ""
+        raise UnknownEnv(f"environment {env_id!r} cannot be made: {exc}{hint}") from exc
 
 
 @functools.cache

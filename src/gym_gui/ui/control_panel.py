@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.envs import catalog_by_family, env_doc, family_info
 from gym_gui.core.workers import Launch
+from gym_gui.envs.catalog import catalog_by_family, env_doc, env_family
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.presenters import presenter_for
 from gym_gui.workers import worker_catalog
@@ -42,7 +42,7 @@ class EnvPicker(QWidget):
         for family, entries in catalog_by_family().items():
             if not entries:
                 continue
-            self.combo.addItem(f"— {family_info(family).title} —")
+            self.combo.addItem(f"— {env_family(family).title} —")
             header = self.combo.model().item(self.combo.count() - 1)  # type: ignore[attr-defined]
             header.setEnabled(False)
             for entry in entries:

@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.envs import EnvEntry, KeyBinding, env_entry
+from gym_gui.core.envs import EnvEntry, KeyBinding
+from gym_gui.envs.catalog import env_entry
 from gym_gui.envs.check import DEFAULT_RENDER_FPS
 from gym_gui.play.operators import Operators
 from gym_gui.play.seat import Control, Outcome, Seat

@@ -26,8 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.records import RunRecord
+from gym_gui.envs.catalog import catalog as env_catalog
 from gym_gui.storage.model_index import DigestCache, ModelEntry, gather_models, group_models, load_refusal
 from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
@@ -99,7 +99,7 @@ class ModelBrowser(QWidget):
         self.episodes.setToolTip("Episodes an evaluation plays")
         self.env = QComboBox()
         self.env.setEditable(True)
-        self.env.addItems(sorted(ENV_CATALOG))
+        self.env.addItems(sorted(env_catalog()))
         self.env.setToolTip("The environment to play: the model's own (the daemon refuses any other)")
         self.details = QLabel("No model selected.")
         self.details.setWordWrap(True)
@@ -392,7 +392,7 @@ class ImportModelDialog(QDialog):
         self.algorithm = QLineEdit("ppo")
         self.env = QComboBox()
         self.env.setEditable(True)
-        self.env.addItems(sorted(ENV_CATALOG))
+        self.env.addItems(sorted(env_catalog()))
         self.env.setCurrentText("CartPole-v1")
         file_row = QHBoxLayout()
         file_row.addWidget(self.file, 1)

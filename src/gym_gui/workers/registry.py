@@ -18,6 +18,7 @@ from pathlib import Path
 from gym_gui.core import wandb_auth
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError
+from gym_gui.core.plugins import load_plugins
 from gym_gui.core.workers import WorkerSpec
 from gym_gui.workers.api import WorkerPlugin
 from gym_gui.workers.bundle_directory import BundleDirectory
@@ -26,8 +27,6 @@ from gym_gui.workers.bundles import BundleSpec, BundleStatus
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "gym_gui.workers"
-# gym_gui's own distributions load first, so a third-party plugin can never take one of their kinds.
-_OWN_PREFIX = "gym-gui"
 
 
 @dataclass(frozen=True)
@@ -136,35 +135,21 @@ class WorkerCatalog:
 
 def load_catalog(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> WorkerCatalog:
     """Load every worker plugin (default: the installed entry points of :data:`ENTRY_POINT_GROUP`)."""
-    if entry_points is None:
-        entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-
-    def order(ep: importlib.metadata.EntryPoint) -> tuple[bool, str, str]:
-        dist = _dist_name(ep)
-        return (not dist.startswith(_OWN_PREFIX), dist, ep.name)
-
     plugins: dict[str, WorkerPlugin] = {}
     owners: dict[str, str] = {}  # kind or bundle → the source that took it
     broken: list[BrokenWorker] = []
-    for ep in sorted(entry_points, key=order):
-        source = f"{_dist_name(ep) or '?'}: {ep.value}"
-        try:
-            plugin = ep.load()
-        except (Exception, SystemExit) as exc:  # a plugin's import error must not take gym_gui down
-            # INFO (the daemon's log): the roster and `gym-gui workers` list a broken plugin with its
-            # error, and a command that only reads the catalog (train: a kind's secrets) says nothing.
-            log.info("worker plugin %s (%s) failed to load: %s", ep.name, source, exc)
-            broken.append(BrokenWorker(ep.name, source, f"failed to load: {type(exc).__name__}: {exc}"))
-            continue
-        error = _conflict(plugin, owners)
+    for load in load_plugins(ENTRY_POINT_GROUP, entry_points):
+        plugin = load.value
+        error = load.error or _conflict(plugin, owners)
         if error:
-            log.info("worker plugin %s (%s): %s", ep.name, source, error)
-            broken.append(BrokenWorker(ep.name, source, error))
+            log.info("worker plugin %s (%s): %s", load.name, load.source, error)
+            broken.append(BrokenWorker(load.name, load.source, error))
             continue
+        assert isinstance(plugin, WorkerPlugin)  # _conflict said so
         plugins[plugin.kind] = plugin
-        owners[f"kind {plugin.kind}"] = source
+        owners[f"kind {plugin.kind}"] = load.source
         if plugin.bundle is not None:
-            owners[f"bundle {plugin.bundle.name}"] = source
+            owners[f"bundle {plugin.bundle.name}"] = load.source
     return WorkerCatalog(plugins.values(), broken)
 
 
@@ -179,11 +164,6 @@ def _conflict(plugin: object, owners: dict[str, str]) -> str:
         if taken:
             return f"declares bundle {plugin.bundle.name!r}, already taken by {taken}"
     return ""
-
-
-def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    return str(dist.metadata["Name"]) if dist is not None and dist.metadata["Name"] else ""
 
 
 @functools.cache

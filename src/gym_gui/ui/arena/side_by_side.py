@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.envs import KeyBinding, env_entry
+from gym_gui.core.envs import KeyBinding
 from gym_gui.core.errors import GymGuiError
+from gym_gui.envs.catalog import env_entry
 from gym_gui.play.batch import new_comparison_id
 from gym_gui.play.operators import HUMAN, OperatorChoice, Operators
 from gym_gui.play.seat import Control, Outcome, Seat, Seeds, episode_success

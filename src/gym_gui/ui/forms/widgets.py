@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gym_gui.core.envs import ENV_CATALOG
+from gym_gui.envs.catalog import catalog
 from gym_gui.ui.forms.model import RunModel
 from gym_gui.ui.forms.params import Param, Params
 from gym_gui.ui.forms.sections import EXECUTORS
@@ -93,7 +93,7 @@ def show_env_choices(combo: QComboBox, envs: Sequence[EnvChoice] | None) -> None
         combo.clear()
         combo.setEditable(envs is None)
         if envs is None:
-            for env_id in ENV_CATALOG:
+            for env_id in catalog():
                 combo.addItem(env_id)
             return
         for env in envs:

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from gym_gui.core.envs import env_entry
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import EventRecord
+from gym_gui.envs.catalog import env_entry
 from gym_gui.storage.telemetry import TelemetryReader
 
 StepKey = tuple[int, int]  # (episode, step): the order of a run's steps

@@ -21,9 +21,9 @@ from gym_gui_sdk.contract import FormSpec, ManifestExtras
 from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
 from gym_gui.core.config import RunConfig, path_param
-from gym_gui.core.envs import ENV_CATALOG
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
+from gym_gui.envs.catalog import catalog
 from gym_gui.storage.run_dir import RunDir, file_sha256, saved_model_refusal
 from gym_gui.workers import (
     ONLY,
@@ -178,7 +178,7 @@ class CleanRLLauncher:
         """The environments the script trains on in its interpreter, asked of that interpreter: ``envs``
         lists ``{"id", "reason"}`` (reason "" when it trains on it; gym_gui's catalog ids are answered
         too), or is None when the script's environments come from no registry there."""
-        return self._ask(source, "--algo", algorithm, "--envs", *ENV_CATALOG)
+        return self._ask(source, "--algo", algorithm, "--envs", *catalog())
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
         """The scripts present (variants), whether torch sees a GPU, the flags gym_gui sets from the
