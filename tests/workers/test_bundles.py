@@ -777,6 +777,8 @@ def test_cli_bundles_list_and_check() -> None:
     row = next(line for line in listed.stdout.splitlines() if "cleanrl" in line)
     assert "yes" in row
     assert "torch 2.13.0+cpu (CPU build)" in row
+    # `make bundles` adds no extra; MuJoCo is in the bundle's own requirements.
+    assert "mujoco; can add: atari, envpool" in row
 
     checked = gym_gui("bundles", "check", "cleanrl")
     assert checked.returncode == 0, checked.stderr
@@ -797,6 +799,25 @@ def test_cli_install_of_an_unknown_bundle_is_one_error_line(tmp_path: Path) -> N
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("error: unknown bundle 'nope'")
+
+
+def test_cli_install_of_an_extra_the_bundle_does_not_offer_is_one_error_line(tmp_path: Path) -> None:
+    result = gym_gui(
+        "bundles",
+        "install",
+        "cleanrl",
+        "--extra",
+        "atari",
+        "--extra",
+        "nope",
+        env={"GYM_GUI_BUNDLES": str(tmp_path / "none")},
+    )
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        == "error: bundle cleanrl offers no extra 'nope'; its extras: atari, envpool, mujoco"
+    )
+    assert not (tmp_path / "none" / "cleanrl").exists()  # refused before anything was made
 
 
 def test_cli_install_of_the_installed_bundle_is_a_no_op() -> None:
