@@ -688,6 +688,18 @@ def test_an_unknown_or_unavailable_extra_is_refused_before_anything_runs(
     assert manager.marker_path("tiny").read_bytes() == marker
 
 
+def test_the_extras_that_bring_a_family_are_found_by_it(tmp_path: Path) -> None:
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": extras_spec(tmp_path)})
+    assert [(bundle, extra.name) for bundle, extra in manager.extras_for("ini")] == [("tiny", "ini")]
+    assert manager.extras_for("procgen") == []
+    # The installed kinds': Atari comes to CleanRL's bundle with its atari extra, MuJoCo is in its base.
+    catalog = worker_catalog().bundle_directory(tmp_path / "bundles")
+    assert [(bundle, extra.name) for bundle, extra in catalog.extras_for("atari")] == [("cleanrl", "atari")]
+    assert [(bundle, extra.requirements) for bundle, extra in catalog.extras_for("mujoco")] == [
+        ("cleanrl", None)
+    ]
+
+
 def test_an_extra_whose_requirements_changed_is_out_of_date_until_the_next_install(tmp_path: Path) -> None:
     spec = extras_spec(tmp_path)
     manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": spec})

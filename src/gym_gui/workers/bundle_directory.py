@@ -108,6 +108,17 @@ class BundleDirectory:
             known = ", ".join(sorted(self._specs)) or "none"
             raise BundleError(f"unknown bundle {name!r}; known bundles: {known}") from None
 
+    def extras_for(self, family: str) -> builtins.list[tuple[str, BundleExtra]]:
+        """The extras that bring environment family ``family`` (``atari``), each with its bundle's name,
+        by bundle: what an install of the family adds to the bundles of the kinds that train on it
+        (each with ``install(bundle, extras=[extra.name])``)."""
+        return [
+            (name, extra)
+            for name, spec in sorted(self._specs.items())
+            for extra in spec.extras
+            if family in extra.families
+        ]
+
     def path(self, name: str) -> Path:
         """The bundle's venv directory (whether or not it exists)."""
         return self.bundles_dir / self.spec(name).name

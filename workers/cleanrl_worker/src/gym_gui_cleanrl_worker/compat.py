@@ -70,6 +70,11 @@ def _wrap_init(init: Any) -> Any:
         for name in _SPACE_ARGS:
             if name in kwargs:
                 kwargs[name] = to_gymnasium_space(kwargs[name])
+        if kwargs.get("optimize_memory_usage") and kwargs.get("handle_timeout_termination", True):
+            # c51_atari.py asks for both, which SB3 1.2 took and handled wrongly (a timeout's next
+            # observation was the next episode's first) and SB3 >= 1.6 refuses (DLR-RM/stable-baselines3#934).
+            # The memory the script asks to save is kept; its Atari ids have no time limit to handle.
+            kwargs["handle_timeout_termination"] = False
         init(self, *args, **kwargs)
 
     setattr(__init__, _PATCHED_ATTR, True)
