@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -180,6 +181,15 @@ def kill_run_workers(home: Home) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
     registry.close()
+
+
+def linked_bundle(source_dir: Path, name: str, bundles_dir: Path) -> Path:
+    """A copy of bundle ``name`` of ``source_dir`` under ``bundles_dir``, its files hard links to the
+    original's (made at once, in no space): a test adds to it (an extra) and the original stays as it
+    was, since pip and Python write new files and replace rather than rewrite old ones."""
+    copy = bundles_dir / name
+    shutil.copytree(source_dir / name, copy, symlinks=True, copy_function=os.link)
+    return copy
 
 
 @contextlib.contextmanager

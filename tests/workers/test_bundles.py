@@ -23,7 +23,7 @@ from gym_gui.workers import bundle_directory, worker_catalog
 from gym_gui.workers import bundles as bundles_module
 from gym_gui.workers.bundle_directory import BundleDirectory
 from gym_gui.workers.bundle_install import TORCH_CPU_INDEX
-from gym_gui.workers.bundles import BundleError, BundleSpec, TorchBuild, TorchVariant
+from gym_gui.workers.bundles import BundleError, BundleExtra, BundleSpec, TorchBuild, TorchVariant
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = "gym-gui bundles install cleanrl"
@@ -541,6 +541,199 @@ def test_a_bundle_installed_before_builds_were_recorded_reads_its_build_from_its
     assert calls == []
 
 
+# ------------------------------------------------------------------ extras
+
+
+def extras_spec(tmp_path: Path, ini: str = "iniconfig==2.1.0") -> BundleSpec:
+    """The tiny bundle with extras: ``ini`` (a small wheel from this machine's index), ``base`` (held by
+    the bundle's own requirements), ``broken`` (installs, then does not import), ``clash`` (pins
+    another six than the bundle's), ``missing`` (nothing pip can find) and ``elsewhere`` (refused here)."""
+    extras = tmp_path / "extras"
+    extras.mkdir(exist_ok=True)
+    files = {
+        "ini": f"# the ini extra\n{ini}\n",
+        "broken": "iniconfig==2.1.0\n",
+        "clash": "six==1.16.0\n",
+        "missing": "--no-index\ngym-gui-no-such-package==0.0.0\n",
+    }
+    for name, text in files.items():
+        (extras / f"{name}.txt").write_text(text)
+    return replace(
+        tiny_spec(tmp_path),
+        extras=(
+            BundleExtra(
+                "ini", str(extras / "ini.txt"), "iniconfig", families=("ini",), check_imports=("iniconfig",)
+            ),
+            BundleExtra("base", None, "held by the bundle's own requirements", families=("six",)),
+            BundleExtra(
+                "broken",
+                str(extras / "broken.txt"),
+                "imports what is not there",
+                check_imports=("iniconfig", "gym_gui_no_such_module"),
+            ),
+            BundleExtra("clash", str(extras / "clash.txt"), "pins another six"),
+            BundleExtra("missing", str(extras / "missing.txt"), "nothing pip can find"),
+            BundleExtra(
+                "elsewhere", str(extras / "ini.txt"), "refused here", unavailable="it needs a 68000 CPU"
+            ),
+        ),
+    )
+
+
+def installed_packages(manager: BundleDirectory, name: str) -> list[str]:
+    """``pip freeze`` of bundle ``name`` as it is now (never a cached answer)."""
+    python = str(manager.python(name))
+    out = subprocess.run([python, "-I", "-m", "pip", "freeze"], capture_output=True, text=True, check=True)
+    return sorted(out.stdout.split())
+
+
+@pytest.fixture(scope="module")
+def extras_bundle(tmp_path_factory: pytest.TempPathFactory) -> BundleDirectory:
+    """The tiny bundle with extras, installed without any."""
+    tmp = tmp_path_factory.mktemp("extras")
+    manager = BundleDirectory(tmp / "bundles", specs={"tiny": extras_spec(tmp)})
+    manager.install("tiny")
+    return manager
+
+
+def test_an_extra_is_added_to_an_installed_bundle_without_rebuilding_it_and_recorded(
+    extras_bundle: BundleDirectory,
+) -> None:
+    manager = extras_bundle
+    before = manager.status("tiny")
+    assert before.installed and before.extras == ("base",)  # its own requirements hold it
+    kept = manager.path("tiny") / "kept-by-an-extra"  # a rebuild would remove the venv, and this with it
+    kept.write_text("")
+    installed_at = json.loads(manager.marker_path("tiny").read_text())["installed_at"]
+    install_id = manager.install_id("tiny")
+    calls: list[BundleProgress] = []
+
+    status = manager.install("tiny", progress=calls.append, extras=["ini", "base"])
+
+    assert [(u.step, u.total, u.phase) for u in calls] == [
+        (1, 2, "installing"),
+        (2, 2, "installing"),
+        (2, 2, "installed"),
+    ]
+    assert calls[0].message == f"installing the ini extra ({manager.spec('tiny').extra('ini').requirements})"
+    assert calls[1].message == "checking the ini extra's imports (iniconfig)"
+    assert kept.exists()
+    marker = json.loads(manager.marker_path("tiny").read_text())
+    assert marker["installed_at"] == installed_at
+    assert marker["extras"]["ini"]["added"] == ["iniconfig==2.1.0"]
+    assert status.extras == ("base", "ini") and status.extras_out_of_date == ()
+    assert "iniconfig==2.1.0" in installed_packages(manager, "tiny")
+    # What is known of the install (a freeze, a kind's cached answers) is asked again.
+    assert manager.install_id("tiny") != install_id
+    assert "iniconfig==2.1.0" in manager.freeze("tiny")
+
+    again: list[BundleProgress] = []
+    assert manager.install("tiny", progress=again.append, extras=["ini"]).extras == ("base", "ini")
+    assert again == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (
+            "missing",
+            "ERROR: Could not find a version that satisfies the requirement gym-gui-no-such-package==0.0.0",
+        ),
+        ("clash", "ERROR: Cannot install six==1.16.0"),
+        (
+            "broken",
+            "gym_gui_no_such_module does not import (ModuleNotFoundError: No module named 'gym_gui_no_such_module')",
+        ),
+    ],
+)
+def test_a_failed_extra_keeps_nothing_of_it_and_the_marker_as_it_was(
+    extras_bundle: BundleDirectory, extra: str, why: str
+) -> None:
+    manager = extras_bundle
+    marker = manager.marker_path("tiny").read_bytes()
+    packages = installed_packages(manager, "tiny")
+
+    with pytest.raises(BundleError) as caught:
+        manager.install("tiny", extras=[extra])
+
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"bundle tiny: the {extra} extra was not installed, and nothing of it was kept: {why}"
+    )
+    assert message.endswith(f"(log: {manager.log_path('tiny')})")
+    assert manager.marker_path("tiny").read_bytes() == marker
+    assert installed_packages(manager, "tiny") == packages
+    assert extra not in manager.status("tiny").extras
+    assert not list(manager.bundles_dir.glob("*.constraints.txt"))
+
+
+def test_an_unknown_or_unavailable_extra_is_refused_before_anything_runs(
+    extras_bundle: BundleDirectory,
+) -> None:
+    manager = extras_bundle
+    marker = manager.marker_path("tiny").read_bytes()
+    calls: list[BundleProgress] = []
+    with pytest.raises(
+        BundleError,
+        match=r"^bundle tiny offers no extra 'atari'; its extras: base, broken, clash, elsewhere, ini, missing$",
+    ):
+        manager.install("tiny", progress=calls.append, extras=["ini", "atari"])
+    with pytest.raises(
+        BundleError,
+        match=r"^bundle tiny: the elsewhere extra cannot be installed here: it needs a 68000 CPU$",
+    ):
+        manager.install("tiny", progress=calls.append, extras=["elsewhere"])
+    assert calls == []
+    assert manager.marker_path("tiny").read_bytes() == marker
+
+
+def test_the_extras_that_bring_a_family_are_found_by_it(tmp_path: Path) -> None:
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": extras_spec(tmp_path)})
+    assert [(bundle, extra.name) for bundle, extra in manager.extras_for("ini")] == [("tiny", "ini")]
+    assert manager.extras_for("procgen") == []
+    # The installed kinds': Atari comes to CleanRL's bundle with its atari extra, MuJoCo is in its base.
+    catalog = worker_catalog().bundle_directory(tmp_path / "bundles")
+    assert [(bundle, extra.name) for bundle, extra in catalog.extras_for("atari")] == [("cleanrl", "atari")]
+    assert [(bundle, extra.requirements) for bundle, extra in catalog.extras_for("mujoco")] == [
+        ("cleanrl", None)
+    ]
+
+
+def test_an_extra_whose_requirements_changed_is_out_of_date_until_the_next_install(tmp_path: Path) -> None:
+    spec = extras_spec(tmp_path)
+    manager = BundleDirectory(tmp_path / "bundles", specs={"tiny": spec})
+    manager.install("tiny", extras=["ini"])
+    assert manager.status("tiny").extras == ("base", "ini")
+
+    Path(spec.extra("ini").requirements or "").write_text("iniconfig==2.0.0\n")
+    status = manager.status("tiny")
+    assert status.installed  # the bundle itself is as it was
+    assert status.extras == ("base",) and status.extras_out_of_date == ("ini",)
+
+    # An install naming no extra (`make bundles`, the daemon's first use) brings it up to date …
+    calls: list[BundleProgress] = []
+    status = manager.install("tiny", progress=calls.append)
+    assert [u.message.split(" (")[0] for u in calls if u.phase == "installing"] == [
+        "installing the ini extra",
+        "checking the ini extra's imports",
+    ]
+    assert status.extras == ("base", "ini") and status.extras_out_of_date == ()
+    assert "iniconfig==2.0.0" in installed_packages(manager, "tiny")
+
+    # … and a rebuild installs it again: the extras a user chose stay chosen.
+    calls.clear()
+    status = manager.install("tiny", progress=calls.append, force=True)
+    messages = [u.message.split(" (")[0] for u in calls if u.phase == "installing"]
+    assert messages[0] == "creating the virtual environment" and messages[-2:] == [
+        "installing the ini extra",
+        "checking the ini extra's imports",
+    ]
+    assert {(u.total) for u in calls} == {len(messages)}
+    assert status.extras == ("base", "ini")
+    assert "iniconfig==2.0.0" in installed_packages(manager, "tiny")
+
+
 # ------------------------------------------------------------------ the pre-installed cleanrl bundle
 
 
@@ -596,6 +789,8 @@ def test_cli_bundles_list_and_check() -> None:
     row = next(line for line in listed.stdout.splitlines() if "cleanrl" in line)
     assert "yes" in row
     assert "torch 2.13.0+cpu (CPU build)" in row
+    # `make bundles` adds no extra; MuJoCo is in the bundle's own requirements.
+    assert "mujoco; can add: atari, envpool" in row
 
     checked = gym_gui("bundles", "check", "cleanrl")
     assert checked.returncode == 0, checked.stderr
@@ -616,6 +811,25 @@ def test_cli_install_of_an_unknown_bundle_is_one_error_line(tmp_path: Path) -> N
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("error: unknown bundle 'nope'")
+
+
+def test_cli_install_of_an_extra_the_bundle_does_not_offer_is_one_error_line(tmp_path: Path) -> None:
+    result = gym_gui(
+        "bundles",
+        "install",
+        "cleanrl",
+        "--extra",
+        "atari",
+        "--extra",
+        "nope",
+        env={"GYM_GUI_BUNDLES": str(tmp_path / "none")},
+    )
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        == "error: bundle cleanrl offers no extra 'nope'; its extras: atari, envpool, mujoco"
+    )
+    assert not (tmp_path / "none" / "cleanrl").exists()  # refused before anything was made
 
 
 def test_cli_install_of_the_installed_bundle_is_a_no_op() -> None:

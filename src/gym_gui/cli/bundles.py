@@ -13,7 +13,14 @@ from rich.table import Column, Table
 from gym_gui.cli.app import JsonOption, app, console, open_home, print_json
 from gym_gui.core.errors import ConfigError
 from gym_gui.core.records import BundleProgress
-from gym_gui.workers import BundleDirectory, TorchBuild, TorchVariant, worker_catalog
+from gym_gui.workers import (
+    BundleDirectory,
+    BundleExtra,
+    BundleStatus,
+    TorchBuild,
+    TorchVariant,
+    worker_catalog,
+)
 
 bundles_app = typer.Typer(
     help="Install and check worker bundles (the pinned virtual environments workers run in).",
@@ -39,10 +46,19 @@ def bundles_install(
             "naming the other one rebuilds it.",
         ),
     ] = None,
+    extra: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--extra",
+            help="An optional part of the bundle to add, e.g. --extra atari (repeatable; `gym-gui bundles "
+            "list` shows what each bundle offers). Added to an installed bundle without rebuilding it.",
+        ),
+    ] = None,
 ) -> None:
-    """Build a bundle's venv (a no-op when it is installed, its requirements have not changed and it
-    holds the torch build asked for)."""
+    """Build a bundle's venv and add the extras asked for (a no-op when it is installed, its
+    requirements have not changed, it holds the torch build asked for and those extras)."""
     manager = bundle_directory()
+    extras = tuple(extra or ())
     torch = None if cuda is None else TorchVariant.CUDA if cuda else TorchVariant.CPU
     held = manager.status(name).torch
     if torch is not None and held is not None and held.variant is not torch:
@@ -65,7 +81,7 @@ def bundles_install(
                 if update.phase == "installing":
                     progress.console.print(f"{update.text()}…", markup=False, highlight=False)
 
-            status = manager.install(name, progress=show, force=force, torch=torch)
+            status = manager.install(name, progress=show, force=force, torch=torch, extras=extras)
     else:
         # Logs and `make` output get one line per step instead of a redrawn bar.
         def show_line(update: BundleProgress) -> None:
@@ -75,8 +91,10 @@ def bundles_install(
                     f"bundle {name}: {update.text()}…", markup=False, highlight=False, soft_wrap=True
                 )
 
-        status = manager.install(name, progress=show_line, force=force, torch=torch)
+        status = manager.install(name, progress=show_line, force=force, torch=torch, extras=extras)
     built = f" with {status.torch.text()}" if status.torch is not None else ""
+    if status.extras:
+        built += f"; extras: {', '.join(status.extras)}"
     if any(steps):
         elapsed = time.monotonic() - started
         console.print(
@@ -97,7 +115,8 @@ def bundles_list(
     ] = None,
     json_: JsonOption = False,
 ) -> None:
-    """Known bundles (all, or the ones named): installed or not, the torch build they hold, where, and why."""
+    """Known bundles (all, or the ones named): installed or not, the torch build and the extras they
+    hold (and the extras they offer), where, and why."""
     bundles = bundle_directory()
     statuses = bundles.list()
     if names:
@@ -111,13 +130,36 @@ def bundles_list(
         return
     # Paths and reasons are what a user copies: fold them rather than cut them with an ellipsis.
     table = Table(
-        "bundle", "installed", "torch", Column("path", overflow="fold"), Column("status", overflow="fold")
+        "bundle",
+        "installed",
+        "torch",
+        Column("extras", overflow="fold"),
+        Column("path", overflow="fold"),
+        Column("status", overflow="fold"),
     )
     for status in statuses:
         installed = "[green]yes[/]" if status.installed else "[red]no[/]"
         torch = escape(_torch_cell(status.torch))
-        table.add_row(status.name, installed, torch, escape(str(status.path)), escape(status.reason))
+        extras = escape(_extras_cell(status, bundles.spec(status.name).extras))
+        table.add_row(status.name, installed, torch, extras, escape(str(status.path)), escape(status.reason))
     console.print(table)
+
+
+def _extras_cell(status: BundleStatus, offered: tuple[BundleExtra, ...]) -> str:
+    """The extras a bundle holds and those it offers besides, for a bundle list:
+    ``atari, mujoco; out of date: …; can add: envpool; not here: …`` (a bundle not installed: ``offers: …``)."""
+    held = set(status.extras) | set(status.extras_out_of_date)
+    parts = [", ".join(status.extras)] if status.extras else []
+    if status.extras_out_of_date:
+        parts.append(f"out of date: {', '.join(status.extras_out_of_date)}")
+    others = sorted((extra for extra in offered if extra.name not in held), key=lambda extra: extra.name)
+    addable = [extra.name for extra in others if not extra.unavailable]
+    if addable:
+        parts.append(f"{'can add' if status.installed else 'offers'}: {', '.join(addable)}")
+    refused = [extra.name for extra in others if extra.unavailable]
+    if refused:
+        parts.append(f"not here: {', '.join(refused)}")
+    return "; ".join(parts)
 
 
 def _torch_cell(build: TorchBuild | None) -> str:

@@ -20,7 +20,7 @@ from gym_gui.workers.api import (
     WorkerPlugin,
 )
 from gym_gui.workers.bundle_directory import BundleDirectory
-from gym_gui.workers.bundles import BundleSpec, PipStep, TorchBuild, TorchVariant
+from gym_gui.workers.bundles import BundleExtra, BundleSpec, BundleStatus, PipStep, TorchBuild, TorchVariant
 from gym_gui.workers.registry import (
     ENTRY_POINT_GROUP,
     WorkerCatalog,
@@ -35,7 +35,9 @@ __all__ = [
     "PARAMETERS",
     "TABS",
     "BundleDirectory",
+    "BundleExtra",
     "BundleSpec",
+    "BundleStatus",
     "HelperOwner",
     "InterpreterChooser",
     "LaunchContext",

@@ -16,17 +16,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.records import BundleProgress
-from gym_gui.workers.bundle_install import BundleBuild, Step, child_env, install_lock
+from gym_gui.workers.bundle_install import BundleBuild, Step, child_env, first_error, install_lock
 from gym_gui.workers.bundles import (
     MARKER,
     BundleError,
+    BundleExtra,
     BundleSpec,
     BundleStatus,
     CheckResult,
@@ -44,6 +46,9 @@ CHECK_TIMEOUT = 300.0
 _TORCH_PIN = re.compile(r"torch\s*==\s*([0-9][0-9A-Za-z.!]*)", re.IGNORECASE)
 # The fields of torch/version.py that tell its build: ``__version__ = '2.13.0+cpu'``, ``cuda: Optional[str] = None``.
 _VERSION_FIELD = re.compile(r"^(__version__|cuda)\s*(?::[^=\n]*)?=\s*(.+?)\s*$", re.MULTILINE)
+
+# An extra's install steps: its requirements, its imports.
+_EXTRA_STEPS = 2
 
 Progress = Callable[[BundleProgress], None]
 """Told how an install goes: waiting for the lock (step 0), each step as it begins, installed."""
@@ -74,6 +79,8 @@ class BundleDirectory:
     A complete install is marked by ``<name>/.gym_gui_bundle.json``, written last with the
     hash of the bundle's inputs; installs of one bundle are serialised by an flock on
     ``<bundles_dir>/<name>.lock``, so two processes (CLI, daemon, ``make``) never build it at once.
+    The marker also records the extras installed into the bundle after it (:class:`BundleExtra`),
+    each with the hash of its requirements file and the packages it added.
     """
 
     def __init__(
@@ -100,6 +107,17 @@ class BundleDirectory:
         except KeyError:
             known = ", ".join(sorted(self._specs)) or "none"
             raise BundleError(f"unknown bundle {name!r}; known bundles: {known}") from None
+
+    def extras_for(self, family: str) -> builtins.list[tuple[str, BundleExtra]]:
+        """The extras that bring environment family ``family`` (``atari``), each with its bundle's name,
+        by bundle: what an install of the family adds to the bundles of the kinds that train on it
+        (each with ``install(bundle, extras=[extra.name])``)."""
+        return [
+            (name, extra)
+            for name, spec in sorted(self._specs.items())
+            for extra in spec.extras
+            if family in extra.families
+        ]
 
     def path(self, name: str) -> Path:
         """The bundle's venv directory (whether or not it exists)."""
@@ -142,16 +160,33 @@ class BundleDirectory:
         digest.update(json.dumps(payload, sort_keys=True).encode())
         return digest.hexdigest()
 
+    def extra_hash(self, name: str, extra: BundleExtra) -> str:
+        """SHA-256 of what bundle ``name``'s ``extra`` is installed from: its requirements text and Python.
+
+        Raises:
+            BundleError: when its requirements file cannot be read.
+        """
+        digest = hashlib.sha256(self._file_bytes(name, extra.requirements))
+        digest.update(sys.version.split()[0].encode())
+        return digest.hexdigest()
+
     def _requirements_text(self, name: str) -> bytes:
         """The bytes of bundle ``name``'s requirements file (none for a bundle without one).
 
         Raises:
             BundleError: when it cannot be read.
         """
-        spec = self.spec(name)
-        if spec.requirements is None:
+        return self._file_bytes(name, self.spec(name).requirements)
+
+    def _file_bytes(self, name: str, relative: str | None) -> bytes:
+        """The bytes of bundle ``name``'s requirements file ``relative`` (none for None).
+
+        Raises:
+            BundleError: when it cannot be read.
+        """
+        if relative is None:
             return b""
-        requirements = self._resolve(spec.requirements)
+        requirements = self._resolve(relative)
         try:
             return requirements.read_bytes()
         except OSError as exc:
@@ -215,7 +250,30 @@ class BundleDirectory:
             )
         if not python.exists():
             return result(False, f"bundle {name} at {path} has no interpreter at {python} — {hint}")
-        return result(True, f"installed on {_when(marker.get('installed_at'))}")
+        held, stale = self._extras_held(name, marker)
+        return replace(
+            result(True, f"installed on {_when(marker.get('installed_at'))}"),
+            extras=held,
+            extras_out_of_date=stale,
+        )
+
+    def _extras_held(self, name: str, marker: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The extras installed bundle ``name`` holds from their current requirements (those its own
+        requirements hold included), and those installed from requirements that changed since."""
+        recorded = _marker_extras(marker)
+        current: builtins.list[str] = []
+        stale: builtins.list[str] = []
+        for extra in self.spec(name).extras:
+            record = recorded.get(extra.name)
+            if extra.requirements is None:
+                current.append(extra.name)
+            elif record is not None:
+                try:
+                    fresh = record.get("hash") == self.extra_hash(name, extra)
+                except BundleError:
+                    fresh = False
+                (current if fresh else stale).append(extra.name)
+        return tuple(sorted(current)), tuple(sorted(stale))
 
     def _torch_on_disk(self, name: str) -> TorchBuild | None:
         """The torch build in bundle ``name``'s files (its ``torch/version.py``), read without importing it."""
@@ -230,10 +288,17 @@ class BundleDirectory:
         return None
 
     def install_id(self, name: str) -> str:
-        """What changes each time bundle ``name`` is installed again (its marker's spec hash and
-        install time; "" while it has no marker): what is known of an install is kept under it."""
+        """What changes each time bundle ``name`` is installed again or an extra is added to it (its
+        marker's spec hash and install time, and each extra's install time; "" while it has no
+        marker): what is known of an install is kept under it."""
         marker = self._read_marker(name) or {}
-        return f"{marker.get('spec_hash')}@{marker.get('installed_at')}" if marker else ""
+        if not marker:
+            return ""
+        added = "".join(
+            f"+{extra}@{record.get('installed_at')}"
+            for extra, record in sorted(_marker_extras(marker).items())
+        )
+        return f"{marker.get('spec_hash')}@{marker.get('installed_at')}{added}"
 
     def installed(self, name: str) -> bool:
         """True when ``name`` has a completion marker matching its current spec and an interpreter."""
@@ -262,18 +327,23 @@ class BundleDirectory:
         progress: Progress | None = None,
         force: bool = False,
         torch: TorchVariant | None = None,
+        extras: Iterable[str] = (),
     ) -> BundleStatus:
-        """Build bundle ``name`` unless it is already installed (``force`` rebuilds it anyway).
+        """Build bundle ``name`` unless it is already installed (``force`` rebuilds it anyway), and add
+        the ``extras`` it does not hold yet.
 
         Steps, each announced to ``progress`` (phase ``installing``, step ``n`` of ``total``)
         before it runs: create the venv from the base interpreter, upgrade pip, install torch in
         the chosen build (a bundle with ``torch_build``: :meth:`_install_torch`), the requirements
         file, the extra pip steps, the local packages (editable, no deps), then check the imports
         and that torch is the build asked for. The completion marker, recording torch's build, is
-        written only after all of them succeed, then ``progress`` hears ``installed``. An existing
-        incomplete or out-of-date venv is removed first. While another process installs the same
-        bundle, ``progress`` hears ``waiting`` (step 0) and this call waits for it, then returns
-        without rebuilding when that install completed.
+        written only after all of them succeed. An existing incomplete or out-of-date venv is
+        removed first. Then each extra to add (:meth:`_add_extra`: two steps, its requirements and
+        its imports), each recorded in the marker once it is in; the extras the marker recorded are
+        added again after a rebuild, and brought up to date when their requirements changed. Then
+        ``progress`` hears ``installed``. While another process installs the same bundle,
+        ``progress`` hears ``waiting`` (step 0) and this call waits for it, then returns without
+        rebuilding when that install completed.
 
         ``torch`` chooses torch's build; None keeps the build an installed bundle holds (CPU for a
         new one). Asking for another build than the installed one rebuilds the bundle.
@@ -281,59 +351,233 @@ class BundleDirectory:
         Raises:
             BundleError: naming the failed step, the install log and the tail of its output (or
                 the torch build found instead of the one asked for); no marker is left behind.
-                Also when ``torch`` is given for a bundle that installs no torch.
+                An extra that failed names itself and pip's first error line; nothing of it is
+                kept, and the marker is as it was before it. Also when ``torch`` is given for a
+                bundle that installs no torch, and, before anything is done, for an extra the
+                bundle does not offer or that cannot be installed on this machine.
         """
         spec = self.spec(name)
         if torch is not None and not spec.torch_build:
             raise BundleError(f"bundle {name} installs no torch: there is no CPU or CUDA build to choose")
-        total = len(self._plan(spec, torch or TorchVariant.CPU, {}))
+        asked = [spec.extra(extra) for extra in dict.fromkeys(extras)]
+        for extra in asked:
+            if extra.unavailable:
+                raise BundleError(
+                    f"bundle {name}: the {extra.name} extra cannot be installed here: {extra.unavailable}"
+                )
+        base_steps = len(self._plan(spec, torch or TorchVariant.CPU, {}))
         self.bundles_dir.mkdir(parents=True, exist_ok=True)
-        waiting = BundleProgress(name, 0, total, "waiting", f"waiting for another install of {name}")
+        waiting = BundleProgress(name, 0, base_steps, "waiting", f"waiting for another install of {name}")
         with install_lock(self.lock_path(name), lambda: _call(progress, waiting)):
             status = self.status(name)
             held = status.torch.variant if status.torch is not None else None
-            if not force and status.installed and torch in (None, held):
+            rebuild = force or not status.installed or torch not in (None, held)
+            recorded = self._recorded_extras(name)
+            wanted = [*asked, *(extra for extra in spec.extras if extra.name in recorded)]
+            # An extra its bundle's requirements hold is there with the bundle; a current one stays.
+            keep = () if rebuild else status.extras
+            adding = [
+                extra
+                for extra in dict.fromkeys(wanted)
+                if extra.requirements is not None and extra.name not in keep and not extra.unavailable
+            ]
+            if not rebuild and not adding:
                 return status
-            variant = torch or held or TorchVariant.CPU
-            record: dict[str, Any] = {"variant": variant.value}  # what the torch step and the check find
-            steps = self._plan(spec, variant, record)
             started = time.monotonic()
-            spec_hash = self.spec_hash(name)
-            path = self.path(name)
-            # The marker goes first so that a crash anywhere below leaves "not installed".
-            self.marker_path(name).unlink(missing_ok=True)
-            if path.exists():
-                shutil.rmtree(path)
-            log_path = self.log_path(name)
-            with open(log_path, "w", encoding="utf-8") as log:
-                log.write(f"# gym_gui install of bundle {name} into {path}, {_when(time.time())}\n")
-                log.flush()
-                for number, (message, run) in enumerate(steps, start=1):
-                    _call(progress, BundleProgress(name, number, total, "installing", message))
-                    logger.info("bundle %s: %d/%d %s", name, number, total, message)
-                    step_started = time.monotonic()
-                    run(log, f"{number}/{total} {message}")
-                    # Per-step times in the log show where a slow install spends them.
-                    log.write(f"# done in {time.monotonic() - step_started:.1f}s\n")
-                    log.flush()
-            marker = {
-                "name": name,
-                "spec_hash": spec_hash,
-                "installed_at": time.time(),
-                "seconds": round(time.monotonic() - started, 1),
-                "python": sys.version.split()[0],
-            }
-            if spec.torch_build:
-                marker["torch"] = record
-            tmp = self.marker_path(name).with_suffix(".tmp")
-            tmp.write_text(json.dumps(marker, indent=2))
-            os.replace(tmp, self.marker_path(name))
-            logger.info("bundle %s installed at %s in %.1fs", name, path, marker["seconds"])
-            _call(
-                progress,
-                BundleProgress(name, total, total, "installed", f"installed in {marker['seconds']}s"),
-            )
+            total = (base_steps if rebuild else 0) + _EXTRA_STEPS * len(adding)
+            number = 0
+            if rebuild:
+                variant = torch or held or TorchVariant.CPU
+                number = self._build(name, variant, progress, total)
+            with open(self.log_path(name), "a", encoding="utf-8") as log:
+                for extra in adding:
+                    number = self._add_extra(name, extra, log, progress, number, total)
+            seconds = round(time.monotonic() - started, 1)
+            logger.info("bundle %s installed at %s in %.1fs", name, self.path(name), seconds)
+            _call(progress, BundleProgress(name, total, total, "installed", f"installed in {seconds}s"))
             return self.status(name)
+
+    def _build(self, name: str, variant: TorchVariant, progress: Progress | None, total: int) -> int:
+        """Build bundle ``name``'s venv afresh with torch's build ``variant`` (steps 1 … of ``total``)
+        and write its marker, recording no extra; returns the number of the last step run."""
+        spec = self.spec(name)
+        record: dict[str, Any] = {"variant": variant.value}  # what the torch step and the check find
+        steps = self._plan(spec, variant, record)
+        started = time.monotonic()
+        spec_hash = self.spec_hash(name)
+        path = self.path(name)
+        # The marker goes first so that a crash anywhere below leaves "not installed".
+        self.marker_path(name).unlink(missing_ok=True)
+        if path.exists():
+            shutil.rmtree(path)
+        with open(self.log_path(name), "w", encoding="utf-8") as log:
+            log.write(f"# gym_gui install of bundle {name} into {path}, {_when(time.time())}\n")
+            log.flush()
+            for number, (message, run) in enumerate(steps, start=1):
+                _call(progress, BundleProgress(name, number, total, "installing", message))
+                logger.info("bundle %s: %d/%d %s", name, number, total, message)
+                step_started = time.monotonic()
+                run(log, f"{number}/{total} {message}")
+                # Per-step times in the log show where a slow install spends them.
+                log.write(f"# done in {time.monotonic() - step_started:.1f}s\n")
+                log.flush()
+        marker: dict[str, Any] = {
+            "name": name,
+            "spec_hash": spec_hash,
+            "installed_at": time.time(),
+            "seconds": round(time.monotonic() - started, 1),
+            "python": sys.version.split()[0],
+        }
+        if spec.torch_build:
+            marker["torch"] = record
+        self._write_marker(name, marker)
+        return len(steps)
+
+    def _write_marker(self, name: str, marker: Mapping[str, Any]) -> None:
+        """Replace bundle ``name``'s marker with ``marker`` at once (a crash leaves the old one or the new)."""
+        tmp = self.marker_path(name).with_suffix(".tmp")
+        tmp.write_text(json.dumps(marker, indent=2))
+        os.replace(tmp, self.marker_path(name))
+
+    def _recorded_extras(self, name: str) -> dict[str, dict[str, Any]]:
+        """The extras bundle ``name``'s marker records, by name, current or not."""
+        return _marker_extras(self._read_marker(name) or {})
+
+    def _add_extra(
+        self, name: str, extra: BundleExtra, log: IO[str], progress: Progress | None, number: int, total: int
+    ) -> int:
+        """Install ``extra`` into installed bundle ``name`` (steps ``number + 1`` and ``+ 2`` of
+        ``total``) and record it in the marker; returns the number of its last step.
+
+        Its requirements are installed with every package the bundle holds pinned as a constraint
+        (the packages this extra added before excepted), so the extra cannot move one; then its
+        imports are checked. When either fails, or anything interrupts them, what it added is
+        uninstalled, what it changed is put back, and the marker is left as it was.
+
+        Raises:
+            BundleError: in one line, naming the extra and the first line of pip's error (or of
+                the failed import), and the install log.
+        """
+        assert extra.requirements is not None
+        requirements = self._resolve(extra.requirements)
+        extra_hash = self.extra_hash(name, extra)
+        build = BundleBuild(
+            self.spec(name), self.path(name), self.log_path(name), self.bundles_dir, self._resolve
+        )
+        previous = self._recorded_extras(name).get(extra.name, {})
+        before = self._distributions(name)
+        # Packages this extra added at an earlier install may move to its new pins.
+        own = {
+            _canonical(entry.split("==")[0])
+            for entry in previous.get("added") or []
+            if isinstance(entry, str)
+        }
+        constraints = self.bundles_dir / f"{name}.{extra.name}.constraints.txt"
+        constraints.write_text(
+            "".join(f"{dist}=={version}\n" for dist, version in sorted(before.items()) if dist not in own)
+        )
+        checks = ", ".join(extra.check_imports) or "none"
+        steps = (
+            f"installing the {extra.name} extra ({extra.requirements})",
+            f"checking the {extra.name} extra's imports ({checks})",
+        )
+        log.write(f"\n# gym_gui install of the {extra.name} extra into bundle {name}, {_when(time.time())}\n")
+        failure: str | None = None
+        try:
+            number += 1
+            _call(progress, BundleProgress(name, number, total, "installing", steps[0]))
+            start = log.tell()
+            command = [*build.pip(), "install", "-r", str(requirements), "-c", str(constraints)]
+            if not build.run(command, log, f"{number}/{total} {steps[0]}", check=False):
+                failure = first_error(self.log_path(name), start)
+            else:
+                number += 1
+                _call(progress, BundleProgress(name, number, total, "installing", steps[1]))
+                result = self._imports(name, extra.check_imports)
+                log.write(f"\n## {number}/{total} {steps[1]}\n{result or 'ok'}\n")
+                log.flush()
+                failure = result
+        except BaseException:
+            self._undo(name, before, build, log)
+            raise
+        finally:
+            constraints.unlink(missing_ok=True)
+        if failure is not None:
+            self._undo(name, before, build, log)
+            raise BundleError(
+                f"bundle {name}: the {extra.name} extra was not installed, and nothing of it was kept: "
+                f"{failure} (log: {self.log_path(name)})"
+            )
+        after = self._distributions(name)
+        marker = self._read_marker(name) or {}
+        extras = self._recorded_extras(name)
+        extras[extra.name] = {
+            "hash": extra_hash,
+            "installed_at": time.time(),
+            "added": sorted(
+                f"{dist}=={version}" for dist, version in after.items() if before.get(dist) != version
+            ),
+        }
+        self._write_marker(name, {**marker, "extras": extras})
+        return number
+
+    def _distributions(self, name: str) -> dict[str, str]:
+        """Every distribution installed in bundle ``name`` but the editable ones, by canonical name: its version.
+
+        Raises:
+            BundleError: when pip cannot list them.
+        """
+        try:
+            proc = self._in_bundle(name, "-m", "pip", "list", "--format=json", "--disable-pip-version-check")
+            listed = json.loads(proc.stdout) if proc.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            listed = None
+        if not isinstance(listed, list):
+            raise BundleError(
+                f"bundle {name}: `pip list` did not answer in {self.path(name)} — {install_hint(name)}"
+            )
+        return {
+            _canonical(entry["name"]): str(entry["version"])
+            for entry in listed
+            if isinstance(entry, dict) and "name" in entry and not entry.get("editable_project_location")
+        }
+
+    def _undo(self, name: str, before: Mapping[str, str], build: BundleBuild, log: IO[str]) -> None:
+        """Put bundle ``name``'s packages back as ``before`` lists them: uninstall the ones added since,
+        reinstall (without dependencies) the ones whose version changed."""
+        after = self._distributions(name)
+        added = sorted(dist for dist in after if dist not in before)
+        changed = sorted(
+            f"{dist}=={before[dist]}" for dist in after if dist in before and after[dist] != before[dist]
+        )
+        pip = build.pip()
+        if added:
+            build.run([*pip, "uninstall", "--yes", *added], log, "removing what the failed extra added")
+        if changed:
+            build.run(
+                [*pip, "install", "--no-deps", *changed], log, "putting back what the failed extra changed"
+            )
+
+    def _imports(self, name: str, modules: Iterable[str]) -> str | None:
+        """None when bundle ``name``'s interpreter imports every module of ``modules``, else the first
+        failure in one line."""
+        wanted = list(modules)
+        if not wanted:
+            return None
+        try:
+            proc = self._in_bundle(name, "-c", _CHECK_SCRIPT, *wanted)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"its interpreter did not run: {exc}"
+        for line in proc.stdout.splitlines():
+            if line.startswith("GYM_GUI_CHECK "):
+                with contextlib.suppress(ValueError):
+                    missing = json.loads(line.removeprefix("GYM_GUI_CHECK "))
+                    if not missing:
+                        return None
+                    module, why = next(iter(missing.items()))
+                    return f"{module} does not import ({why})"
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"the import check crashed (exit {proc.returncode}: {last})"
 
     def _plan(self, spec: BundleSpec, variant: TorchVariant, record: dict[str, Any]) -> builtins.list[Step]:
         """The install steps of ``spec``, in order, with torch's build ``variant``, then the import
@@ -490,6 +734,19 @@ def _wrong_build(name: str, asked: TorchVariant, found: TorchBuild | None) -> st
         f"bundle {name}: torch's {asked.label} build was asked for, but it holds {found.text()}: "
         f"torch.version.cuda is {found.cuda!r}"
     )
+
+
+def _marker_extras(marker: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The extras a bundle's marker records (each ``{"hash", "installed_at", "added"}``), by name."""
+    recorded = marker.get("extras")
+    if not isinstance(recorded, dict):
+        return {}
+    return {extra: record for extra, record in recorded.items() if isinstance(record, dict)}
+
+
+def _canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503): ``Opencv_Python`` is ``opencv-python``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _call(progress: Progress | None, update: BundleProgress) -> None:

@@ -200,3 +200,17 @@ def log_tail(log_path: Path, start: int) -> str:
         return "(the install log could not be read)"
     lines = [line for line in text.splitlines() if line.strip()]
     return "\n".join(lines[-TAIL_LINES:]) or "(no output)"
+
+
+def first_error(log_path: Path, start: int) -> str:
+    """pip's first error line written to ``log_path`` from byte ``start`` on (``ERROR: …``), else its
+    last line: what a failed step says in one line."""
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(start)
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return "(the install log could not be read)"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return (errors or lines[-1:] or ["(no output)"])[0]

@@ -67,13 +67,35 @@ class TorchBuild:
 
 
 @dataclass(frozen=True)
+class BundleExtra:
+    """An optional part of a bundle, installed into it only when the user asks (CleanRL's ``atari``).
+
+    ``requirements`` is a requirements file beside the bundle's (a relative path is taken from the
+    source checkout, as :class:`BundleSpec`'s are), installed with the bundle's own requirements as
+    pip constraints, so an extra never moves a package the bundle pins; None: the bundle's own
+    requirements already hold it (the extra is recognised and always installed). ``families`` are
+    the environment families it brings (gym_gui's family names, e.g. ``atari``), so an app-level
+    install of a family finds the bundles to add it to. ``unavailable`` says in one line why it
+    cannot be installed on this machine (None: it can).
+    """
+
+    name: str
+    requirements: str | None
+    description: str
+    families: tuple[str, ...] = ()
+    check_imports: tuple[str, ...] = ()
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True)
 class BundleSpec:
     """What a bundle holds.
 
     Relative paths (``requirements``, ``local_packages``) are taken from the source checkout
     (:func:`source_root`); absolute ones are used as they are. With ``torch_build``, the
     requirements pin torch (``torch==X``) and the install chooses its build (:class:`TorchVariant`),
-    installing it in a step of its own before them.
+    installing it in a step of its own before them. ``extras`` are the optional parts a user may
+    add to it (:class:`BundleExtra`).
     """
 
     name: str
@@ -82,11 +104,24 @@ class BundleSpec:
     local_packages: tuple[str, ...] = ()
     check_imports: tuple[str, ...] = ()
     torch_build: bool = False
+    extras: tuple[BundleExtra, ...] = ()
+
+    def extra(self, name: str) -> BundleExtra:
+        """The extra ``name`` this bundle offers.
+
+        Raises:
+            BundleError: for an extra it does not offer, listing the ones it does.
+        """
+        for extra in self.extras:
+            if extra.name == name:
+                return extra
+        offered = ", ".join(sorted(extra.name for extra in self.extras)) or "none"
+        raise BundleError(f"bundle {self.name} offers no extra {name!r}; its extras: {offered}")
 
 
-def install_hint(name: str) -> str:
-    """The command that installs bundle ``name``, quoted for an error message."""
-    return f"run `gym-gui bundles install {name}`"
+def install_hint(name: str, extra: str | None = None) -> str:
+    """The command that installs bundle ``name`` (with its ``extra``), quoted for an error message."""
+    return f"run `gym-gui bundles install {name}{f' --extra {extra}' if extra else ''}`"
 
 
 def source_root() -> Path:
@@ -118,6 +153,11 @@ class BundleStatus:
     python: Path
     reason: str
     torch: TorchBuild | None = None
+    extras: tuple[str, ...] = ()
+    """The extras it holds, installed from their current requirements (those its own requirements
+    hold included), by name; none while it is not installed."""
+    extras_out_of_date: tuple[str, ...] = ()
+    """The extras installed from requirements that changed since: the next install brings them up to date."""
 
 
 @dataclass(frozen=True)

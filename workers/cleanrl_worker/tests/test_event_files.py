@@ -186,7 +186,11 @@ def test_atari_and_mujoco_py_variants_are_refused_before_launch_with_the_install
 ) -> None:
     client, home = cleanrl_daemon
     before = set(home.runs_dir.iterdir())
-    with pytest.raises(ConfigError, match=r"dqn_atari cannot run here: .*pip install ale-py"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^field 'env_id': BreakoutNoFrameskip-v4 \(atari environment\) needs the cleanrl bundle's atari "
+        r"extra, which it does not have: run `gym-gui bundles install cleanrl --extra atari`$",
+    ):
         client.submit(cleanrl_config("dqn_atari", "BreakoutNoFrameskip-v4", 1000))
     # The bundle has MuJoCo's maintained bindings (-v4); the -v3 ids want the old mujoco-py.
     with pytest.raises(

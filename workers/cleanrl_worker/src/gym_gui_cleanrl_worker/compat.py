@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
@@ -68,6 +70,11 @@ def _wrap_init(init: Any) -> Any:
         for name in _SPACE_ARGS:
             if name in kwargs:
                 kwargs[name] = to_gymnasium_space(kwargs[name])
+        if kwargs.get("optimize_memory_usage") and kwargs.get("handle_timeout_termination", True):
+            # c51_atari.py asks for both, which SB3 1.2 took and handled wrongly (a timeout's next
+            # observation was the next episode's first) and SB3 >= 1.6 refuses (DLR-RM/stable-baselines3#934).
+            # The memory the script asks to save is kept; its Atari ids have no time limit to handle.
+            kwargs["handle_timeout_termination"] = False
         init(self, *args, **kwargs)
 
     setattr(__init__, _PATCHED_ATTR, True)
@@ -190,9 +197,17 @@ def patch_record_video(module: types.ModuleType) -> None:
 
 # CleanRL 1.2.0's sac_continuous_action.py and td3_continuous_action.py make their envs with old `gym`
 # 0.23, whose MuJoCo ids stop at -v3 (the mujoco-py bindings), while their defaults are Hopper-v4. The
-# -v4 ids exist in the bundle's gymnasium 0.29 on the maintained `mujoco` bindings. So old gym learns
-# each MuJoCo id it lacks from gymnasium's registry, made as a gymnasium env seen through the old API.
+# -v4 ids exist in the bundle's gymnasium 0.29 on the maintained `mujoco` bindings. Likewise ppo_atari.py,
+# c51_atari.py, sac_atari.py … make BreakoutNoFrameskip-v4 with old gym, while ale-py (the atari extra)
+# registers its ids with gymnasium only. So old gym learns each MuJoCo and ALE id it lacks from
+# gymnasium's registry, made as a gymnasium env seen through the old API.
 _OLD_GYM_ENVS = "gym.envs"
+# Entry points of the gymnasium ids old gym is lent.
+_LENT_ENTRY_POINTS = ("gymnasium.envs.mujoco", "ale_py")
+# What old gym makes a lent id with (_old_api_env below).
+LENT_ENTRY_POINT = f"{__name__}:_old_api_env"
+# The gymnasium env behind a lent old-API env, so a gymnasium wrapper's `unwrapped` reaches it (ale.lives()).
+_LENT_ATTR = "_gym_gui_gymnasium_env"
 
 
 def to_gym_space(space: Any) -> Any:
@@ -214,6 +229,7 @@ def _old_api_env(gymnasium_id: str, **kwargs: Any) -> Any:
     class GymnasiumEnv(gym.Env):
         def __init__(self) -> None:
             self.env = gymnasium.make(gymnasium_id, render_mode="rgb_array", **kwargs)
+            self.__dict__[_LENT_ATTR] = self.env
             self.observation_space = to_gym_space(self.env.observation_space)
             self.action_space = to_gym_space(self.env.action_space)
             fps = self.env.metadata.get("render_fps", 30)
@@ -246,7 +262,7 @@ def _old_api_env(gymnasium_id: str, **kwargs: Any) -> Any:
 
 
 def patch_old_gym_registry(envs: types.ModuleType) -> None:
-    """Register with old gym every gymnasium MuJoCo id it lacks; idempotent."""
+    """Register with old gym every gymnasium MuJoCo and ALE id it lacks; idempotent."""
     registry = getattr(envs, "registry", None)
     register = getattr(envs, "register", None)
     if registry is None or not callable(register) or getattr(envs, _PATCHED_ATTR, False):
@@ -255,16 +271,145 @@ def patch_old_gym_registry(envs: types.ModuleType) -> None:
         import gymnasium
     except ImportError:
         return
+    register_ale(gymnasium)
     known = set(getattr(registry, "env_specs", registry))
     for env_id, spec in gymnasium.envs.registry.items():
         entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
-        if entry.startswith("gymnasium.envs.mujoco") and env_id not in known:
+        if entry.startswith(_LENT_ENTRY_POINTS) and env_id not in known:
             register(
                 id=env_id,
-                entry_point=f"{__name__}:_old_api_env",
+                entry_point=LENT_ENTRY_POINT,
                 kwargs={"gymnasium_id": env_id},
             )
     setattr(envs, _PATCHED_ATTR, True)
+
+
+# ale-py (the bundle's atari extra) registers its ids with gymnasium when it is imported: gymnasium 0.29
+# finds no plugin of it by itself. A bundle without it has no ALE ids, and the scripts' refusal says why.
+_GYMNASIUM = "gymnasium"
+_ALE = "ale_py"
+
+
+def register_ale(gymnasium: types.ModuleType) -> None:
+    """Import ale_py when it is installed, registering the ALE ids with ``gymnasium``; idempotent."""
+    if _ALE in sys.modules or importlib.util.find_spec(_ALE) is None:
+        return
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_ALE)
+
+
+# stable-baselines3 2.x's Atari wrappers (NoopResetEnv, FireResetEnv, EpisodicLifeEnv, MaxAndSkipEnv,
+# ClipRewardEnv, …) are gymnasium wrappers: they refuse an old gym env and speak gymnasium's API. CleanRL
+# 1.2.0's ppo_atari.py, c51_atari.py and sac_atari.py wrap an old gym 0.23 env in them, between old gym's
+# own wrappers. Each one, given an old gym env, wraps a gymnasium view of it and is seen through the old
+# API in turn; views of views cancel out, so a stack of them is the plain gymnasium stack.
+_ATARI_WRAPPERS = "stable_baselines3.common.atari_wrappers"
+_ATARI_WRAPPER_NAMES = (
+    "StickyActionEnv",
+    "NoopResetEnv",
+    "FireResetEnv",
+    "EpisodicLifeEnv",
+    "MaxAndSkipEnv",
+    "ClipRewardEnv",
+    "WarpFrame",
+    "AtariWrapper",
+)
+
+
+def _is_old_gym_env(env: Any) -> bool:
+    gym = sys.modules.get("gym")
+    return gym is not None and isinstance(env, gym.Env)
+
+
+@functools.cache
+def _view_classes() -> tuple[Any, Any]:
+    """The gymnasium view of an old gym env and the old gym view of a gymnasium env (made once, on first use)."""
+    import gym
+    import gymnasium
+
+    class GymnasiumView(gymnasium.Env):
+        """An old gym 0.23 env seen through gymnasium's API (reset → (obs, info), step → 5-tuple)."""
+
+        def __init__(self, env: Any) -> None:
+            self.env = env
+            self.observation_space = to_gymnasium_space(env.observation_space)
+            self.action_space = to_gymnasium_space(env.action_space)
+            self.metadata = dict(getattr(env, "metadata", None) or {})
+            self.render_mode = "rgb_array"
+
+        @property
+        def unwrapped(self) -> Any:
+            inner = self.env.unwrapped
+            lent = inner.__dict__.get(_LENT_ATTR)
+            return lent.unwrapped if lent is not None else inner
+
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            obs, info = self.env.reset(seed=seed, return_info=True, options=options)
+            return obs, info
+
+        def step(self, action: Any) -> Any:
+            obs, reward, done, info = self.env.step(action)
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            return obs, reward, bool(done) and not truncated, truncated, info
+
+        def render(self) -> Any:
+            return self.env.render(mode="rgb_array")
+
+        def close(self) -> None:
+            self.env.close()
+
+    class OldGymView(gym.Wrapper):
+        """A gymnasium env seen through old gym 0.23's API (reset → obs, step → 4-tuple, seed())."""
+
+        def __init__(self, env: Any) -> None:
+            super().__init__(env)
+            self.observation_space = to_gym_space(env.observation_space)
+            self.action_space = to_gym_space(env.action_space)
+            self._seed: int | None = None
+
+        def seed(self, seed: int | None = None) -> list[int | None]:
+            self._seed = seed  # taken by the next reset, as old gym's seed() promised
+            return [seed]
+
+        def reset(self, **kwargs: Any) -> Any:
+            seed = kwargs.get("seed")
+            seed, self._seed = (seed if seed is not None else self._seed), None
+            obs, info = self.env.reset(seed=seed, options=kwargs.get("options"))
+            return (obs, info) if kwargs.get("return_info") else obs
+
+        def step(self, action: Any) -> Any:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            if truncated and not terminated:
+                info["TimeLimit.truncated"] = True  # old gym's word for a time-limit end
+            return obs, reward, bool(terminated or truncated), info
+
+        def render(self, mode: str = "rgb_array", **kwargs: Any) -> Any:
+            return self.env.render()
+
+    return GymnasiumView, OldGymView
+
+
+def _old_api_aware(wrapper: type) -> Callable[..., Any]:
+    """``wrapper`` (a gymnasium wrapper class) made to take an old gym env too, returning an old gym env then."""
+
+    @functools.wraps(wrapper, updated=())
+    def make(env: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _is_old_gym_env(env):
+            return wrapper(env, *args, **kwargs)
+        gymnasium_view, old_gym_view = _view_classes()
+        inner = env.env if type(env) is old_gym_view else gymnasium_view(env)
+        return old_gym_view(wrapper(inner, *args, **kwargs))
+
+    setattr(make, _PATCHED_ATTR, True)
+    return make
+
+
+def patch_atari_wrappers(module: types.ModuleType) -> None:
+    """Make stable-baselines3's Atari wrappers take old gym envs as well; idempotent."""
+    for name in _ATARI_WRAPPER_NAMES:
+        wrapper = getattr(module, name, None)
+        if isinstance(wrapper, type):
+            setattr(module, name, _old_api_aware(wrapper))
 
 
 # wandb.init tells nobody where the run went, save on the console. Wrapped, it tells the worker: the run's
@@ -323,6 +468,8 @@ _PATCHES: dict[str, Callable[[types.ModuleType], None]] = {
     _BUFFERS: patch_buffers,
     **dict.fromkeys(_VIDEO_MODULES, patch_record_video),
     _OLD_GYM_ENVS: patch_old_gym_registry,
+    _GYMNASIUM: register_ale,
+    _ATARI_WRAPPERS: patch_atari_wrappers,
     _WANDB: patch_wandb,
 }
 
@@ -364,8 +511,9 @@ class _PatchingLoader(importlib.abc.Loader):
 def install() -> None:
     """Patch what the scripts need; idempotent, and cheap for modules a script never imports.
 
-    stable-baselines3's buffers accept old gym spaces; RecordVideo announces each finished video; old gym
-    makes gymnasium's MuJoCo -v4 envs; wandb.init announces its run. Modules already imported are patched
+    stable-baselines3's buffers accept old gym spaces; RecordVideo announces each finished video; gymnasium
+    knows ale-py's ids when it is installed; old gym makes gymnasium's MuJoCo -v4 and ALE envs;
+    stable-baselines3's Atari wrappers take old gym envs; wandb.init announces its run. Modules already imported are patched
     now, the others when they first are.
     """
     for name, patch in _PATCHES.items():

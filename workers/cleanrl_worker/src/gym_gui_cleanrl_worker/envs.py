@@ -1,9 +1,11 @@
 """The environments this interpreter can make, and which of them each CleanRL script can train on.
 
 The table (:func:`env_table`) holds every id registered with gym and with gymnasium here, after the
-patches the launcher applies (old gym then knows gymnasium's MuJoCo -v4 ids), each made once to read
-its action and observation spaces, or with why it cannot be made and the install hint. Making them
-all takes about a second; the table is kept in the interpreter's prefix until its packages change.
+patches the launcher applies (old gym then knows gymnasium's MuJoCo -v4 and ALE ids), each made once
+to read its action and observation spaces, or with why it cannot be made and the install hint. Making
+them all takes about a second; the table is kept in the interpreter's prefix until its packages change.
+ALE's ids (960 of them once the atari extra is in, a quarter of a second each to make) are read from
+their registration instead, and made one at a time when their exact spaces are asked for (:func:`operator_spaces`).
 
 Whether a script trains on an id (:func:`refusal`) is one rule over that table and what the script's
 source says (``scripts.AlgorithmInfo``): the id is registered in the package the script makes its
@@ -64,6 +66,7 @@ class EnvInfo:
     problem: str = ""
     observation_spec: dict[str, Any] = dataclasses.field(default_factory=ANY_SPACE.to_json)
     action_spec: dict[str, Any] = dataclasses.field(default_factory=ANY_SPACE.to_json)
+    made: bool = True  # False: read from its registration (ALE's), its action count not known
 
 
 def _kind(space: Any) -> str:
@@ -91,31 +94,78 @@ def _registered(api: str) -> list[tuple[str, Any]]:
     return list(specs.items())
 
 
+def _made(row: EnvInfo) -> EnvInfo:
+    """``row`` with what making its env once tells: its spaces, or why it cannot be made."""
+    try:
+        env = importlib.import_module(row.api).make(row.env_id)
+    except Exception as exc:  # a missing module, a broken optional dependency: the id is there, unusable
+        row.problem = _problem(row.env_id, exc)
+        return row
+    try:
+        row.action = _kind(env.action_space)
+        row.action_space = str(env.action_space)
+        row.observation_space = str(env.observation_space)
+        shape = getattr(env.observation_space, "shape", None)
+        row.array_observations = type(env.observation_space).__name__ == "Box" and bool(shape)
+        row.observation_spec = SpaceSpec.of(env.observation_space).to_json()
+        row.action_spec = SpaceSpec.of(env.action_space).to_json()
+        row.made = True
+    finally:
+        with contextlib.suppress(Exception):
+            env.close()
+    return row
+
+
+# ALE's observations by its obs_type (ale_py.env.AtariEnv): the screen in colour or grey, or the 128-byte RAM.
+_ALE_SCREENS = {"rgb": (210, 160, 3), "grayscale": (210, 160), "ram": (128,)}
+
+
+def _ale_kwargs(spec: Any) -> dict[str, Any] | None:
+    """The AtariEnv arguments ``spec`` registers (a gymnasium id of ale-py's, or one compat lends old gym),
+    or None when it is no ALE id."""
+    from gym_gui_cleanrl_worker.compat import LENT_ENTRY_POINT
+
+    if spec.entry_point == LENT_ENTRY_POINT:
+        lent = importlib.import_module("gymnasium").envs.registry.get((spec.kwargs or {}).get("gymnasium_id"))
+        return None if lent is None else _ale_kwargs(lent)
+    return dict(spec.kwargs or {}) if spec.entry_point.startswith("ale_py") else None
+
+
+def _ale_row(row: EnvInfo, kwargs: dict[str, Any]) -> EnvInfo | None:
+    """``row`` of an ALE id read from its registration (``kwargs``) without making it, or None when
+    this ale-py cannot tell whether its ROM is here (before 0.9: the id is then made)."""
+    try:
+        from ale_py.roms import get_rom_path
+    except ImportError:
+        return None
+    game, obs_type = str(kwargs.get("game", "")), str(kwargs.get("obs_type", "rgb"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rom = get_rom_path(game)
+    if rom is None:
+        row.problem = f"{row.env_id} cannot be made here: ale-py has no ROM of {game!r}"
+        return row
+    shape = _ALE_SCREENS.get(obs_type)
+    if shape is None:
+        return None
+    row.action = "discrete"
+    row.action_space = "Discrete(18)" if kwargs.get("full_action_space") else "Discrete(the game's actions)"
+    row.observation_space = f"Box(0, 255, {shape}, uint8)"
+    row.array_observations = True
+    row.observation_spec = SpaceSpec("Box", shape=shape).to_json()
+    row.made = False
+    return row
+
+
 def _probe(api: str) -> list[EnvInfo]:
-    module = importlib.import_module(api)
     rows = []
     for env_id, spec in _registered(api):
         if not isinstance(spec.entry_point, str):
             # gymnasium's GymV21Environment-v0 / GymV26Environment-v0 wrap another id given as an argument.
             continue
         row = EnvInfo(env_id, api, env_family_of(env_id))
-        try:
-            env = module.make(env_id)
-        except Exception as exc:  # a missing module, a broken optional dependency: the id is there, unusable
-            row.problem = _problem(env_id, exc)
-        else:
-            try:
-                row.action = _kind(env.action_space)
-                row.action_space = str(env.action_space)
-                row.observation_space = str(env.observation_space)
-                shape = getattr(env.observation_space, "shape", None)
-                row.array_observations = type(env.observation_space).__name__ == "Box" and bool(shape)
-                row.observation_spec = SpaceSpec.of(env.observation_space).to_json()
-                row.action_spec = SpaceSpec.of(env.action_space).to_json()
-            finally:
-                with contextlib.suppress(Exception):
-                    env.close()
-        rows.append(row)
+        ale = _ale_kwargs(spec)
+        rows.append((ale is not None and _ale_row(row, ale)) or _made(row))
     return rows
 
 
@@ -287,6 +337,10 @@ def operator_spaces(info: AlgorithmInfo, env_id: str) -> dict[str, Any]:
     observation, action = ANY_SPACE.to_json(), ANY_SPACE.to_json()
     if listable(info):
         row = next((row for row in env_table() if row.api == info.env_api and row.env_id == env_id), None)
+        if row is not None and not row.made and not row.problem:
+            with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row = _made(row)  # an ALE id, read from its registration: its action count is the game's
         if row is not None and not row.problem:
             observation, action = row.observation_spec, row.action_spec
     if info.env_family == "atari" or (info.env_family == "envpool" and env_family_of(env_id) == "atari"):

@@ -83,6 +83,8 @@ class Policy:
         with torch.no_grad():
             actions = self._act(torch.as_tensor(batch)).cpu().numpy()
         if self._discrete:
+            if actions.ndim > 1:  # a score per action (sac_atari's probabilities): the most likely one
+                actions = actions.argmax(axis=-1)
             return [int(action) for action in actions]
         shape = self.env.action_space.shape
         return [action.astype(np.float32).reshape(shape) for action in actions]
@@ -133,7 +135,9 @@ def _action_function(modules: dict[str, Any]) -> Callable[[Any], Any]:
 
     actor = modules.get("actor")
     if actor is not None:
-        if hasattr(actor, "get_action"):  # sac: (sampled action, log prob, squashed mean)
+        if hasattr(
+            actor, "get_action"
+        ):  # sac: (sampled action, log prob, squashed mean or, on Atari, probabilities)
             return lambda x: actor.get_action(x)[2]
         return actor  # td3 / ddpg: the deterministic actor itself
     q_network = modules.get("q_network")

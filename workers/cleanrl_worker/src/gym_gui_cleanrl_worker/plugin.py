@@ -12,6 +12,8 @@ import copy
 import json
 import logging
 import os
+import platform
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +30,7 @@ from gym_gui.storage.run_dir import RunDir, file_sha256, saved_model_refusal
 from gym_gui.workers import (
     ONLY,
     PARAMETERS,
+    BundleExtra,
     BundleSpec,
     LaunchContext,
     LaunchPlan,
@@ -37,6 +40,7 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui.workers.bundles import install_hint
 from gym_gui.workers.run_env import cuda_available, wandb_environment
 from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
@@ -48,6 +52,7 @@ from gym_gui_cleanrl_worker.interpreter import (
     loader_line,
     pip_freeze,
 )
+from gym_gui_cleanrl_worker.scripts import OWN_MAKERS, env_family_of
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
 log = logging.getLogger(__name__)
@@ -62,6 +67,15 @@ MODEL_ENV = {**HEADLESS_GL, "CUDA_VISIBLE_DEVICES": ""}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 _ANSWERS_KEPT = 256
+
+
+def _envpool_unavailable() -> str | None:
+    """Why EnvPool 0.8.4 cannot be installed here (None: it can): its wheels are CPython 3.7-3.11, Linux x86-64."""
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return f"EnvPool ships wheels for Linux x86-64 only, and this is {sys.platform} {platform.machine()}"
+    if sys.version_info >= (3, 12):
+        return f"EnvPool 0.8.4, the last release for the bundle's gym 0.23, has no wheel for Python {platform.python_version()}"
+    return None
 
 
 BUNDLE = BundleSpec(
@@ -88,6 +102,31 @@ BUNDLE = BundleSpec(
     ),
     # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
+    extras=(
+        BundleExtra(
+            "atari",
+            "workers/cleanrl_worker/requirements-atari.txt",
+            "Atari 2600 games (ALE: ale-py with its ROMs, OpenCV) for the *_atari.py scripts",
+            families=("atari",),
+            check_imports=("ale_py", "cv2"),
+        ),
+        BundleExtra(
+            "envpool",
+            "workers/cleanrl_worker/requirements-envpool.txt",
+            "EnvPool 0.8.4 (its own Atari and MuJoCo, many envs a process) for the *_envpool.py scripts",
+            families=("envpool",),
+            check_imports=("envpool",),
+            unavailable=_envpool_unavailable(),
+        ),
+        # MuJoCo stays in the bundle's own requirements: sac, td3, ddpg and ppo_continuous_action are
+        # benchmarked on it, and gym_gui installs it by default (README: "MuJoCo").
+        BundleExtra(
+            "mujoco",
+            None,
+            "MuJoCo (mujoco 2.3.3, imageio) for the continuous-action scripts: in the bundle's own requirements",
+            families=("mujoco",),
+        ),
+    ),
 )
 
 
@@ -214,7 +253,8 @@ class CleanRLLauncher:
                 "take no arguments for it: leave env_kwargs empty"
             )
         if config.mode == "evaluate":
-            self._evaluated_model(config)
+            _model, trained = self._evaluated_model(config)
+            self._check_extras(trained)
             if config.budget.episodes is None:
                 raise ConfigError("field 'budget.episodes': an evaluation plays a number of episodes")
             return
@@ -225,12 +265,43 @@ class CleanRLLauncher:
         if config.warm_start is not None:
             self._warm_start(config)
         _check_source(config)
+        self._check_extras(config)
         if self.bundles.installed(self.bundle) or ScriptSource.of(config.params).python:
             resolved = self._resolve(config, gpu=False)
             with self._lock:
                 self._resolved[(config.model_dump_json(), False)] = resolved
                 while len(self._resolved) > _RESOLVED_KEPT:
                     self._resolved.pop(next(iter(self._resolved)))
+
+    def _check_extras(self, config: RunConfig) -> None:
+        """Refuse a run of the bundle's scripts on an environment of a family one of the bundle's extras
+        brings (Atari: ``atari``), or of a script bound to such a family (``ppo_atari_envpool``:
+        ``envpool``), while the installed bundle does not hold that extra, current.
+
+        Raises:
+            ConfigError: naming the env (or the script), the extra and the command that adds it.
+        """
+        if not self.uses_bundle(config) or not self.bundles.installed(self.bundle):
+            return
+        status = self.bundles.status(self.bundle)
+        script_family = _script_family(config.algorithm or "")
+        # A script that makes its envs with its family's own library (EnvPool) needs that, not the id's family.
+        env_family = "" if script_family in OWN_MAKERS else env_family_of(config.env_id)
+        for extra in self.bundles.spec(self.bundle).extras:
+            if extra.name in status.extras:
+                continue
+            held = "is out of date" if extra.name in status.extras_out_of_date else "it does not have"
+            needs = f"needs the {self.bundle} bundle's {extra.name} extra, which {held}"
+            if env_family in extra.families:
+                raise ConfigError(
+                    f"field 'env_id': {config.env_id} ({env_family} environment) {needs}: "
+                    f"{install_hint(self.bundle, extra.name)}"
+                )
+            if script_family in extra.families:
+                raise ConfigError(
+                    f"field 'algorithm': {config.algorithm} ({script_family} script) {needs}: "
+                    f"{install_hint(self.bundle, extra.name)}"
+                )
 
     def _evaluated_model(self, config: RunConfig) -> tuple[Path, RunConfig]:
         """The model file an evaluation plays, checked to be as it was saved, and the config of the
@@ -565,6 +636,15 @@ def _source_args(trained: RunConfig) -> list[str]:
     assert trained.algorithm is not None
     scripts_dir = ScriptSource.of(trained.params).scripts_dir
     return ["--algo", trained.algorithm, *(["--scripts-dir", scripts_dir] if scripts_dir else [])]
+
+
+def _script_family(algorithm: str) -> str:
+    """The environment family a CleanRL script is bound to, by its name as CleanRL names them
+    (``ppo_atari_envpool``: envpool, ``dqn_atari``: atari; "" for one that runs any family's ids), so
+    that a run is judged without asking the bundle (which reads it from the script's imports:
+    ``scripts.AlgorithmInfo.env_family``)."""
+    own = next((family for family in OWN_MAKERS if family in algorithm), "")
+    return own or ("atari" if "atari" in algorithm else "")
 
 
 def _check_source(config: RunConfig) -> None:

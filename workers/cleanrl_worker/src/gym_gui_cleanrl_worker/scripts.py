@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -415,12 +416,33 @@ def _missing(modules: list[str]) -> list[str]:
     return missing
 
 
+# What a complete install of a gym_gui bundle leaves in its prefix (gym_gui.workers.bundles.MARKER),
+# naming the bundle; this module runs in the bundle, without gym_gui.
+_BUNDLE_MARKER = ".gym_gui_bundle.json"
+
+
+def _bundle_name() -> str | None:
+    """The gym_gui bundle this interpreter is (its marker's name), or None when it is no bundle."""
+    try:
+        name = json.loads((Path(sys.prefix) / _BUNDLE_MARKER).read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name else None
+
+
+def _extra_hint(extra: str, pip_line: str) -> str:
+    """How to get CleanRL's ``extra`` here: in a gym_gui bundle, the command that adds it to the bundle
+    (its requirements are pinned to the bundle's); in any other interpreter, ``pip_line``."""
+    bundle = _bundle_name()
+    return f"run `gym-gui bundles install {bundle} --extra {extra}`" if bundle else pip_line
+
+
 def _family_modules(family: str, env_id: str) -> tuple[list[str], str]:
     """The modules an environment family needs, and the install hint naming CleanRL's extra for them."""
     if family == "atari":
-        return ["ale_py", "cv2"], (
-            'pip install ale-py "AutoROM[accept-rom-license]" opencv-python  '
-            "(CleanRL's atari extra; AutoROM then fetches the ROMs)"
+        return ["ale_py", "cv2"], _extra_hint(
+            "atari",
+            "pip install ale-py==0.10.2 opencv-python-headless  (CleanRL's atari extra; ale-py ships the ROMs)",
         )
     if family == "mujoco":
         match = _VERSIONED_ID.match(env_id.strip())
@@ -443,7 +465,9 @@ def _family_modules(family: str, env_id: str) -> tuple[list[str], str]:
             "install NVIDIA Isaac Gym (https://developer.nvidia.com/isaac-gym) and IsaacGymEnvs"
         )
     if family == "envpool":
-        return ["envpool"], "pip install envpool  (CleanRL's envpool extra; Linux x86-64 only)"
+        return ["envpool"], _extra_hint(
+            "envpool", "pip install envpool==0.8.4  (CleanRL's envpool extra; Linux x86-64 only)"
+        )
     if family == "dm_control":
         return ["dm_control", "shimmy"], 'pip install "shimmy[dm-control]"  (CleanRL\'s dm-control extra)'
     return [], ""
