@@ -86,6 +86,22 @@ class KeyBinding(NamedTuple):
     description: str
 
 
+class Chord(NamedTuple):
+    """Keys of a key map held together, and the action they send.
+
+    On an Atari joystick Up + Right + Space is UPRIGHTFIRE, not the action of whichever key came
+    last. ``keys`` are key names as :class:`KeyBinding` spells them, each one a key of the same map.
+    """
+
+    keys: tuple[str, ...]
+    action: Action
+    description: str
+
+
+# A keyword argument's value the play view makes an env with (``("frameskip", 1)``).
+PlayArgument = tuple[str, int | float | str | bool]
+
+
 @dataclass(frozen=True)
 class EnvEntry:
     """One catalog environment.
@@ -105,6 +121,15 @@ class EnvEntry:
         idle_action: the action sent on a real-time frame with no key held. ``None`` means the env
             has no no-op (CartPole), so play waits for a key instead of stepping.
         doc: file name of its Markdown description in ``gym_gui/core/env_docs/``.
+        chords: the action each set of held keys sends (one key's too), for a joystick whose combined
+            moves are actions of their own (Atari's UPRIGHTFIRE). With chords, the held keys send the
+            action of the largest chord all of whose keys are held (a combination the env lacks plays
+            the largest part of it that it has), the one with the most recently pressed keys winning a
+            tie, and the idle action when no chord is held. Without chords the rules above hold.
+        play_kwargs: the keyword arguments the play view makes the env with, recorded as the run's
+            ``env_kwargs`` (ALE: ``frameskip=1``, a step a frame).
+        play_fps: the steps a second of real-time play where the env's ``render_fps`` does not give
+            its pace (ALE with one frame a step: the console's 60); None: its ``render_fps``.
     """
 
     env_id: str
@@ -116,6 +141,9 @@ class EnvEntry:
     keys: tuple[KeyBinding, ...] = ()
     idle_action: Action | None = None
     doc: str = ""
+    chords: tuple[Chord, ...] = ()
+    play_kwargs: tuple[PlayArgument, ...] = ()
+    play_fps: float | None = None
 
 
 def doc_name(env_id: str) -> str:
@@ -132,6 +160,9 @@ def _entry(
     realtime: bool,
     keys: tuple[KeyBinding, ...] = (),
     idle_action: Action | None = None,
+    chords: tuple[Chord, ...] = (),
+    play_kwargs: tuple[PlayArgument, ...] = (),
+    play_fps: float | None = None,
 ) -> EnvEntry:
     return EnvEntry(
         env_id=env_id,
@@ -143,6 +174,9 @@ def _entry(
         keys=keys,
         idle_action=idle_action,
         doc=doc_name(env_id),
+        chords=chords,
+        play_kwargs=play_kwargs,
+        play_fps=play_fps,
     )
 
 
@@ -186,22 +220,45 @@ _MINIGRID_KEYS = (
     _K("Space", 5, "toggle (open a door, open a box)"),
     _K("Return", 6, "done"),
 )
+# ALE (Atari): what gym_gui.envs.ale makes of ALE's minimal action sets, for the three ids known without
+# ale-py installed (a test holds them equal). The play view makes them with one frame a step, at 60 a second.
 _PONG_KEYS = (
     # In ALE's minimal Pong action set RIGHT moves the paddle up and LEFT moves it down.
     _K("Up", 2, "paddle up (RIGHT)"),
     _K("Down", 3, "paddle down (LEFT)"),
     _K("Space", 1, "serve (FIRE)"),
 )
+_PONG_CHORDS = (
+    Chord(("Space",), 1, "serve (FIRE)"),
+    Chord(("Up",), 2, "paddle up (RIGHT)"),
+    Chord(("Down",), 3, "paddle down (LEFT)"),
+    Chord(("Up", "Space"), 4, "RIGHTFIRE"),
+    Chord(("Down", "Space"), 5, "LEFTFIRE"),
+)
 _BREAKOUT_KEYS = (
-    _K("Left", 3, "move left"),
-    _K("Right", 2, "move right"),
+    _K("Left", 3, "move left (LEFT)"),
+    _K("Right", 2, "move right (RIGHT)"),
     _K("Space", 1, "launch the ball (FIRE)"),
 )
-_SPACE_INVADERS_KEYS = (
-    _K("Left", 3, "move left"),
-    _K("Right", 2, "move right"),
-    _K("Space", 1, "fire"),
+_BREAKOUT_CHORDS = (
+    Chord(("Space",), 1, "launch the ball (FIRE)"),
+    Chord(("Right",), 2, "move right (RIGHT)"),
+    Chord(("Left",), 3, "move left (LEFT)"),
 )
+_SPACE_INVADERS_KEYS = (
+    _K("Left", 3, "move left (LEFT)"),
+    _K("Right", 2, "move right (RIGHT)"),
+    _K("Space", 1, "fire (FIRE)"),
+)
+_SPACE_INVADERS_CHORDS = (
+    Chord(("Space",), 1, "fire (FIRE)"),
+    Chord(("Right",), 2, "move right (RIGHT)"),
+    Chord(("Left",), 3, "move left (LEFT)"),
+    Chord(("Right", "Space"), 4, "RIGHTFIRE"),
+    Chord(("Left", "Space"), 5, "LEFTFIRE"),
+)
+_ALE_PLAY_KWARGS: tuple[PlayArgument, ...] = (("frameskip", 1),)
+_ALE_FRAME_RATE = 60.0
 
 ENV_CATALOG: dict[str, EnvEntry] = {
     entry.env_id: entry
@@ -349,7 +406,18 @@ ENV_CATALOG: dict[str, EnvEntry] = {
         _entry("Ant-v5", Family.MUJOCO, "Ant", _PIXELS, realtime=True),
         _entry("Humanoid-v5", Family.MUJOCO, "Humanoid", _PIXELS, realtime=True),
         # Atari: the v5 ids use ALE's minimal action set, which the key maps index.
-        _entry("ALE/Pong-v5", Family.ATARI, "Pong", _PIXELS, realtime=True, keys=_PONG_KEYS, idle_action=0),
+        _entry(
+            "ALE/Pong-v5",
+            Family.ATARI,
+            "Pong",
+            _PIXELS,
+            realtime=True,
+            keys=_PONG_KEYS,
+            idle_action=0,
+            chords=_PONG_CHORDS,
+            play_kwargs=_ALE_PLAY_KWARGS,
+            play_fps=_ALE_FRAME_RATE,
+        ),
         _entry(
             "ALE/Breakout-v5",
             Family.ATARI,
@@ -358,6 +426,9 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             realtime=True,
             keys=_BREAKOUT_KEYS,
             idle_action=0,
+            chords=_BREAKOUT_CHORDS,
+            play_kwargs=_ALE_PLAY_KWARGS,
+            play_fps=_ALE_FRAME_RATE,
         ),
         _entry(
             "ALE/SpaceInvaders-v5",
@@ -367,6 +438,9 @@ ENV_CATALOG: dict[str, EnvEntry] = {
             realtime=True,
             keys=_SPACE_INVADERS_KEYS,
             idle_action=0,
+            chords=_SPACE_INVADERS_CHORDS,
+            play_kwargs=_ALE_PLAY_KWARGS,
+            play_fps=_ALE_FRAME_RATE,
         ),
         # Procgen.
         _entry("procgen-coinrun-v0", Family.PROCGEN, "CoinRun", _PIXELS, realtime=True),
