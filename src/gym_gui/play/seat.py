@@ -277,7 +277,9 @@ class Seat:
             outcome.terminated,
             outcome.truncated,
             encoding.dumps(action),
-            encoding.dumps(observation),
+            # The array itself: a numeric one travels packed and the daemon writes its JSON, so the
+            # window's thread does not spend an Atari frame's worth of encoding on every step.
+            observation,
             encoding.dumps({**info, **note}) if note else encoding.dumps(info),
             self._payload(outcome),
             actor=actor,
