@@ -61,10 +61,12 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
             "MiniGrid-FourRooms-v0",
         },
         "mujoco": {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"},
-        "atari": {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"},
         "procgen": {"procgen-coinrun-v0", "procgen-starpilot-v0"},
     }
-    assert {family: {e.env_id for e in entries} for family, entries in grouped.items()} == expected
+    found = {family: {e.env_id for e in entries} for family, entries in grouped.items()}
+    # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py).
+    assert {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"} < found.pop("atari")
+    assert found == expected
 
 
 def test_render_kinds_and_turn_taking_follow_the_family() -> None:

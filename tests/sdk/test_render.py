@@ -389,6 +389,13 @@ def test_dumps_is_the_same_on_fast_and_slow_paths() -> None:
         {(1, 2): np.int64(3)},
         [Move.LEFT, Color.RED, b"ab", {1, 2}],
         "ünïcode",
+        # Integer and boolean arrays orjson writes from their buffer (an Atari frame), and those it
+        # does not: another byte order, a strided view, a 0-d array.
+        np.arange(210 * 160 * 3, dtype=np.uint32).reshape(210, 160, 3).astype(np.uint8),
+        np.array([[True, False], [False, True]]),
+        np.arange(-6, 6, dtype=">i4").reshape(3, 4),
+        np.arange(24, dtype=np.int16).reshape(4, 6)[:, ::2],
+        np.array(7, dtype=np.uint8),
     ]
     for sample in samples:
         text = dumps(sample)

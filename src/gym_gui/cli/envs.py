@@ -34,17 +34,30 @@ def envs(
         return
     names = [catalog.env_family(family).name] if family else list(catalog.env_families())
     rows = []
+    families = []
     for name in names:
         info = catalog.env_family(name)
         ready = catalog.family_installed(name)
         if installed and not ready:
             continue
         needs = "" if ready else info.install_hint
-        for entry in catalog.family_entries(name):
+        entries = catalog.family_entries(name)
+        families.append((info, ready, needs, len(entries)))
+        for entry in entries:
             rows.append((entry, info, ready, needs))
     if json_:
         print_json(
             {
+                "families": [
+                    {
+                        "name": info.name,
+                        "title": info.title,
+                        "installed": ready,
+                        "needs": needs,
+                        "envs": count,
+                    }
+                    for info, ready, needs, count in families
+                ],
                 "envs": [
                     {
                         "env_id": entry.env_id,
@@ -69,6 +82,13 @@ def envs(
             "yes" if entry.human_playable else "",
             "installed" if ready else f"[dim]{escape(needs)}[/]",
         )
+    # A family whose envs are read from its installed package (Atari's games) has none to list
+    # until then: its line says what installs it.
+    for info, _ready, needs, count in families:
+        if not count:
+            table.add_row(
+                "[dim](its envs, once installed)[/]", info.title, "", "", f"[dim]{escape(needs)}[/]"
+            )
     console.print(table)
     for broken in catalog.families().broken:
         console.print(

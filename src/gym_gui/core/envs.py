@@ -37,6 +37,22 @@ class KeyBinding(NamedTuple):
     description: str
 
 
+class Chord(NamedTuple):
+    """Keys of a key map held together, and the action they send.
+
+    On an Atari joystick Up + Right + Space is UPRIGHTFIRE, not the action of whichever key came
+    last. ``keys`` are key names as :class:`KeyBinding` spells them, each one a key of the same map.
+    """
+
+    keys: tuple[str, ...]
+    action: Action
+    description: str
+
+
+# A keyword argument's value the play view makes an env with (``("frameskip", 1)``).
+PlayArgument = tuple[str, int | float | str | bool]
+
+
 @dataclass(frozen=True)
 class EnvEntry:
     """One catalog environment.
@@ -56,6 +72,15 @@ class EnvEntry:
         idle_action: the action sent on a real-time frame with no key held. ``None`` means the env
             has no no-op (CartPole), so play waits for a key instead of stepping.
         doc: file name of its Markdown description, beside its family's module.
+        chords: the action each set of held keys sends (one key's too), for a joystick whose combined
+            moves are actions of their own (Atari's UPRIGHTFIRE). With chords, the held keys send the
+            action of the largest chord all of whose keys are held (a combination the env lacks plays
+            the largest part of it that it has), the one with the most recently pressed keys winning a
+            tie, and the idle action when no chord is held. Without chords the rules above hold.
+        play_kwargs: the keyword arguments the play view makes the env with, recorded as the run's
+            ``env_kwargs`` (ALE: ``frameskip=1``, a step a frame).
+        play_fps: the steps a second of real-time play where the env's ``render_fps`` does not give
+            its pace (ALE with one frame a step: the console's 60); None: its ``render_fps``.
     """
 
     env_id: str
@@ -67,6 +92,9 @@ class EnvEntry:
     keys: tuple[KeyBinding, ...] = ()
     idle_action: Action | None = None
     doc: str = ""
+    chords: tuple[Chord, ...] = ()
+    play_kwargs: tuple[PlayArgument, ...] = ()
+    play_fps: float | None = None
 
 
 def doc_name(env_id: str) -> str:
@@ -83,6 +111,9 @@ def env_entry_of(
     realtime: bool,
     keys: tuple[KeyBinding, ...] = (),
     idle_action: Action | None = None,
+    chords: tuple[Chord, ...] = (),
+    play_kwargs: tuple[PlayArgument, ...] = (),
+    play_fps: float | None = None,
 ) -> EnvEntry:
     """An entry whose doc is ``doc_name(env_id)`` and which a person plays when it has keys."""
     return EnvEntry(
@@ -95,6 +126,9 @@ def env_entry_of(
         keys=keys,
         idle_action=idle_action,
         doc=doc_name(env_id),
+        chords=chords,
+        play_kwargs=play_kwargs,
+        play_fps=play_fps,
     )
 
 

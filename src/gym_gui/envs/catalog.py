@@ -186,7 +186,8 @@ def env_entry(env_id: str) -> EnvEntry | None:
 
 
 def env_doc(env_id: str) -> str:
-    """The Markdown description of a catalog env: its family's file, else the one its family writes.
+    """The Markdown description of a catalog env: its file beside its family's module, else (a
+    discovered entry, such as most ALE games) the one its family writes.
 
     Raises:
         KeyError: if ``env_id`` is not in the catalog.
@@ -196,6 +197,7 @@ def env_doc(env_id: str) -> str:
     if entry is None:
         raise KeyError(f"{env_id!r} is not in the environment catalog")
     family = env_family(entry.family)
-    if family.describe is not None and entry.env_id not in _listed():
+    doc = resources.files(family.docs).joinpath(entry.doc)
+    if family.describe is not None and not doc.is_file():
         return family.describe(entry)
-    return resources.files(family.docs).joinpath(entry.doc).read_text(encoding="utf-8")
+    return doc.read_text(encoding="utf-8")

@@ -135,6 +135,7 @@ class Seat:
         comparison: str | None = None,
         episodes: int | None = None,  # default: 1 for a person, 1000 with an operator
         secret_env: dict[str, str] | None = None,
+        env_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if choice is None and control is not Control.HUMAN:
             raise ConfigError(f"a {control.value} seat needs an operator")
@@ -152,7 +153,8 @@ class Seat:
         if self.episodes < 1:
             raise ConfigError(f"a seat plays at least one episode, got {self.episodes}")
         self.secret_env = secret_env
-        self.env = make_env(env_id, render_mode="rgb_array")
+        self.env_kwargs = dict(env_kwargs or {})
+        self.env = make_env(env_id, render_mode="rgb_array", **self.env_kwargs)
         self.render_kind = render.render_kind_of(self.env)
         self.game = render.grid_game(self.env)
         self.operator: Operator | None = None
@@ -275,7 +277,9 @@ class Seat:
             outcome.terminated,
             outcome.truncated,
             encoding.dumps(action),
-            encoding.dumps(observation),
+            # The array itself: a numeric one travels packed and the daemon writes its JSON, so the
+            # window's thread does not spend an Atari frame's worth of encoding on every step.
+            observation,
             encoding.dumps({**info, **note}) if note else encoding.dumps(info),
             self._payload(outcome),
             actor=actor,
@@ -305,6 +309,7 @@ class Seat:
     def _config(self) -> Any:
         data: dict[str, Any] = {
             "env_id": self.env_id,
+            "env_kwargs": self.env_kwargs,
             "seed": self.seed,
             "budget": {"episodes": self.episodes},
             "telemetry": {"render_fps": self.render_fps, "batch_seconds": 0.2},

@@ -10,6 +10,8 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -22,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.workers import Launch
-from gym_gui.envs.catalog import catalog_by_family, env_doc, env_family
+from gym_gui.envs.catalog import catalog_by_family, env_doc, env_family, family_installed
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.presenters import presenter_for
 from gym_gui.workers import worker_catalog
@@ -31,30 +33,59 @@ HUMAN, AGENT = "human", "agent"
 
 
 class EnvPicker(QWidget):
-    """Environments grouped by family, with the selected one's Game Info (the catalog's Markdown)."""
+    """Environments grouped by family, a filter box over them, and the selected one's Game Info (its
+    Markdown doc). Atari lists every game ale-py registers, or only its install line without it."""
 
     env_changed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.filter = QLineEdit()
+        self.filter.setObjectName("envFilter")
+        self.filter.setPlaceholderText("Filter by name or id (Enter picks the first)")
+        self.filter.setClearButtonEnabled(True)
         self.combo = QComboBox()
         self.combo.setObjectName("envPicker")
-        for family, entries in catalog_by_family().items():
-            if not entries:
+        self.combo.setMaxVisibleItems(20)
+        # Its width is the dock's, not its longest line's (an install line, a long title).
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.combo.setMinimumContentsLength(16)
+        self.list_view = QListView()  # the combo's list, whose rows the filter hides
+        self.combo.setView(self.list_view)
+        # Each row's family and the text a filter matches (an entry's title and id, lower case; ""
+        # for a family's heading and install line, shown while one of its entries is).
+        self._lines: list[tuple[str, str]] = []
+        for name, entries in catalog_by_family().items():
+            family = env_family(name)
+            installed = family_installed(name)
+            if installed and not entries:
                 continue
-            self.combo.addItem(f"— {env_family(family).title} —")
-            header = self.combo.model().item(self.combo.count() - 1)  # type: ignore[attr-defined]
-            header.setEnabled(False)
+            self._add_line(f"— {family.title} —", name)
+            if not installed:
+                # Its entries cannot be made here: the family says how to install it, or why it cannot be.
+                self._add_line(f"not installed: {family.install_hint}", name)
+                continue
             for entry in entries:
-                self.combo.addItem(f"{entry.env_id}", entry.env_id)
+                self.combo.addItem(entry.env_id, entry.env_id)
+                self.combo.setItemData(self.combo.count() - 1, entry.title, Qt.ItemDataRole.ToolTipRole)
+                self._lines.append((name, f"{entry.title} {entry.env_id}".lower()))
         self.info = QTextBrowser()
         self.info.setObjectName("gameInfo")
         self.info.setOpenExternalLinks(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter)
         layout.addWidget(self.combo)
         layout.addWidget(self.info, 1)
         self.combo.currentIndexChanged.connect(self._changed)
+        self.filter.textChanged.connect(self._filter)
+        self.filter.returnPressed.connect(self._pick_first)
+
+    def _add_line(self, text: str, family: str) -> None:
+        self.combo.addItem(text)
+        line = self.combo.model().item(self.combo.count() - 1)  # type: ignore[attr-defined]
+        line.setEnabled(False)
+        self._lines.append((family, ""))
 
     @property
     def env_id(self) -> str:
@@ -64,6 +95,26 @@ class EnvPicker(QWidget):
         index = self.combo.findData(env_id)
         if index >= 0:
             self.combo.setCurrentIndex(index)
+
+    def matches(self) -> list[str]:
+        """The env ids the filter leaves in the list, in its order."""
+        return [
+            str(self.combo.itemData(row))
+            for row, (_family, text) in enumerate(self._lines)
+            if text and not self.list_view.isRowHidden(row)
+        ]
+
+    def _filter(self, text: str) -> None:
+        needle = text.strip().lower()
+        found = {family for family, row_text in self._lines if row_text and needle in row_text}
+        for row, (family, row_text) in enumerate(self._lines):
+            shown = needle in row_text if row_text else not needle or family in found
+            self.list_view.setRowHidden(row, not shown)
+
+    def _pick_first(self) -> None:
+        found = self.matches()
+        if found and self.env_id not in found:
+            self.set_env(found[0])
 
     def _changed(self, _index: int) -> None:
         env_id = self.env_id

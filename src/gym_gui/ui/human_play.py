@@ -66,12 +66,14 @@ class HumanPlayWidget(QWidget):
     (Hybrid: the operator plays until the person holds a key, see :class:`SeatControl`).
 
     Human: turn-based envs (``entry.realtime`` False) take one step per key press; real-time envs
-    step on a clock at the env's ``render_fps`` with the action of the held keys (the latest one
-    held for discrete actions; the clipped sum of all held for continuous ones), with none held
-    ``entry.idle_action``, or wait when it is None (CartPole has no no-op). Each episode is one
+    step on a clock at the env's ``render_fps`` (``entry.play_fps`` where it has one: an Atari
+    game's 60) with the action of the held keys (the latest one held for discrete actions, their
+    chord where the entry has chords; the clipped sum of all held for continuous ones), with none
+    held ``entry.idle_action``, or wait when it is None (CartPole has no no-op). Each episode is one
     ``human`` run. Hybrid and Agent: every env steps on the clock (the env's rate, at most 60 a
     second), each beat asking who acts at that moment; the operator's episodes follow one another
-    in one ``operator`` run until the person leaves.
+    in one ``operator`` run until the person leaves. The env is made with ``entry.play_kwargs``
+    (an Atari game: one frame a step), which its run records.
 
     Every call on the :class:`Seat` (start, step, next episode, close) runs one at a time through
     ``link.call``, so the GUI thread never waits on the daemon nor on a model. A key pressed when
@@ -211,7 +213,8 @@ class HumanPlayWidget(QWidget):
 
     @property
     def fps(self) -> float:
-        """Steps per second on the clock: the env's ``render_fps`` (at most 60), else 30."""
+        """Steps per second on the clock: the entry's ``play_fps``, else the env's ``render_fps`` (at
+        most 60), else 30."""
         return self.calls.rate if self.session is not None else DEFAULT_RENDER_FPS
 
     @property
@@ -317,7 +320,17 @@ class HumanPlayWidget(QWidget):
         self._show_control()
         operators = self.operators
         choose = (lambda client: operators(client).choose(operator, entry.env_id)) if operator else None
-        self.calls.start(SeatStart(entry.env_id, seed, mode, choose, self.render_fps))
+        self.calls.start(
+            SeatStart(
+                entry.env_id,
+                seed,
+                mode,
+                choose,
+                self.render_fps,
+                env_kwargs=entry.play_kwargs,
+                fps=entry.play_fps,
+            )
+        )
         self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def press(self, key_name: str) -> None:
@@ -529,7 +542,12 @@ class HumanPlayWidget(QWidget):
         self.interventions_label.setText(f"interventions this episode: {taken} ({steps} steps yours)")
 
     def _fill_keys(self) -> None:
-        keys = [(b.key, b.description) for b in self.entry.keys] if self.entry is not None else []
+        entry = self.entry
+        keys = [(b.key, b.description) for b in entry.keys] if entry is not None else []
+        # Keys held together for an action of their own (Atari's diagonals and fire) follow the keys.
+        keys += (
+            [(" + ".join(c.keys), c.description) for c in entry.chords if len(c.keys) > 1] if entry else []
+        )
         if keys and self.control.mode is Control.HYBRID:
             keys.append((TAKEOVER_KEY, "take control / give it back to the operator"))
         self.keys_table.setRowCount(len(keys))

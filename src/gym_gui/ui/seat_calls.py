@@ -11,6 +11,7 @@ from typing import Any
 from gym_gui_sdk.operator import OperatorError
 from PySide6.QtCore import QObject, Signal
 
+from gym_gui.core.envs import PlayArgument
 from gym_gui.core.errors import ConfigError
 from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
 from gym_gui.play.operators import OperatorChoice
@@ -44,8 +45,9 @@ class _OperatorFailed:
 
 @dataclass(frozen=True)
 class SeatStart:
-    """What a seat starts with: the env, the first seed, who acts and how the operator is chosen;
-    an Arena pane also gives its seeds' rule, its session's comparison id and its episodes."""
+    """What a seat starts with: the env (and what it is made with), the first seed, who acts and how
+    the operator is chosen; an Arena pane also gives its seeds' rule, its session's comparison id and
+    its episodes."""
 
     env_id: str
     seed: int | None
@@ -55,6 +57,8 @@ class SeatStart:
     seeds: Seeds = Seeds.PROCEDURAL
     comparison: str | None = None
     episodes: int | None = None  # None: the seat's default (one for a person)
+    env_kwargs: tuple[PlayArgument, ...] = ()  # what the env is made with (the entry's play_kwargs)
+    fps: float | None = None  # the play clock's steps a second; None: the env's render_fps
 
 
 class SeatCalls(QObject):
@@ -193,6 +197,7 @@ def _start_work(plan: SeatStart) -> Callable[[DaemonClient], tuple[Seat, Outcome
             render_fps=plan.telemetry_fps,
             comparison=plan.comparison,
             episodes=plan.episodes,
+            env_kwargs=dict(plan.env_kwargs),
         )
         try:
             outcome = session.start()
@@ -202,7 +207,7 @@ def _start_work(plan: SeatStart) -> Callable[[DaemonClient], tuple[Seat, Outcome
         except BaseException:
             session.env.close()
             raise
-        return session, outcome, play_rate(render_fps(plan.env_id))
+        return session, outcome, play_rate(plan.fps or render_fps(plan.env_id))
 
     return work
 

@@ -32,6 +32,21 @@ def play_rate(env_fps: float) -> float:
     return min(env_fps, MAX_RATE)
 
 
+def chord_action(entry: EnvEntry, held: list[str]) -> Action | None:
+    """The action of keys ``held`` (names, in the order pressed) on an entry with chords: the largest
+    chord all of whose keys are held, the one whose keys were pressed last winning a tie; with none
+    held, the idle action (Up + Right + Space is UPRIGHTFIRE where the game has it, else UPRIGHT,
+    RIGHTFIRE or UPFIRE, whichever leaves out the key pressed first)."""
+    order = {name: index for index, name in enumerate(held)}
+    fitting = [chord for chord in entry.chords if all(name in order for name in chord.keys)]
+    if not fitting:
+        return entry.idle_action
+    best = max(
+        fitting, key=lambda chord: (len(chord.keys), sorted((order[k] for k in chord.keys), reverse=True))
+    )
+    return best.action
+
+
 @dataclass(frozen=True)
 class Move:
     """The next step: the person's ``action`` when ``human``, else the operator's choice."""
@@ -131,6 +146,8 @@ class SeatControl:
         keys = self._held or ([self._tapped] if self._tapped is not None else [])
         if not keys:
             return self._as_action(entry.idle_action if entry.realtime else None)
+        if entry.chords:
+            return self._as_action(chord_action(entry, [binding.key for binding in keys]))
         latest = keys[-1].action
         if isinstance(latest, int):
             return latest

@@ -1,48 +1,42 @@
-"""Atari (ALE): the Arcade Learning Environment's games, played in real time with ALE's minimal action sets."""
+"""Atari (ALE): every game ale-py registers, played in real time with ALE's minimal action sets.
+
+Its entries are read from the installed ale-py (:mod:`gym_gui.envs.ale`, imported only then: it
+imports gymnasium); Pong, Breakout and Space Invaders keep hand-written docs beside this module, every
+other game's doc is made from its entry.
+"""
 
 from __future__ import annotations
 
-from gym_gui.core.envs import EnvFamily, KeyBinding, RenderKind, env_entry_of
+from collections.abc import Iterable
+
+from gym_gui.core.envs import EnvEntry, EnvFamily
 
 NAME = "atari"
-_K = KeyBinding
-_PIXELS = RenderKind.PIXELS
 
-# The v5 ids use ALE's minimal action set, which the key maps index.
-_PONG_KEYS = (
-    # In ALE's minimal Pong action set RIGHT moves the paddle up and LEFT moves it down.
-    _K("Up", 2, "paddle up (RIGHT)"),
-    _K("Down", 3, "paddle down (LEFT)"),
-    _K("Space", 1, "serve (FIRE)"),
-)
-_BREAKOUT_KEYS = (
-    _K("Left", 3, "move left"),
-    _K("Right", 2, "move right"),
-    _K("Space", 1, "launch the ball (FIRE)"),
-)
-_SPACE_INVADERS_KEYS = (
-    _K("Left", 3, "move left"),
-    _K("Right", 2, "move right"),
-    _K("Space", 1, "fire"),
-)
+
+def _games() -> Iterable[EnvEntry]:
+    from gym_gui.envs import ale
+
+    return ale.entries()
+
+
+def _describe(entry: EnvEntry) -> str:
+    from gym_gui.envs import ale
+
+    return ale.describe(entry)
+
 
 FAMILY = EnvFamily(
     name=NAME,
     title="Atari (ALE)",
     import_module="ale_py",  # registers the ALE/ ids with gymnasium on import
-    entries=tuple(
-        env_entry_of(env_id, NAME, title, _PIXELS, realtime=True, keys=keys, idle_action=0)
-        for env_id, title, keys in (
-            ("ALE/Pong-v5", "Pong", _PONG_KEYS),
-            ("ALE/Breakout-v5", "Breakout", _BREAKOUT_KEYS),
-            ("ALE/SpaceInvaders-v5", "Space Invaders", _SPACE_INVADERS_KEYS),
-        )
-    ),
+    discover=_games,
     prefixes=("ALE/",),
     entry_points=("ale_py",),
     # ale-py's wheels carry the ROMs: nothing is downloaded from anywhere but the package index.
     packages=("ale-py==0.12.*",),
     bundle_extras={"cleanrl": "atari"},
     docs=__name__,
+    describe=_describe,
     rank=60,
 )
