@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_gui.envs.catalog import ENTRY_POINT_GROUP, env_families, load_families
-from gym_gui.workers.family_install import records_dir
+from gym_gui.envs.catalog import ENTRY_POINT_GROUP, env_families, load_families, records_dir
 from tests.support import assert_one_line_error, gym_gui, plugin_distribution
 
 # A third-party family: its entries, key map and doc beside it; its env registered on import.

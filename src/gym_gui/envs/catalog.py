@@ -12,9 +12,11 @@ import functools
 import importlib
 import importlib.metadata
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from gym_gui.core.envs import EnvEntry, EnvFamily
 from gym_gui.core.errors import ConfigError
@@ -98,27 +100,60 @@ def env_family(name: str) -> EnvFamily:
     return known[name]
 
 
-@functools.cache
-def import_failure(name: str) -> str:
-    """Import family ``name``'s module once (MiniGrid and ALE register their ids on import).
+RECORDS = "gym_gui_families"
+"""The folder of gym_gui's environment holding, per family `gym-gui envs install` put there, the exact
+packages it added (``<family>.txt``, pip's requirements format: `make install` keeps them) and its
+install log and lock."""
 
-    Returns the import error text, or "" when the module imported. Cached because a failed import
-    is slow to repeat and its answer does not change while the process runs.
+# What is known of each family's import: its failure text ("" once it imported) and the install
+# stamp it was found at. An import that worked stays known; a failure is tried again once a family
+# has been installed since (by this process or another: a daemon learns of the window's install).
+_imports: dict[str, tuple[str, int]] = {}
+_found: dict[str, dict[str, EnvEntry]] = {}
+
+
+def records_dir() -> Path:
+    """Where this environment's family installs are recorded (:data:`RECORDS`)."""
+    return Path(sys.prefix) / RECORDS
+
+
+def _install_stamp() -> int:
+    try:
+        return records_dir().stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def import_failure(name: str) -> str:
+    """Import family ``name``'s module (MiniGrid and ALE register their ids on import), once it works.
+
+    Returns the import error text, or "" when the module imported. A failure is asked again only
+    after a family install since: a failed import is slow to repeat, and its answer changes only then.
     """
+    known = _imports.get(name)
+    stamp = _install_stamp()
+    if known is not None and (not known[0] or known[1] == stamp):
+        return known[0]
     family = env_family(name)
     for variable, value in family.environment.items():
         os.environ.setdefault(variable, value)
+    if known is not None:
+        importlib.invalidate_caches()  # the finders' listings predate the install
     try:
         importlib.import_module(family.import_module)
     except Exception as exc:  # an ImportError, or a broken install failing in its own import code
-        return f"{type(exc).__name__}: {exc}"
-    return ""
+        failure = f"{type(exc).__name__}: {exc}"
+    else:
+        failure = ""
+    _imports[name] = (failure, stamp)
+    return failure
 
 
 def forget_installed() -> None:
-    """Forget which families import and what they offer: one was just installed."""
-    import_failure.cache_clear()
-    _discovered.cache_clear()
+    """Forget which families failed to import: one was just installed."""
+    for name in [name for name, (failure, _stamp) in _imports.items() if failure]:
+        del _imports[name]
+    importlib.invalidate_caches()
 
 
 def family_installed(name: str) -> bool:
@@ -126,13 +161,15 @@ def family_installed(name: str) -> bool:
     return not import_failure(name)
 
 
-@functools.cache
 def _discovered(name: str) -> dict[str, EnvEntry]:
-    family = env_family(name)
-    if family.discover is None or not family_installed(name):
-        return {}
-    listed = {entry.env_id for entry in family.entries}
-    return {entry.env_id: entry for entry in family.discover() if entry.env_id not in listed}
+    """The entries family ``name`` discovers, read once it is installed."""
+    if name not in _found:
+        family = env_family(name)
+        if family.discover is None or not family_installed(name):
+            return {}
+        listed = {entry.env_id for entry in family.entries}
+        _found[name] = {entry.env_id: entry for entry in family.discover() if entry.env_id not in listed}
+    return _found[name]
 
 
 def family_entries(name: str) -> list[EnvEntry]:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from gym_gui.core.workers import Launch
 from gym_gui.envs.catalog import catalog_by_family, env_doc, env_family, family_installed
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.env_install import FamilyInstaller
 from gym_gui.ui.presenters import presenter_for
 from gym_gui.workers import worker_catalog
 
@@ -55,6 +56,24 @@ class EnvPicker(QWidget):
         # Each row's family and the text a filter matches (an entry's title and id, lower case; ""
         # for a family's heading and install line, shown while one of its entries is).
         self._lines: list[tuple[str, str]] = []
+        self._fill()
+        self.installer = FamilyInstaller()
+        self.installer.installed.connect(self._family_installed)
+        self.info = QTextBrowser()
+        self.info.setObjectName("gameInfo")
+        self.info.setOpenExternalLinks(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.combo)
+        layout.addWidget(self.installer)
+        layout.addWidget(self.info, 1)
+        self.combo.currentIndexChanged.connect(self._changed)
+        self.filter.textChanged.connect(self._filter)
+        self.filter.returnPressed.connect(self._pick_first)
+
+    def _fill(self) -> None:
+        """List every family: its entries when installed, else its install line."""
         for name, entries in catalog_by_family().items():
             family = env_family(name)
             installed = family_installed(name)
@@ -69,17 +88,19 @@ class EnvPicker(QWidget):
                 self.combo.addItem(entry.env_id, entry.env_id)
                 self.combo.setItemData(self.combo.count() - 1, entry.title, Qt.ItemDataRole.ToolTipRole)
                 self._lines.append((name, f"{entry.title} {entry.env_id}".lower()))
-        self.info = QTextBrowser()
-        self.info.setObjectName("gameInfo")
-        self.info.setOpenExternalLinks(True)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.filter)
-        layout.addWidget(self.combo)
-        layout.addWidget(self.info, 1)
-        self.combo.currentIndexChanged.connect(self._changed)
-        self.filter.textChanged.connect(self._filter)
-        self.filter.returnPressed.connect(self._pick_first)
+
+    def _family_installed(self, _name: str) -> None:
+        """A family was just installed: list its entries, keeping the env chosen and the filter."""
+        chosen = self.env_id
+        self.combo.blockSignals(True)
+        try:
+            self.combo.clear()
+            self._lines.clear()
+            self._fill()
+            self.set_env(chosen)
+        finally:
+            self.combo.blockSignals(False)
+        self._filter(self.filter.text())
 
     def _add_line(self, text: str, family: str) -> None:
         self.combo.addItem(text)

@@ -24,21 +24,11 @@ logger = logging.getLogger(__name__)
 APP = "app"
 """The name progress gives gym_gui's own environment, beside the bundles'."""
 
-RECORDS = "gym_gui_families"
-"""The folder of the app's environment holding, per family installed there, the exact packages its
-install added (``<family>.txt``, pip's requirements format): `make install` keeps them, the lock's
-sync would remove them otherwise. Its install log and lock are beside them."""
-
-
 class FamilyInstallError(GymGuiError):
     """A family could not be installed; the message names the family and the cause in one line."""
 
 
 Progress = Callable[[BundleProgress], None]
-
-
-def records_dir() -> Path:
-    return Path(sys.prefix) / RECORDS
 
 
 def install_family(name: str, bundles: BundleDirectory, progress: Progress | None = None) -> list[str]:
@@ -91,7 +81,7 @@ def install_family(name: str, bundles: BundleDirectory, progress: Progress | Non
 def _pip_install(name: str, packages: tuple[str, ...]) -> list[str]:
     """Install ``packages`` into this interpreter's environment, under the family's lock; return the
     distributions added (``name==version``) and record them for `make install`."""
-    folder = records_dir()
+    folder = catalog.records_dir()
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"{name}.log"
     with install_lock(folder / f"{name}.lock", lambda: None):
