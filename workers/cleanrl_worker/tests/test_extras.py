@@ -33,6 +33,8 @@ PPO_TAGS = {"charts/episodic_return", "charts/SPS", "losses/value_loss", "losses
 def atari_bundles(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bundles directory whose cleanrl bundle holds the atari extra: the suite's bundle, linked, with
     the extra added."""
+    shared = worker_catalog().bundle_directory(Path(SHARED_BUNDLES)).status("cleanrl")
+    assert shared.installed, f"{shared.reason}; the suite expects it pre-installed (`make bundles`)"
     bundles = tmp_path_factory.mktemp("atari_bundles")
     linked_bundle(Path(SHARED_BUNDLES), "cleanrl", bundles)
     status = worker_catalog().bundle_directory(bundles).install("cleanrl", extras=["atari"])
