@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 APP = "app"
 """The name progress gives gym_gui's own environment, beside the bundles'."""
 
+
 class FamilyInstallError(GymGuiError):
     """A family could not be installed; the message names the family and the cause in one line."""
 
