@@ -61,6 +61,9 @@ class Step:
 # In the order a user would meet them; RUN stands for the run named in `run`.
 SCRIPT = [
     Step("gym-gui workers", says="CleanRL Worker"),
+    Step("gym-gui envs --family atari", says="ALE/Breakout-v5"),
+    # make test installed it: the app has it, and the CleanRL bundle has its extra.
+    Step("gym-gui envs install atari", says="bundle cleanrl has extra atari"),
     Step("gym-gui schema", says='"env_id"'),
     Step("gym-gui bundles install cleanrl", says="cleanrl"),
     Step("gym-gui bundles list cleanrl", says="cleanrl"),
