@@ -11,9 +11,13 @@ run's end, the stream drained into SQLite). ``N`` is chosen per env so the plain
 Both are measured alternately ``--repeat`` times; the medians and their ratio (ours steps/s ÷ plain
 steps/s) are printed, one line per family, last. The goal (>= 0.8) applies where the env itself costs
 at least 50 µs a step (Atari, MuJoCo): below that, the per-step cost of storing a step dominates.
-Usage::
 
-    .venv/bin/python bench/envs.py [--families atari mujoco ...] [--seconds 3] [--repeat 3]
+Then, when Atari is installed, a person's play of Breakout and Pong in the window's Human view (as
+bench/hybrid_gui.py measures it: held keys from a person who follows the ball, the view's clock at the
+game's 60 frames a second, a frame a step): steps shown a second ÷ 60 (goal >= 0.95) and the event
+loop's stall p99 (goal <= 16 ms), against the empty view's. Usage::
+
+    .venv/bin/python bench/envs.py [--families atari mujoco ...] [--seconds 3] [--repeat 3] [--play-seconds 15]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import time
 
 from _daemon import fresh_home, release, running_seconds, stored_steps  # bench/ is on sys.path
+from hybrid_gui import BREAKOUT, GOAL_P99_MS, GOAL_RATE, PONG, Figures, played_by_keys
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError
@@ -83,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="about how long each plain loop runs")
     parser.add_argument("--repeat", type=int, default=3, help="ours/plain pairs per family")
     parser.add_argument("--keep", action="store_true", help="keep the temporary GYM_GUI_HOME")
+    parser.add_argument(
+        "--play-seconds", type=float, default=15.0, help="human play measured per game (0: none)"
+    )
     args = parser.parse_args(argv)
     names = args.families or [name for name in env_families() if family_installed(name)]
     chosen = {name: family_entries(name)[0].env_id for name in names}
@@ -113,7 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         release(client, home.root, args.keep)
 
+    played: list[Figures] = []
+    if args.play_seconds > 0 and family_installed("atari"):
+        played, empty = played_by_keys([BREAKOUT, PONG], args.play_seconds)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if played:
+        rates = ", ".join(f"{f.env_id} {f.rate_ratio:.3f}" for f in played)
+        p99 = max(f.p99_ms for f in played)
+        print(
+            f"human play: steps ÷ 60/s {rates} (goal >= {GOAL_RATE}); stall p99 {p99:.1f} ms "
+            f"(goal <= {GOAL_P99_MS:g}; empty view {empty.p99_ms:.1f} ms)"
+        )
     for name, (env_id, micros, plain, mine) in results.items():
         goal = (
             f"goal >= {GOAL}" if micros >= COSTLY_US else f"no goal: the env costs under {COSTLY_US:.0f} µs"

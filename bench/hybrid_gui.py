@@ -80,9 +80,49 @@ def hover_key(obs: Any) -> str:
     return "Up" if float(obs[3]) < -0.1 else ""
 
 
-# Per env: its person of the Human reference, and the key the Hybrid cases tap.
-PEOPLE: dict[str, Callable[[Any], str]] = {CARTPOLE: lean_key, LUNAR: hover_key}
-TAPPED = {CARTPOLE: "Left", LUNAR: "Left"}
+BREAKOUT, PONG = "ALE/Breakout-v5", "ALE/Pong-v5"
+
+
+def _columns(frame: np.ndarray, rows: slice, colour: tuple[int, int, int]) -> np.ndarray:
+    """The columns of ``frame``'s ``rows`` where a pixel has ``colour``."""
+    return np.nonzero((frame[rows] == colour).all(axis=-1).any(axis=0))[0]
+
+
+def _rows(frame: np.ndarray, columns: slice, colour: tuple[int, int, int]) -> np.ndarray:
+    return np.nonzero((frame[:, columns] == colour).all(axis=-1).any(axis=1))[0]
+
+
+def paddle_key(obs: Any) -> str:
+    """Breakout's person: the paddle (rows 189-193) under the ball (rows 93-188), FIRE while no ball is in play."""
+    frame = np.asarray(obs)
+    ball = _columns(frame, slice(93, 189), (200, 72, 72))
+    paddle = _columns(frame, slice(189, 193), (200, 72, 72))
+    if not len(ball) or not len(paddle):
+        return "Space"
+    centre = paddle.mean()
+    return "" if abs(ball.mean() - centre) < 4 else "Left" if ball.mean() < centre else "Right"
+
+
+def pong_key(obs: Any) -> str:
+    """Pong's person: its paddle (green, right side) toward the ball's height, FIRE while no ball is in play."""
+    frame = np.asarray(obs)
+    ball = _rows(frame, slice(0, 160), (236, 236, 236))
+    paddle = _rows(frame, slice(140, 144), (92, 186, 92))
+    if not len(ball) or not len(paddle):
+        return "Space"
+    centre = paddle.mean()
+    return "" if abs(ball.mean() - centre) < 4 else "Up" if ball.mean() < centre else "Down"
+
+
+# Per env: its person of the Human reference, and the key the Hybrid cases tap (and that starts the
+# next episode).
+PEOPLE: dict[str, Callable[[Any], str]] = {
+    CARTPOLE: lean_key,
+    LUNAR: hover_key,
+    BREAKOUT: paddle_key,
+    PONG: pong_key,
+}
+TAPPED = {CARTPOLE: "Left", LUNAR: "Left", BREAKOUT: "Space", PONG: "Space"}
 
 
 @dataclass
@@ -510,6 +550,31 @@ def human(
     if profile is not None:
         figures.profile = profile.lines()
     return figures
+
+
+def played_by_keys(env_ids: list[str], seconds: float) -> tuple[list[Figures], Figures]:
+    """Each of ``env_ids`` played in the Human view by its person (:data:`PEOPLE`) for ``seconds``, on a
+    fresh daemon, and the empty view's reference: bench/envs.py's human play of Atari games."""
+    root = fresh_home("gym-gui-bench-play-")
+    os.environ["GYM_GUI_HOME"] = str(root)
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    client = DaemonClient.connect(root)
+    link = DaemonLink(root, autostart=False)
+    try:
+        link.connect_daemon()
+        spin_until(lambda: link.connected, 30, "the window's link to the daemon")
+        probe = StallProbe()
+        empty = idle(link, probe, seconds)
+        print(empty.line(), flush=True)
+        played = []
+        for env_id in env_ids:
+            played.append(human(client, link, probe, env_id, seconds, profiling=False))
+            print(played[-1].line(), flush=True)
+        return played, empty
+    finally:
+        link.close()
+        release(client, root, keep=False)
+        del app
 
 
 def idle(link: DaemonLink, probe: StallProbe, seconds: float) -> Figures:
