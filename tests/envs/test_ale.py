@@ -11,9 +11,11 @@ import gymnasium
 import pytest
 
 from gym_gui.core.envs import EnvEntry, RenderKind
+from gym_gui.core.errors import UnknownEnv
 from gym_gui.envs import ale
 from gym_gui.envs.ale_actions import MINIMAL_ACTIONS
 from gym_gui.envs.catalog import catalog_by_family, env_doc, env_entry, family_installed
+from gym_gui.envs.check import make_env
 from gym_gui.ui.seat_control import chord_action
 
 ENTRIES = ale.entries()
@@ -183,3 +185,17 @@ def test_the_catalog_lists_every_game_with_ale_py_and_only_the_install_line_with
     families = {name: (count, installed, hint) for name, count, installed, hint in listing}
     assert families["atari"] == (0, False, "install it with `gym-gui envs install atari`")
     assert families["toy_text"][:2] == (5, True)
+
+
+def test_an_ale_id_whose_rom_ale_py_lacks_is_refused_in_one_line() -> None:
+    env_id = "ALE/NoSuchRom-v5"
+    gymnasium.register(env_id, entry_point="ale_py.env:AtariEnv", kwargs={"game": "no_such_rom"})
+    try:
+        assert env_id not in {entry.env_id for entry in ale.entries()}
+        with pytest.raises(UnknownEnv) as refused:
+            make_env(env_id)
+        message = str(refused.value)
+        assert message.startswith(f"environment {env_id!r} cannot be made: Rom no_such_rom not supported")
+        assert "\n" not in message
+    finally:
+        del gymnasium.registry[env_id]

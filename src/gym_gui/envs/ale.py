@@ -195,8 +195,15 @@ def game_entry(game: Game) -> EnvEntry:
 
 @functools.cache
 def entries() -> tuple[EnvEntry, ...]:
-    """The entry of every game ale-py registers, by title; none when ale-py is not installed."""
-    return tuple(game_entry(game) for game in games())
+    """The entry of every game ale-py registers and has the ROM of, by title; none when ale-py is not
+    installed. An id registered for a ROM ale-py lacks is no entry: making it says so (envs.check)."""
+    found = []
+    for game in games():
+        try:
+            found.append(game_entry(game))
+        except KeyError:
+            continue
+    return tuple(found)
 
 
 def entry(env_id: str) -> EnvEntry | None:

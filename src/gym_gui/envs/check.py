@@ -6,6 +6,7 @@ import difflib
 import functools
 import inspect
 import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -163,15 +164,23 @@ def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> g
     """Check ``env_id`` and return ``gymnasium.make(env_id, render_mode=render_mode, **kwargs)``.
 
     Raises:
-        UnknownEnv: as :func:`check_env`, and when gymnasium reports a missing dependency while
-            making it (e.g. pygame for a render mode).
+        UnknownEnv: as :func:`check_env`; when gymnasium reports a missing dependency while making it
+            (e.g. pygame for a render mode), with its family's install hint; when making it fails
+            otherwise (an ALE id whose ROM ale-py lacks), in one line naming the env and the cause: a
+            warning the env's code gave while failing (ALE's "Rom … not supported") before the error.
     """
     status = check_env(env_id)
-    try:
-        return gymnasium.make(env_id, render_mode=render_mode, **kwargs)
-    except gymnasium.error.DependencyNotInstalled as exc:
-        hint = f"; {env_family(status.family).install_hint}" if status.family else ""
-        raise UnknownEnv(f"environment {env_id!r} cannot be made: {exc}{hint}") from exc
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            return gymnasium.make(env_id, render_mode=render_mode, **kwargs)
+        except gymnasium.error.DependencyNotInstalled as exc:
+            hint = f"; {env_family(status.family).install_hint}" if status.family else ""
+            raise UnknownEnv(f"environment {env_id!r} cannot be made: {exc}{hint}") from exc
+        except Exception as exc:  # the env's own code: whatever it raises, the user gets one line
+            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            cause = f"{str(said[-1].message).strip()} ({error})" if said else error
+            raise UnknownEnv(f"environment {env_id!r} cannot be made: {cause}") from exc
 
 
 @functools.cache
