@@ -93,6 +93,9 @@ def test_every_other_stored_observation_reads_as_its_json() -> None:
     assert encoding.loads_observation(nested) == json.loads(nested)
     with pytest.raises(ValueError):
         encoding.loads_observation("NaN")
+    # A run stored before screens were stored compact holds them as JSON lists: they read as lists.
+    screen = frames(1)[0]
+    assert encoding.loads_observation(encoding.dumps(screen)) == screen.tolist()
 
 
 def compact(dtype: object, shape: object, data: bytes) -> str:
