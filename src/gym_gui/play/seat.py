@@ -275,7 +275,7 @@ class Seat:
             outcome.terminated,
             outcome.truncated,
             encoding.dumps(action),
-            encoding.dumps(observation),
+            observation,  # numeric arrays travel packed; the daemon stores a screen compact
             encoding.dumps({**info, **note}) if note else encoding.dumps(info),
             self._payload(outcome),
             actor=actor,

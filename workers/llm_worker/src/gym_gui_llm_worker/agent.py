@@ -218,7 +218,7 @@ class LLMAgent:
                 bool(terminated),
                 bool(truncated),
                 encoding.dumps(action),
-                encoding.dumps(observation),
+                observation,  # numeric arrays travel packed; the daemon stores a screen compact
                 encoding.dumps({**info, "llm": llm}),
                 self._payload(env, grid),
             )
