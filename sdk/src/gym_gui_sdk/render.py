@@ -298,7 +298,9 @@ class FramePacer:
     """When a worker draws its next frame: ``fps`` frames a second of wall time while drawing is cheap,
     and never more than ``share`` of the worker's time. A frame that took ``c`` seconds to draw makes
     the next wait at least ``c / share`` from its start (9 ``c`` after its end at a tenth), so a slow
-    renderer draws fewer frames instead of slowing the run; a cheap one keeps the rate asked.
+    renderer draws fewer frames instead of slowing the run; a cheap one keeps the rate asked. The
+    first frame's cost does not count: it sets the renderer up (MuJoCo makes its GL context, about a
+    second), which the frames after it do not pay.
 
     Every worker that stores frames at the run's render rate draws them through one of these.
     """
@@ -309,6 +311,7 @@ class FramePacer:
         self.share = share
         self._clock = clock
         self._next = -math.inf  # when the next frame is due
+        self._first = True
 
     def frame(self, draw: Callable[[], Frame], fps: float) -> Frame | None:
         """``draw()`` (timed) when a frame is due at ``fps`` frames a second, else None; never with
@@ -321,7 +324,9 @@ class FramePacer:
         try:
             return draw()
         finally:
-            self._next = start + max(1.0 / fps, (self._clock() - start) / self.share)
+            cost = 0.0 if self._first else self._clock() - start
+            self._first = False
+            self._next = start + max(1.0 / fps, cost / self.share)
 
 
 def render_payload(env: Any) -> bytes | None:
