@@ -115,6 +115,46 @@ def _drain(outbox: _Outbox) -> Iterator[Any]:
         yield item
 
 
+# A batch's packed observations of at least this many bytes are written apart from the rest of its message.
+_APART_BYTES = 64 * 1024
+# The keys of the two length-delimited fields a batch's packed observations are written under.
+_STEPS_KEY = bytes([pb.WorkerMessage.DESCRIPTOR.fields_by_name["steps"].number << 3 | 2])
+_ARRAY_KEY = bytes([pb.StepBatch.DESCRIPTOR.fields_by_name["observation_array"].number << 3 | 2])
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def serialize(message: pb.WorkerMessage) -> bytes:
+    """The wire bytes of ``message``: what ``SerializeToString`` gives, or, for a step batch with large
+    packed observations, bytes that parse to the same message, made ten times faster.
+
+    protobuf's C serialiser (upb) writes a large bytes field at about half a gigabyte a second, ten
+    times slower than copying it: a batch of 20 Atari screens (2 MB) took 4-5 ms, as long as eight
+    of the env's steps. Such a batch is written as the message without its packed observations,
+    then a second ``steps`` field holding only them, which a parser merges into the first
+    (protobuf's rule for a message field seen twice). ``message`` itself is left as it is: it is
+    kept to be sent again after a reconnect, and gRPC may serialise it on another thread.
+    """
+    if message.WhichOneof("body") != "steps" or not message.steps.observation_dtype:
+        return message.SerializeToString()
+    packed = message.steps.observation_array
+    if len(packed) < _APART_BYTES:
+        return message.SerializeToString()
+    rest = pb.WorkerMessage()
+    rest.CopyFrom(message)  # cheap: upb shares the copied bytes
+    rest.steps.ClearField("observation_array")
+    array_field = _ARRAY_KEY + _varint(len(packed))
+    steps_field = _STEPS_KEY + _varint(len(array_field) + len(packed))
+    return b"".join((rest.SerializeToString(), steps_field, array_field, packed))
+
+
 class LocalStream:
     """The Publish stream sent by gRPC in this process, on a channel of its own.
 
@@ -125,7 +165,7 @@ class LocalStream:
     def __init__(self, raw: bool = False) -> None:
         self._channel: grpc.Channel | None = None
         self._outbox = _Outbox(1)
-        self._serialize = None if raw else pb.WorkerMessage.SerializeToString
+        self._serialize = None if raw else serialize
         self._deserialize = None if raw else pb.ControlMessage.FromString
 
     def start(self) -> None:
@@ -227,7 +267,7 @@ class CourierStream:
         """Hand ``message`` to the courier (waiting while its pipe is full: the courier reads on
         whatever becomes of the stream, so the wait ends)."""
         del timeout
-        self._write(_MESSAGE, message.SerializeToString())
+        self._write(_MESSAGE, serialize(message))
 
     def end(self) -> None:
         self._write(_END_STREAM)

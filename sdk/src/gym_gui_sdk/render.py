@@ -23,14 +23,19 @@ Tiles and extra keys per game (all read from the env's current state):
   4 yellow, 5 grey) and door state (0 open, 1 closed, 2 locked); ``dir`` (0 right, 1 down, 2 left,
   3 up), ``carrying`` (``{"type", "color"}`` or null), ``mission``, ``step``, ``max_steps``.
 
-Pixel payload: the RGB frame as PNG bytes (``compress_level=1``: fast, still lossless).
+Pixel payload: the RGB frame as PNG bytes (``compress_level=1``: fast, still lossless). A worker
+draws its frames through a :class:`FramePacer`: at the rate the run asks, and never for more than a
+tenth of its time.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from typing import Any
+import math
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -280,6 +285,48 @@ def frame_payload(rgb: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(array)).save(buffer, format="PNG", compress_level=1)
     return buffer.getvalue()
+
+
+Frame = TypeVar("Frame")
+
+# The share of a worker's time its frames may take at most, whatever rate is asked: MuJoCo's software
+# renderer takes ~0.1-0.2 s a frame, which at 10 frames a second would be all of it.
+FRAME_SHARE = 0.1
+
+
+class FramePacer:
+    """When a worker draws its next frame: ``fps`` frames a second of wall time while drawing is cheap,
+    and never more than ``share`` of the worker's time. A frame that took ``c`` seconds to draw makes
+    the next wait at least ``c / share`` from its start (9 ``c`` after its end at a tenth), so a slow
+    renderer draws fewer frames instead of slowing the run; a cheap one keeps the rate asked. The
+    first frame's cost does not count: it sets the renderer up (MuJoCo makes its GL context, about a
+    second), which the frames after it do not pay.
+
+    Every worker that stores frames at the run's render rate draws them through one of these.
+    """
+
+    def __init__(self, share: float = FRAME_SHARE, clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 < share <= 1:
+            raise ValueError(f"share must be in (0, 1], got {share}")
+        self.share = share
+        self._clock = clock
+        self._next = -math.inf  # when the next frame is due
+        self._first = True
+
+    def frame(self, draw: Callable[[], Frame], fps: float) -> Frame | None:
+        """``draw()`` (timed) when a frame is due at ``fps`` frames a second, else None; never with
+        ``fps`` 0 or less (the run asks for no frames)."""
+        if fps <= 0:
+            return None
+        start = self._clock()
+        if start < self._next:
+            return None
+        try:
+            return draw()
+        finally:
+            cost = 0.0 if self._first else self._clock() - start
+            self._first = False
+            self._next = start + max(1.0 / fps, cost / self.share)
 
 
 def render_payload(env: Any) -> bytes | None:

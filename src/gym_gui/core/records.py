@@ -81,7 +81,7 @@ class StepRecord:
     terminated: bool
     truncated: bool
     action: str  # JSON
-    observation: str  # JSON
+    observation: str  # JSON; a large array compact (read it with gym_gui_sdk.encoding.loads_observation)
     info: str  # JSON object
     render: bytes | None
     wall_time: float

@@ -174,7 +174,7 @@ class StreamIngest:
             raise ProtocolViolation(f"{kind} sent before the worker reported STARTED")
         if kind == "steps":
             batch = message.steps
-            size = batch.ByteSize() if self._store_steps and batch.step else 0
+            size = convert.step_batch_bytes(batch) if self._store_steps and batch.step else 0
             # Room for what the batch is about to take (its rows), before they are made: while there
             # is none (this run's storage, or every run's together, is behind) the stream waits.
             writer.reserve(size)

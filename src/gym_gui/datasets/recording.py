@@ -224,16 +224,22 @@ def _buffer(
     _steps, rewards, terminations, truncations, actions, observations, actors, proposals = zip(
         *rows, strict=True
     )
+    from gym_gui_sdk.encoding import loads_observation
+
     first, _info = env.reset(seed=seed)
     action_values = orjson.loads(b"[" + ",".join(actions).encode() + b"]")
-    stored_first = orjson.loads(observations[0])
+    try:
+        stored = [loads_observation(text) for text in observations]
+    except ValueError as exc:
+        raise _Mismatch(f"a stored observation cannot be read: {exc}") from None
     stepped = env.step(_as_space(env.action_space, action_values[0]))[0]
-    if _jsonable(stepped) != stored_first:
+    if not _same_as_stored(stepped, stored[0]):
         raise _Mismatch(
             f"the environment reset with seed {seed} and stepped with the stored first action does not "
             "give the stored first observation (the run played another environment, or a wrapped one)"
         )
-    observation_values = [_jsonable(first), *orjson.loads(b"[" + ",".join(observations).encode() + b"]")]
+    # The reset's observation as the stored ones read: an array beside arrays, JSON values beside JSON.
+    observation_values = [first if isinstance(stored[0], np.ndarray) else _jsonable(first), *stored]
     space = env.observation_space
     action_array = _decode(env.action_space, action_values)
     actor_codes = np.array([0, *(ACTOR_CODES.get(actor, 0) for actor in actors)], dtype=np.int8)
@@ -270,6 +276,19 @@ def _jsonable(value: Any) -> Any:
     from gym_gui_sdk import encoding
 
     return orjson.loads(encoding.dumps(value))
+
+
+def _same_as_stored(value: Any, stored: Any) -> bool:
+    """Whether an env's observation is the stored one: a stored compact array bit for bit (its dtype,
+    shape and values, NaN included), anything else as its JSON reads back."""
+    if isinstance(stored, np.ndarray):
+        value = np.asarray(value)
+        return (
+            value.dtype == stored.dtype
+            and value.shape == stored.shape
+            and np.array_equal(value, stored, equal_nan=stored.dtype.kind == "f")
+        )
+    return bool(_jsonable(value) == stored)
 
 
 def _as_space(space: Any, value: Any) -> Any:

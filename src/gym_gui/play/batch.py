@@ -315,7 +315,7 @@ class _Player:
         self.wants_grid = GRID in inputs and self.game is not None
         self.wants_frame = FRAME in inputs
         self.next_episode = 0
-        self.last_frame = 0.0
+        self.frames = render.FramePacer()  # at the render rate, at most a tenth of the time
 
     def play(self) -> None:
         active = [slot for slot in self.slots if self._begin(slot)]
@@ -362,11 +362,10 @@ class _Player:
         payload = b""
         if self.grid:
             payload = render.grid_payload(env)
-        elif self.pixels and self.batch.render_fps > 0:
-            now = time.monotonic()
-            if now - self.last_frame >= 1.0 / self.batch.render_fps:
-                self.last_frame = now
-                payload = render.frame_payload(env.render())
+        elif self.pixels:
+            payload = (
+                self.frames.frame(lambda: render.frame_payload(env.render()), self.batch.render_fps) or b""
+            )
         self.session.step(
             slot.episode,
             slot.steps,

@@ -277,8 +277,8 @@ class Seat:
             outcome.terminated,
             outcome.truncated,
             encoding.dumps(action),
-            # The array itself: a numeric one travels packed and the daemon writes its JSON, so the
-            # window's thread does not spend an Atari frame's worth of encoding on every step.
+            # The array itself: a numeric one travels packed and the daemon writes its JSON (a screen
+            # compact), so the window's thread does not spend an Atari frame's encoding on every step.
             observation,
             encoding.dumps({**info, **note}) if note else encoding.dumps(info),
             self._payload(outcome),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+from gym_gui_sdk.encoding import loads_observation
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout, QLabel, QPlainTextEdit, QWidget
 
@@ -20,6 +22,22 @@ def _pretty(text: str) -> str:
     except (ValueError, TypeError):
         shown = text
     return shown if len(shown) <= MAX_TEXT else shown[:MAX_TEXT] + "\n…"
+
+
+def _observation(text: str) -> str:
+    """A stored observation as shown: a large array stored compact as its dtype, shape and a summary of
+    its values; any other as its JSON text (cut at :data:`MAX_TEXT`)."""
+    if text.startswith("{"):  # an object: the compact form of a large array is one
+        try:
+            value = loads_observation(text)
+        except ValueError as exc:
+            return f"(this observation cannot be read: {exc})"
+        if isinstance(value, np.ndarray):
+            shape = " × ".join(map(str, value.shape))
+            span = f", values {value.min()} to {value.max()}" if value.size else ""
+            summary = np.array2string(value, threshold=200, edgeitems=3, max_line_width=100)
+            return f"{value.dtype} array, {shape}{span}\n{summary}"
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
 
 
 class StepDetails(QWidget):
@@ -59,10 +77,7 @@ class StepDetails(QWidget):
         self.step_fields["reward"].setText(f"{record.reward:g}")
         self.step_fields["terminated"].setText("yes" if record.terminated else "no")
         self.step_fields["truncated"].setText("yes" if record.truncated else "no")
-        observation = record.observation
-        self.observation_text.setPlainText(
-            observation if len(observation) <= MAX_TEXT else observation[:MAX_TEXT] + "…"
-        )
+        self.observation_text.setPlainText(_observation(record.observation))
         self.info_text.setPlainText(_pretty(record.info))
 
     def clear(self, message: str = "") -> None:

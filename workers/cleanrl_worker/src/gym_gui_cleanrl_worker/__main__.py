@@ -389,7 +389,7 @@ def evaluate(session: WorkerSession, registration: Registration, args: argparse.
             bool(terminated),
             bool(truncated),
             encoding.dumps(action),
-            encoding.dumps(observation),
+            observation,  # numeric arrays travel packed; the daemon stores a screen compact
             encoding.dumps(info if isinstance(info, dict) else {}),
             render.frame_payload(frame) if frame is not None else b"",
         )

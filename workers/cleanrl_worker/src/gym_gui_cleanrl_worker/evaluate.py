@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import inspect
 import json
-import math
 import os
 import random
 import sys
@@ -15,6 +14,8 @@ import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from gym_gui_sdk import render
 
 from gym_gui_cleanrl_worker.model_file import ModelError, load_model_file
 
@@ -324,7 +325,8 @@ def play_episodes(
 
     on_step gets (episode, step, obs after the step, action, reward, terminated, truncated, info, frame);
     frame is an rgb array at most `render_fps` times per second of wall time (a number, or a callable read
-    at every step so the rate can change mid-run), else None. `should_stop` returning True ends play early
+    at every step so the rate can change mid-run) and never for more than a tenth of the time (the
+    SDK's `render.FramePacer`), else None. `should_stop` returning True ends play early
     (the returns of the finished episodes only). `steps_per_second` paces play for a person to watch (each
     step waits for its due time; a late step does not make the next ones hurry); None plays flat out.
     `epsilon`: the share of steps played with a random action of the env's action space instead of
@@ -332,7 +334,7 @@ def play_episodes(
     the episode's seed, so a seeded evaluation plays the same episodes again.
     """
     returns: list[float] = []
-    last_frame = -math.inf
+    frames = render.FramePacer()
     period = 1.0 / steps_per_second if steps_per_second else 0.0
     due = time.monotonic()
     for episode in range(episodes):
@@ -357,13 +359,8 @@ def play_episodes(
             obs, reward, terminated, truncated, info = policy.step_env(action)
             total += reward
             done = terminated or truncated
-            frame = None
             fps = render_fps() if callable(render_fps) else render_fps
-            if fps and fps > 0:
-                now = time.monotonic()
-                if now - last_frame >= 1.0 / fps:
-                    last_frame = now
-                    frame = policy.render()
+            frame = frames.frame(policy.render, fps) if fps else None
             if on_step is not None:
                 on_step(episode, step, obs, action, reward, terminated, truncated, info, frame)
             step += 1

@@ -4,7 +4,6 @@ noise drawn from the episode's seed)."""
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from pathlib import Path
@@ -50,7 +49,7 @@ def evaluate(
     )
     period = 1.0 / _env_fps(env) if real_time else 0.0
     due = time.monotonic()
-    last_frame = -math.inf
+    frames = render.FramePacer()  # at the render rate, at most a tenth of the time
     try:
         for episode in range(episodes):
             episode_seed = None if seed is None else seed + episode
@@ -73,11 +72,7 @@ def evaluate(
                 observation, reward, terminated, truncated, info = env.step(action)
                 total += float(reward)
                 done = bool(terminated or truncated)
-                frame = None
-                fps = session.render_fps
-                if fps and fps > 0 and (now := time.monotonic()) - last_frame >= 1.0 / fps:
-                    last_frame = now
-                    frame = _frame(env)
+                frame = frames.frame(lambda: _frame(env), session.render_fps)
                 session.step(
                     episode,
                     step,
@@ -85,7 +80,7 @@ def evaluate(
                     bool(terminated),
                     bool(truncated),
                     encoding.dumps(action),
-                    encoding.dumps(observation),
+                    observation,  # numeric arrays travel packed; the daemon stores a screen compact
                     encoding.dumps(info if isinstance(info, dict) else {}),
                     render.frame_payload(frame) if frame is not None else b"",
                 )

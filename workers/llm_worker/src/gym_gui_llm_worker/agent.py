@@ -81,7 +81,7 @@ class LLMAgent:
         self.text: prompts.EnvText
         self.asker: ModelAsker
         self.render_kind = render.NONE
-        self._last_frame = 0.0
+        self._frames = render.FramePacer()  # at the render rate, at most a tenth of the time
 
     # ------------------------------------------------------------ setup
 
@@ -218,7 +218,7 @@ class LLMAgent:
                 bool(terminated),
                 bool(truncated),
                 encoding.dumps(action),
-                encoding.dumps(observation),
+                observation,  # numeric arrays travel packed; the daemon stores a screen compact
                 encoding.dumps({**info, "llm": llm}),
                 self._payload(env, grid),
             )
@@ -237,13 +237,8 @@ class LLMAgent:
     def _payload(self, env: gym.Env[Any, Any], grid: dict[str, Any] | None) -> bytes:
         if grid is not None:
             return json.dumps(grid, separators=(",", ":")).encode("utf-8")
-        if self.render_kind == render.PIXELS and self.session.render_fps > 0:
-            now = time.monotonic()
-            if now - self._last_frame >= 1.0 / self.session.render_fps:
-                self._last_frame = now
-                frame = env.render()
-                if frame is not None:
-                    return render.frame_payload(frame)  # type: ignore[arg-type]
+        if self.render_kind == render.PIXELS:
+            return self._frames.frame(lambda: self._frame(env), self.session.render_fps) or b""
         return b""
 
     def _count(self, call: Call) -> None:

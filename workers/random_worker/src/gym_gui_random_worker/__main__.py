@@ -45,9 +45,15 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
         action_text: Any = [encoding.dumps(i) for i in range(int(space.n))].__getitem__
     else:
         action_text = encoding.dumps
+    # Frames at the run's render rate, and never more than a tenth of the worker's time.
+    pacer = render.FramePacer()
+
+    def draw() -> bytes:
+        frame = env.render()
+        return b"" if frame is None else render.frame_payload(frame)  # type: ignore[arg-type]
+
     total_steps = 0
     episode = 0
-    last_frame = 0.0
     try:
         while (max_episodes is None or episode < max_episodes) and (
             max_steps is None or total_steps < max_steps
@@ -72,11 +78,8 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                 payload = b""
                 if grid:
                     payload = render.grid_payload(env)
-                elif pixels and session.render_fps > 0:
-                    now = time.monotonic()
-                    if now - last_frame >= 1.0 / session.render_fps:
-                        last_frame = now
-                        payload = render.frame_payload(env.render())  # type: ignore[arg-type]
+                elif pixels:
+                    payload = pacer.frame(draw, session.render_fps) or b""
                 session.step(
                     episode,
                     step,
