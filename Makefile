@@ -13,7 +13,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-scale bench-operator bench-cli screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-operator bench-cli screenshots proto clean
 
 run: install bundles envs
 	scripts/run-cockpit.sh
@@ -83,6 +83,9 @@ pytest:
 
 bench: install
 	$(BIN)/python bench/telemetry_throughput.py
+
+bench-envs: install envs
+	$(BIN)/python bench/envs.py
 
 bench-ingest: install
 	$(BIN)/python bench/ingest.py
