@@ -96,6 +96,7 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
             "mujoco",
             "minigrid",
             "atari",
+            "minihack",
             "procgen",
         ]
     )

@@ -25,6 +25,7 @@ ONE_PER_FAMILY = {
     "mujoco": "Hopper-v5",
     "minigrid": "MiniGrid-Empty-5x5-v0",
     "atari": "ALE/Breakout-v5",
+    "minihack": "gym_gui/MiniHack-Room-5x5-v0",
 }
 # Families that cannot be installed on this machine: their catalog line says why (test_catalog.py).
 NOT_HERE = {"procgen"}
