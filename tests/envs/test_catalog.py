@@ -27,7 +27,7 @@ from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
 # The app's own environment depends on these (pyproject.toml); the rest install on request.
 APP_FAMILIES = ("toy_text", "classic_control", "box2d", "mujoco", "minigrid")
-OPTIONAL_FAMILIES = ("atari", "minihack", "procgen")
+OPTIONAL_FAMILIES = ("atari", "minihack", "metaworld", "procgen")
 
 ENV_CATALOG = catalog()
 ENTRIES = list(ENV_CATALOG.values())
@@ -74,8 +74,10 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
         "procgen": {"procgen-coinrun-v0", "procgen-starpilot-v0"},
     }
     found = {family: {e.env_id for e in entries} for family, entries in grouped.items()}
-    # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py).
+    # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py), Meta-World's
+    # every task (tests/envs/test_metaworld.py).
     assert {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"} < found.pop("atari")
+    assert len(found.pop("metaworld")) == 50
     assert found == expected
 
 

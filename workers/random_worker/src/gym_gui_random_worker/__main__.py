@@ -69,6 +69,10 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                 observation, reward, terminated, truncated, info = env.step(action)
                 reward = float(reward)
                 total_reward += reward
+                total_steps += 1
+                # The budget's last step ends its episode: the step is stored truncated, as the episode is.
+                spent = max_steps is not None and total_steps >= max_steps
+                truncated = truncated or (spent and not terminated)
                 payload = b""
                 if grid:
                     payload = render.grid_payload(env)
@@ -89,9 +93,7 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                     payload,
                 )
                 step += 1
-                total_steps += 1
-                if max_steps is not None and total_steps >= max_steps:
-                    truncated = truncated or not terminated
+                if spent:
                     break
             session.episode(
                 episode,
