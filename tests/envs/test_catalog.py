@@ -27,7 +27,7 @@ from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
 # The app's own environment depends on these (pyproject.toml); the rest install on request.
 APP_FAMILIES = ("toy_text", "classic_control", "box2d", "mujoco", "minigrid")
-OPTIONAL_FAMILIES = ("atari", "minihack", "metaworld", "procgen")
+OPTIONAL_FAMILIES = ("atari", "minihack", "metaworld", "dm_control", "procgen")
 
 ENV_CATALOG = catalog()
 ENTRIES = list(ENV_CATALOG.values())
@@ -75,9 +75,10 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
     }
     found = {family: {e.env_id for e in entries} for family, entries in grouped.items()}
     # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py), Meta-World's
-    # every task (tests/envs/test_metaworld.py).
+    # every task (tests/envs/test_metaworld.py), DeepMind Control's 21 suite tasks (test_dm_control.py).
     assert {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"} < found.pop("atari")
     assert len(found.pop("metaworld")) == 50
+    assert {"dm_control/cartpole-swingup-v0", "dm_control/cheetah-run-v0"} < found.pop("dm_control")
     assert found == expected
 
 

@@ -98,6 +98,7 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
             "atari",
             "minihack",
             "metaworld",
+            "dm_control",
             "procgen",
         ]
     )

@@ -27,10 +27,11 @@ ONE_PER_FAMILY = {
     "atari": "ALE/Breakout-v5",
     "minihack": "gym_gui/MiniHack-Room-5x5-v0",
     "metaworld": "gym_gui/MetaWorld-reach-v3",
+    "dm_control": "dm_control/cartpole-swingup-v0",
 }
 # The steps a long episode is cut at (the run's budget; its last step is truncated): Meta-World's 500
-# steps would each draw a frame, a fifth of a second on a CPU.
-STEP_CAPS = {"gym_gui/MetaWorld-reach-v3": 40}
+# and DeepMind Control's 1000 steps would each draw a frame, a fifth of a second on a CPU.
+STEP_CAPS = {"gym_gui/MetaWorld-reach-v3": 40, "dm_control/cartpole-swingup-v0": 40}
 # Families that cannot be installed on this machine: their catalog line says why (test_catalog.py).
 NOT_HERE = {"procgen"}
 

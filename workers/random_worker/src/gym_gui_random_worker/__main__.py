@@ -18,10 +18,18 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
     module = os.environ.get(ENV_FAMILY_MODULE)
     if module:
         importlib.import_module(module)
-    creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)  # type: ignore[arg-type]
+    entry_point = gym.spec(env_id).entry_point
+    creator = entry_point if callable(entry_point) else gym.envs.registration.load_env_creator(entry_point)  # type: ignore[arg-type]
+    modes = getattr(creator, "metadata", {}).get("render_modes")
+    if modes is None:
+        # Made by a function (shimmy's dm_control ids): the env it makes says what it draws.
+        env = gym.make(env_id, **kwargs)
+        if "rgb_array" not in env.metadata.get("render_modes", []):
+            return env
+        env.close()
+        modes = ["rgb_array"]
     # Frames are drawn only at the render rate asked for; rgb_array mode costs nothing until then.
-    mode = "rgb_array" if "rgb_array" in getattr(creator, "metadata", {}).get("render_modes", []) else None
-    return gym.make(env_id, render_mode=mode, **kwargs)
+    return gym.make(env_id, render_mode="rgb_array" if "rgb_array" in modes else None, **kwargs)
 
 
 def play(session: WorkerSession, config: dict[str, Any]) -> str:
