@@ -27,7 +27,7 @@ from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
 # The app's own environment depends on these (pyproject.toml); the rest install on request.
 APP_FAMILIES = ("toy_text", "classic_control", "box2d", "mujoco", "minigrid")
-OPTIONAL_FAMILIES = ("atari", "minihack", "metaworld", "dm_control", "procgen")
+OPTIONAL_FAMILIES = ("atari", "minihack", "highway", "metaworld", "dm_control", "procgen")
 
 ENV_CATALOG = catalog()
 ENTRIES = list(ENV_CATALOG.values())
@@ -71,6 +71,14 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
             "gym_gui/NetHackScore-v0",
             "gym_gui/NetHackChallenge-v0",
         },
+        "highway": {
+            "highway-fast-v0",
+            "merge-v1",
+            "roundabout-v1",
+            "intersection-v0",
+            "parking-v0",
+            "racetrack-v1",
+        },
         "procgen": {"procgen-coinrun-v0", "procgen-starpilot-v0"},
     }
     found = {family: {e.env_id for e in entries} for family, entries in grouped.items()}
@@ -88,7 +96,7 @@ def test_render_kinds_and_turn_taking_follow_the_family() -> None:
     }
     for entry in ENTRIES:
         assert entry.render_kind is (RenderKind.GRID if entry.env_id in grid_ids else RenderKind.PIXELS)
-        turn_based = entry.family in ("toy_text", "minigrid", "minihack")
+        turn_based = entry.family in ("toy_text", "minigrid", "minihack", "highway")
         assert entry.realtime is not turn_based, entry.env_id
         assert entry.human_playable is bool(entry.keys)
     expected_playable = (

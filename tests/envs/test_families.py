@@ -97,6 +97,7 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
             "minigrid",
             "atari",
             "minihack",
+            "highway",
             "metaworld",
             "dm_control",
             "procgen",

@@ -3,9 +3,12 @@ daemon, stored step by step with its frames."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from gym_gui.core.envs import RenderKind
 from gym_gui.core.states import RunState
@@ -26,6 +29,7 @@ ONE_PER_FAMILY = {
     "minigrid": "MiniGrid-Empty-5x5-v0",
     "atari": "ALE/Breakout-v5",
     "minihack": "gym_gui/MiniHack-Room-5x5-v0",
+    "highway": "highway-fast-v0",
     "metaworld": "gym_gui/MetaWorld-reach-v3",
     "dm_control": "dm_control/cartpole-swingup-v0",
 }
@@ -67,6 +71,8 @@ def test_one_random_episode_is_stored_with_its_frames(daemon: tuple[DaemonClient
         assert reader.meta("render_kind") == ("grid" if entry.render_kind is RenderKind.GRID else "pixels")
         first, last = reader.steps(0, 0, 1)[0], reader.steps(0, episodes[0].steps - 1)[0]
         assert first.render  # a frame (or grid) from the first step: Live and Replay draw it
+        if entry.render_kind is RenderKind.PIXELS:  # a drawn frame, not a blank one
+            assert np.asarray(Image.open(io.BytesIO(first.render))).std() > 0
         assert last.terminated or last.truncated
     finally:
         reader.close()
