@@ -137,10 +137,11 @@ def test_family_install_hints() -> None:
     assert atari.install_hint == "install it with `gym-gui envs install atari`"
     assert atari.import_module == "ale_py" and atari.packages == ("ale-py==0.12.*",)
     assert dict(atari.bundle_extras) == {"cleanrl": "atari"}
-    # A family this machine cannot install says why, in one line.
+    # A family this machine cannot install says why, in one line: the numpy it names is this one.
     assert env_family("procgen").install_hint == (
-        "Procgen needs Python <= 3.10 and gym < 0.26 (its wheels); install it in a worker bundle"
+        "procgen-mirror 0.10.7, Procgen's only wheels for Python 3.11, needs numpy < 2, and gym_gui runs numpy 2.4"
     )
+    assert np.__version__.startswith("2.4.")
     with pytest.raises(ConfigError, match=r"^no environment family 'nope'; the families are toy_text, "):
         env_family("nope")
 

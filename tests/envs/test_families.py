@@ -178,7 +178,8 @@ def test_a_family_that_cannot_install_here_or_does_not_exist_is_one_line(tmp_pat
     home = tmp_path / "home"
     assert_one_line_error(
         gym_gui("envs", "install", "procgen", home=home),
-        "family procgen cannot be installed here: Procgen needs Python <= 3.10 and gym < 0.26",
+        "family procgen cannot be installed here: procgen-mirror 0.10.7, Procgen's only wheels for Python 3.11, "
+        "needs numpy < 2, and gym_gui runs numpy 2.4",
     )
     assert_one_line_error(
         gym_gui("envs", "install", "nope", home=home),
