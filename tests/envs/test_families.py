@@ -162,6 +162,16 @@ def test_envs_lists_a_plugin_family_with_its_doc_and_what_it_needs(
     ]
 
 
+def test_envs_json_is_only_json_though_pygame_is_imported_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gymnasium hides pygame's banner; a CLI that imports pygame before it (asking whether Toy Text is
+    # installed) must too. This process imported gymnasium, which set the variable.
+    monkeypatch.delenv("PYGAME_HIDE_SUPPORT_PROMPT", raising=False)
+    listed = _envs(tmp_path / "home")
+    assert {"toy_text", "highway"} <= {family["name"] for family in listed["families"]}  # type: ignore[union-attr]
+
+
 def test_envs_installed_lists_only_installed_families(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
