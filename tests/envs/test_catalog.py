@@ -27,7 +27,7 @@ from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
 # The app's own environment depends on these (pyproject.toml); the rest install on request.
 APP_FAMILIES = ("toy_text", "classic_control", "box2d", "mujoco", "minigrid")
-OPTIONAL_FAMILIES = ("atari", "procgen")
+OPTIONAL_FAMILIES = ("atari", "minihack", "highway", "metaworld", "dm_control", "procgen")
 
 ENV_CATALOG = catalog()
 ENTRIES = list(ENV_CATALOG.values())
@@ -61,11 +61,32 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
             "MiniGrid-FourRooms-v0",
         },
         "mujoco": {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"},
+        "minihack": {
+            "gym_gui/MiniHack-Room-5x5-v0",
+            "gym_gui/MiniHack-Room-15x15-v0",
+            "gym_gui/MiniHack-MazeWalk-9x9-v0",
+            "gym_gui/MiniHack-KeyRoom-S5-v0",
+            "gym_gui/MiniHack-River-v0",
+            "gym_gui/MiniHack-HideNSeek-v0",
+            "gym_gui/NetHackScore-v0",
+            "gym_gui/NetHackChallenge-v0",
+        },
+        "highway": {
+            "highway-fast-v0",
+            "merge-v1",
+            "roundabout-v1",
+            "intersection-v0",
+            "parking-v0",
+            "racetrack-v1",
+        },
         "procgen": {"procgen-coinrun-v0", "procgen-starpilot-v0"},
     }
     found = {family: {e.env_id for e in entries} for family, entries in grouped.items()}
-    # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py).
+    # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py), Meta-World's
+    # every task (tests/envs/test_metaworld.py), DeepMind Control's 21 suite tasks (test_dm_control.py).
     assert {"ALE/Pong-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5"} < found.pop("atari")
+    assert len(found.pop("metaworld")) == 50
+    assert {"dm_control/cartpole-swingup-v0", "dm_control/cheetah-run-v0"} < found.pop("dm_control")
     assert found == expected
 
 
@@ -75,7 +96,7 @@ def test_render_kinds_and_turn_taking_follow_the_family() -> None:
     }
     for entry in ENTRIES:
         assert entry.render_kind is (RenderKind.GRID if entry.env_id in grid_ids else RenderKind.PIXELS)
-        turn_based = entry.family in ("toy_text", "minigrid")
+        turn_based = entry.family in ("toy_text", "minigrid", "minihack", "highway")
         assert entry.realtime is not turn_based, entry.env_id
         assert entry.human_playable is bool(entry.keys)
     expected_playable = (
@@ -116,10 +137,11 @@ def test_family_install_hints() -> None:
     assert atari.install_hint == "install it with `gym-gui envs install atari`"
     assert atari.import_module == "ale_py" and atari.packages == ("ale-py==0.12.*",)
     assert dict(atari.bundle_extras) == {"cleanrl": "atari"}
-    # A family this machine cannot install says why, in one line.
+    # A family this machine cannot install says why, in one line: the numpy it names is this one.
     assert env_family("procgen").install_hint == (
-        "Procgen needs Python <= 3.10 and gym < 0.26 (its wheels); install it in a worker bundle"
+        "procgen-mirror 0.10.7, Procgen's only wheels for Python 3.11, needs numpy < 2, and gym_gui runs numpy 2.4"
     )
+    assert np.__version__.startswith("2.4.")
     with pytest.raises(ConfigError, match=r"^no environment family 'nope'; the families are toy_text, "):
         env_family("nope")
 

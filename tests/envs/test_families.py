@@ -95,6 +95,10 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
             "mujoco",
             "minigrid",
             "atari",
+            "minihack",
+            "highway",
+            "metaworld",
+            "dm_control",
             "procgen",
         ]
     )
@@ -157,6 +161,16 @@ def test_envs_lists_a_plugin_family_with_its_doc_and_what_it_needs(
     ]
 
 
+def test_envs_json_is_only_json_though_pygame_is_imported_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gymnasium hides pygame's banner; a CLI that imports pygame before it (asking whether Toy Text is
+    # installed) must too. This process imported gymnasium, which set the variable.
+    monkeypatch.delenv("PYGAME_HIDE_SUPPORT_PROMPT", raising=False)
+    listed = _envs(tmp_path / "home")
+    assert {"toy_text", "highway"} <= {family["name"] for family in listed["families"]}  # type: ignore[union-attr]
+
+
 def test_envs_installed_lists_only_installed_families(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,7 +187,8 @@ def test_a_family_that_cannot_install_here_or_does_not_exist_is_one_line(tmp_pat
     home = tmp_path / "home"
     assert_one_line_error(
         gym_gui("envs", "install", "procgen", home=home),
-        "family procgen cannot be installed here: Procgen needs Python <= 3.10 and gym < 0.26",
+        "family procgen cannot be installed here: procgen-mirror 0.10.7, Procgen's only wheels for Python 3.11, "
+        "needs numpy < 2, and gym_gui runs numpy 2.4",
     )
     assert_one_line_error(
         gym_gui("envs", "install", "nope", home=home),

@@ -3,9 +3,12 @@ daemon, stored step by step with its frames."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from gym_gui.core.envs import RenderKind
 from gym_gui.core.states import RunState
@@ -25,7 +28,14 @@ ONE_PER_FAMILY = {
     "mujoco": "Hopper-v5",
     "minigrid": "MiniGrid-Empty-5x5-v0",
     "atari": "ALE/Breakout-v5",
+    "minihack": "gym_gui/MiniHack-Room-5x5-v0",
+    "highway": "highway-fast-v0",
+    "metaworld": "gym_gui/MetaWorld-reach-v3",
+    "dm_control": "dm_control/cartpole-swingup-v0",
 }
+# The steps a long episode is cut at (the run's budget; its last step is truncated): Meta-World's 500
+# and DeepMind Control's 1000 steps would each draw a frame, a fifth of a second on a CPU.
+STEP_CAPS = {"gym_gui/MetaWorld-reach-v3": 40, "dm_control/cartpole-swingup-v0": 40}
 # Families that cannot be installed on this machine: their catalog line says why (test_catalog.py).
 NOT_HERE = {"procgen"}
 
@@ -48,7 +58,8 @@ def test_one_random_episode_is_stored_with_its_frames(daemon: tuple[DaemonClient
     client, home = daemon
     entry = env_entry(env_id)
     assert entry is not None
-    record, _token = client.submit(random_config(env_id, episodes=1))
+    cap = {"timesteps": STEP_CAPS[env_id]} if env_id in STEP_CAPS else {}
+    record, _token = client.submit(random_config(env_id, episodes=1, **cap))
     final = client.wait_for_end(record.run_id, timeout=180)
     assert final.state is RunState.COMPLETED, final.reason
 
@@ -60,6 +71,8 @@ def test_one_random_episode_is_stored_with_its_frames(daemon: tuple[DaemonClient
         assert reader.meta("render_kind") == ("grid" if entry.render_kind is RenderKind.GRID else "pixels")
         first, last = reader.steps(0, 0, 1)[0], reader.steps(0, episodes[0].steps - 1)[0]
         assert first.render  # a frame (or grid) from the first step: Live and Replay draw it
+        if entry.render_kind is RenderKind.PIXELS:  # a drawn frame, not a blank one
+            assert np.asarray(Image.open(io.BytesIO(first.render))).std() > 0
         assert last.terminated or last.truncated
     finally:
         reader.close()

@@ -149,6 +149,9 @@ class EnvFamily:
             found in gymnasium's registry but not in the catalog.
         packages: the pip requirements that install it into gym_gui's own environment; empty for a
             family gym_gui depends on.
+        install_options: options of the one ``pip install`` of ``packages`` (``--no-deps`` where a
+            package pins a version of something gym_gui's environment holds at another, so that
+            ``packages`` lists everything it needs); empty for most families.
         bundle_extras: for each worker bundle whose kinds train on the family, the bundle extra that
             gives them its envs (``{"cleanrl": "atari"}``).
         environment: variables its module needs before it is imported (MuJoCo's headless ``MUJOCO_GL``);
@@ -168,6 +171,7 @@ class EnvFamily:
     prefixes: tuple[str, ...] = ()
     entry_points: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
+    install_options: tuple[str, ...] = ()
     bundle_extras: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     environment: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     unavailable: str = ""

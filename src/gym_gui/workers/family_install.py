@@ -63,7 +63,7 @@ def install_family(name: str, bundles: BundleDirectory, progress: Progress | Non
         done.append(f"{family.title} is installed in gym_gui's environment")
     else:
         say(APP, 1, "installing", f"installing {', '.join(family.packages)} into gym_gui's environment")
-        added = _pip_install(name, family.packages)
+        added = _pip_install(name, family.packages, family.install_options)
         done.append(f"installed {', '.join(added) or 'nothing new'} into gym_gui's environment")
     for step, (bundle, extra) in enumerate(extras.items(), start=2):
         if not held[bundle]:
@@ -79,9 +79,14 @@ def install_family(name: str, bundles: BundleDirectory, progress: Progress | Non
     return done
 
 
-def _pip_install(name: str, packages: tuple[str, ...]) -> list[str]:
-    """Install ``packages`` into this interpreter's environment, under the family's lock; return the
-    distributions added (``name==version``) and record them for `make install`."""
+def _pip_install(name: str, packages: tuple[str, ...], options: tuple[str, ...]) -> list[str]:
+    """Install ``packages`` with pip ``options`` into this interpreter's environment, under the family's
+    lock; return the distributions added (``name==version``) and record them for `make install`.
+
+    pip's exit code says whether it installed: after installing, it may print an ``ERROR:`` line about
+    a package of the environment whose pin it does not meet (NLE's ``gymnasium==1.2.0``, installed with
+    ``--no-deps``) and still exit 0.
+    """
     folder = catalog.records_dir()
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"{name}.log"
@@ -89,7 +94,7 @@ def _pip_install(name: str, packages: tuple[str, ...]) -> list[str]:
         if catalog.family_installed(name):  # another process installed it while this one waited
             return []
         before = _distributions()
-        command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *packages]
+        command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *options, *packages]
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n## {time.strftime('%Y-%m-%d %H:%M:%S')} $ {' '.join(command)}\n")
             log.flush()

@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from typing import Any
 
 import gymnasium as gym
-from gym_gui_sdk import encoding, render
+from gym_gui_sdk import ENV_FAMILY_MODULE, encoding, render
 from gym_gui_sdk.worker import WorkerSession, exit_now, run_worker
-
-# Environment families that register their ids on import.
-_FAMILY_MODULES = {"MiniGrid-": "minigrid", "BabyAI-": "minigrid", "ALE/": "ale_py"}
 
 
 def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
-    for prefix, module in _FAMILY_MODULES.items():
-        if env_id.startswith(prefix):
-            importlib.import_module(module)
-    creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)  # type: ignore[arg-type]
+    # The env's family registers its ids when its module is imported (MiniGrid, ALE, NLE); the daemon
+    # names that module.
+    module = os.environ.get(ENV_FAMILY_MODULE)
+    if module:
+        importlib.import_module(module)
+    entry_point = gym.spec(env_id).entry_point
+    creator = entry_point if callable(entry_point) else gym.envs.registration.load_env_creator(entry_point)  # type: ignore[arg-type]
+    modes = getattr(creator, "metadata", {}).get("render_modes")
+    if modes is None:
+        # Made by a function (shimmy's dm_control ids): the env it makes says what it draws.
+        env = gym.make(env_id, **kwargs)
+        if "rgb_array" not in env.metadata.get("render_modes", []):
+            return env
+        env.close()
+        modes = ["rgb_array"]
     # Frames are drawn only at the render rate asked for; rgb_array mode costs nothing until then.
-    mode = "rgb_array" if "rgb_array" in getattr(creator, "metadata", {}).get("render_modes", []) else None
-    return gym.make(env_id, render_mode=mode, **kwargs)
+    return gym.make(env_id, render_mode="rgb_array" if "rgb_array" in modes else None, **kwargs)
 
 
 def play(session: WorkerSession, config: dict[str, Any]) -> str:
@@ -75,6 +83,10 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                 observation, reward, terminated, truncated, info = env.step(action)
                 reward = float(reward)
                 total_reward += reward
+                total_steps += 1
+                # The budget's last step ends its episode: the step is stored truncated, as the episode is.
+                spent = max_steps is not None and total_steps >= max_steps
+                truncated = truncated or (spent and not terminated)
                 payload = b""
                 if grid:
                     payload = render.grid_payload(env)
@@ -92,9 +104,7 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
                     payload,
                 )
                 step += 1
-                total_steps += 1
-                if max_steps is not None and total_steps >= max_steps:
-                    truncated = truncated or not terminated
+                if spent:
                     break
             session.episode(
                 episode,

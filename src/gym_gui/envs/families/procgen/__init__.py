@@ -17,8 +17,12 @@ FAMILY = EnvFamily(
     ),
     prefixes=("procgen",),  # also gym's procgen:procgen-… form
     entry_points=("procgen",),
-    # Procgen registers with the old `gym` package (< 0.26) and ships wheels only for old Pythons.
-    unavailable="Procgen needs Python <= 3.10 and gym < 0.26 (its wheels); install it in a worker bundle",
+    # The original procgen has no wheels past Python 3.10; every release of the procgen-mirror fork
+    # requires numpy < 2 (and registers its ids with the old gym 0.26 only).
+    unavailable=(
+        "procgen-mirror 0.10.7, Procgen's only wheels for Python 3.11, needs numpy < 2, "
+        "and gym_gui runs numpy 2.4"
+    ),
     docs=__name__,
     rank=70,
 )
