@@ -1,9 +1,10 @@
-"""The environment a worker gets: its numeric thread pools sized to the runs that may go at once."""
+"""The environment a worker gets: its numeric thread pools sized to the runs that may go at once, and
+what its env's family needs."""
 
 from __future__ import annotations
 
 import pytest
-from gym_gui_sdk import THREAD_ENV
+from gym_gui_sdk import ENV_FAMILY_MODULE, THREAD_ENV
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.daemon.live import usable_cpus
@@ -43,3 +44,19 @@ def test_thread_counts_set_where_the_daemon_starts_win(home: Home, monkeypatch: 
         "MKL_NUM_THREADS": expected,
         "OPENBLAS_NUM_THREADS": expected,
     }
+
+
+def test_a_worker_gets_its_envs_family_variables_and_the_module_registering_its_id(home: Home) -> None:
+    client = DaemonClient.connect(home.root)
+    try:
+        hopper, lava = (
+            client.preview(
+                parse_run_config({"worker": "random", "env_id": env_id, "budget": {"episodes": 1}})
+            ).env
+            for env_id in ("Hopper-v5", "MiniGrid-LavaGapS5-v0")
+        )
+    finally:
+        stop_daemon(client)
+    assert hopper[ENV_FAMILY_MODULE] == "mujoco" and hopper["MUJOCO_GL"] == "egl"
+    # An id outside the catalog, of a family by its prefix: the worker imports minigrid to make it.
+    assert lava[ENV_FAMILY_MODULE] == "minigrid"

@@ -9,6 +9,9 @@ ENV_DAEMON_ADDRESS = "GYM_GUI_DAEMON_ADDRESS"
 ENV_RUN_ID = "GYM_GUI_RUN_ID"
 ENV_RUN_TOKEN = "GYM_GUI_RUN_TOKEN"
 ENV_RUN_DIR = "GYM_GUI_RUN_DIR"
+# The module of the run env's family (``minigrid``, ``ale_py``, ``nle``): its import registers the
+# family's ids with gymnasium, so a worker making the env imports it first. Unset for an id of no family.
+ENV_FAMILY_MODULE = "GYM_GUI_FAMILY_MODULE"
 # Set when the daemon speaks TLS: its CA certificate (a path, or the PEM text itself), the one trusted.
 ENV_TLS_CA = "GYM_GUI_TLS_CA"
 # Where the daemon publishes its address (daemon.json): a worker finds a restarted daemon there.

@@ -11,7 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym_gui_sdk import ENV_DAEMON_ADDRESS, ENV_RUN_DIR, ENV_RUN_ID, ENV_RUN_TOKEN, ENV_TLS_CA
+from gym_gui_sdk import (
+    ENV_DAEMON_ADDRESS,
+    ENV_FAMILY_MODULE,
+    ENV_RUN_DIR,
+    ENV_RUN_ID,
+    ENV_RUN_TOKEN,
+    ENV_TLS_CA,
+)
 
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.records import BundleProgress, LaunchPreview
@@ -23,7 +30,7 @@ from gym_gui.daemon.executors import Executor, LaunchSpec
 from gym_gui.daemon.live import LiveRun, LiveRuns, token_digest
 from gym_gui.daemon.preview import launch_preview
 from gym_gui.datasets import MINARI_ROOT_VAR
-from gym_gui.envs.catalog import env_environment
+from gym_gui.envs.catalog import env_environment, env_module
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import (
     BundleDirectory,
@@ -241,8 +248,12 @@ class Launching:
                 "GYM_GUI_HOME": str(self.runs.home.root),
             }
         )
-        # What the env's family needs to make and draw it there (MuJoCo renders through EGL).
+        # What the env's family needs to make and draw it there: its variables (MuJoCo renders through
+        # EGL) and the module that registers its ids.
         env.update(env_environment(run.config.env_id))
+        module = env_module(run.config.env_id)
+        if module is not None:
+            env[ENV_FAMILY_MODULE] = module
         if run.config.dataset is not None:
             env[MINARI_ROOT_VAR] = str(self.runs.home.datasets_dir)
         if self.tls_ca:

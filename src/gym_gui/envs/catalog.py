@@ -213,6 +213,13 @@ def env_environment(env_id: str) -> dict[str, str]:
     return {} if family is None else dict(env_family(family).environment)
 
 
+def env_module(env_id: str) -> str | None:
+    """The module whose import registers ``env_id`` with gymnasium: its family's ``import_module``;
+    None for an id of no family."""
+    family = family_of(env_id)
+    return None if family is None else env_family(family).import_module
+
+
 def env_entry(env_id: str) -> EnvEntry | None:
     """The catalog entry of ``env_id`` (listed, or discovered by its installed family); None if none."""
     entry = _listed().get(env_id)

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from typing import Any
 
 import gymnasium as gym
-from gym_gui_sdk import encoding, render
+from gym_gui_sdk import ENV_FAMILY_MODULE, encoding, render
 from gym_gui_sdk.worker import WorkerSession, exit_now, run_worker
-
-# Environment families that register their ids on import.
-_FAMILY_MODULES = {"MiniGrid-": "minigrid", "BabyAI-": "minigrid", "ALE/": "ale_py"}
 
 
 def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
-    for prefix, module in _FAMILY_MODULES.items():
-        if env_id.startswith(prefix):
-            importlib.import_module(module)
+    # The env's family registers its ids when its module is imported (MiniGrid, ALE, NLE); the daemon
+    # names that module.
+    module = os.environ.get(ENV_FAMILY_MODULE)
+    if module:
+        importlib.import_module(module)
     creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)  # type: ignore[arg-type]
     # Frames are drawn only at the render rate asked for; rgb_array mode costs nothing until then.
     mode = "rgb_array" if "rgb_array" in getattr(creator, "metadata", {}).get("render_modes", []) else None
