@@ -35,8 +35,9 @@ bundles: install
 	for name in $$names; do $(BIN)/gym-gui bundles install $$name || exit 1; done
 
 # The environment families installed beyond gym_gui's own dependencies, into the app and the bundles
-# that train on them (`gym-gui envs install`; a no-op once there). The suite plays and trains Atari.
-ENV_FAMILIES := atari
+# that train on them (`gym-gui envs install`; a no-op once there). The suite plays and trains Atari,
+# and plays Crafter and ViZDoom.
+ENV_FAMILIES := atari crafter vizdoom
 envs: install bundles
 	@for family in $(ENV_FAMILIES); do $(BIN)/gym-gui envs install $$family || exit 1; done
 
