@@ -95,6 +95,8 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
             "mujoco",
             "minigrid",
             "atari",
+            "crafter",
+            "vizdoom",
             "procgen",
         ]
     )
