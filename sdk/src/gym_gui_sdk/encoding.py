@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -194,6 +195,70 @@ def pack_spec(value: Any) -> tuple[np.dtype[Any], tuple[int, ...]] | None:
     return None
 
 
+# One array of a packed dict observation: its key, dtype and shape.
+Field = tuple[str, np.dtype[Any], tuple[int, ...]]
+
+
+def pack_fields(value: Any) -> tuple[Field, ...] | None:
+    """The fields under which dict ``value`` may travel packed, or None when it may not.
+
+    A dict of numeric numpy arrays by string key (a gymnasium Dict space: ViZDoom's screen and game
+    variables) travels packed: its arrays' bytes one after another (:func:`pack_dict`), in the
+    dict's order, and the batch names each key, dtype and shape once.
+    """
+    if type(value) is not dict or not value:
+        return None
+    fields = []
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not np.ndarray or item.dtype.kind not in _PACKED_KINDS:
+            return None
+        fields.append((key, item.dtype, item.shape))
+    return tuple(fields)
+
+
+def pack_dict(value: dict[str, np.ndarray]) -> bytes:
+    """The bytes of a dict :func:`pack_fields` accepts: each array's C-order bytes, in the dict's order."""
+    return b"".join(item.tobytes() for item in value.values())
+
+
+def unpack_dicts(data: bytes, fields: Sequence[tuple[str, str, tuple[int, ...]]], count: int) -> list[str]:
+    """The JSON text of each of ``count`` packed dict observations of ``fields`` (key, dtype text,
+    shape): what :func:`dumps` gives each dict.
+
+    Raises:
+        ValueError: naming what is wrong when a dtype is not numeric, a key repeats, or the bytes do
+            not hold ``count`` dicts of ``fields``.
+    """
+    keys = [key for key, _dtype, _shape in fields]
+    if not fields or len(set(keys)) != len(keys):
+        raise ValueError(f"packed observations: the fields' keys must be some and distinct, got {keys}")
+    sizes = [_plain_dtype(dtype_text).itemsize * math.prod(shape) for _key, dtype_text, shape in fields]
+    row = sum(sizes)
+    if len(data) != count * row:
+        raise ValueError(
+            f"packed observations: {len(data)} bytes, but {count} dicts of fields "
+            f"{', '.join(f'{key} {dtype} {list(shape)}' for key, dtype, shape in fields)} take {count * row}"
+        )
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(count, row)
+    columns = []
+    start = 0
+    for (key, dtype_text, shape), size in zip(fields, sizes, strict=True):
+        texts = unpack_observations(rows[:, start : start + size].tobytes(), dtype_text, shape, count)
+        columns.append((_ORJSON(key).decode() + ":", texts))
+        start += size
+    return ["{" + ",".join(name + texts[i] for name, texts in columns) + "}" for i in range(count)]
+
+
+def _plain_dtype(dtype_text: str) -> np.dtype[Any]:
+    try:
+        dtype = np.dtype(dtype_text)
+    except TypeError:
+        raise ValueError(f"packed observations: {dtype_text!r} is not a numpy dtype") from None
+    if dtype.kind not in _PACKED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError(f"packed observations: dtype {dtype_text!r} is not a plain number type")
+    return dtype
+
+
 def unpack_observations(data: bytes, dtype_text: str, shape: tuple[int, ...], count: int) -> list[str]:
     """The JSON text of each of ``count`` packed observations: what :func:`dumps` gives each array.
 
@@ -201,12 +266,7 @@ def unpack_observations(data: bytes, dtype_text: str, shape: tuple[int, ...], co
         ValueError: naming what is wrong when the dtype is not numeric or the bytes do not hold
             ``count`` arrays of ``shape``.
     """
-    try:
-        dtype = np.dtype(dtype_text)
-    except TypeError:
-        raise ValueError(f"packed observations: {dtype_text!r} is not a numpy dtype") from None
-    if dtype.kind not in _PACKED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
-        raise ValueError(f"packed observations: dtype {dtype_text!r} is not a plain number type")
+    dtype = _plain_dtype(dtype_text)
     size = count * dtype.itemsize * math.prod(shape)
     if len(data) != size:
         raise ValueError(
