@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from gym_gui.envs.catalog import catalog
@@ -17,23 +16,7 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.human_play import HumanPlayWidget, qt_key
-
-
-def key(name: str) -> Qt.Key:
-    return getattr(Qt.Key, "Key_" + name)  # type: ignore[no-any-return]
-
-
-def playing(qtbot: QtBot, link: DaemonLink, env_id: str) -> HumanPlayWidget:
-    widget = HumanPlayWidget(link)
-    qtbot.addWidget(widget)
-    widget.resize(720, 480)
-    widget.show()
-    widget.set_env(env_id)
-    widget.set_seed(0)
-    with qtbot.waitSignal(widget.episode_started, timeout=60_000):
-        widget.start_episode()
-    qtbot.waitUntil(widget.hasFocus, timeout=2_000)
-    return widget
+from tests.ui.test_atari_play import key, playing
 
 
 def acting(widget: HumanPlayWidget, action: int) -> bool:
