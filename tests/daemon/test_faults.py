@@ -96,14 +96,30 @@ def steps(seq: int, episode: int, indices: list[int], render: bytes = b"") -> pb
     )
 
 
-def packed(seq: int, data: bytes, dtype: str, shape: list[int], json_too: bool = False) -> pb.WorkerMessage:
-    """A one-step batch whose observation travels packed (``json_too``: and as JSON text as well)."""
+def packed(
+    seq: int, data: bytes, dtype: str, shape: list[int], json_too: bool = False, dict_too: bool = False
+) -> pb.WorkerMessage:
+    """A one-step batch whose observation travels packed (``json_too``: and as JSON text as well;
+    ``dict_too``: and as a dict's field)."""
     message = steps(seq, 0, [0])
     batch = message.steps
     if not json_too:
         del batch.observation[:]
     batch.observation_array, batch.observation_dtype = data, dtype
     batch.observation_shape.extend(shape)
+    if dict_too:
+        batch.observation_fields.add(key="a", dtype=dtype, shape=shape)
+    return message
+
+
+def packed_dicts(seq: int, data: bytes, fields: list[tuple[str, str, list[int]]]) -> pb.WorkerMessage:
+    """A one-step batch whose observation travels as a packed dict of ``fields`` (key, dtype, shape)."""
+    message = steps(seq, 0, [0])
+    batch = message.steps
+    del batch.observation[:]
+    batch.observation_array = data
+    for key, dtype, shape in fields:
+        batch.observation_fields.add(key=key, dtype=dtype, shape=shape)
     return message
 
 
@@ -190,6 +206,18 @@ BAD_STREAMS = {
     "a step batch has both packed and JSON observations": [
         started(1),
         packed(2, bytes(16), "<f4", [4], json_too=True),
+    ],
+    "packed observations: 5 bytes, but 1 dicts of fields screen |u1 [2, 2], hp <f4 [1] take 8": [
+        started(1),
+        packed_dicts(2, bytes(5), [("screen", "|u1", [2, 2]), ("hp", "<f4", [1])]),
+    ],
+    "packed observations: the fields' keys must be some and distinct, got ['a', 'a']": [
+        started(1),
+        packed_dicts(2, bytes(2), [("a", "|u1", []), ("a", "|u1", [])]),
+    ],
+    "a step batch packs its observations both as arrays and as dicts": [
+        started(1),
+        packed(2, bytes(16), "<f4", [4], dict_too=True),
     ],
     "step batch field actor has value 3; it must be one of 0 not recorded, 1 operator, 2 human": [
         started(1),

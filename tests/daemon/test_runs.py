@@ -76,8 +76,9 @@ def test_same_seed_gives_the_same_episodes(client: DaemonClient, home: Home) -> 
 def test_unknown_env_is_rejected_before_anything_starts(client: DaemonClient, home: Home) -> None:
     with pytest.raises(ConfigError, match="FrozenLake-v1"):
         client.submit(random_config("FrozenLke-v1"))
-    with pytest.raises(ConfigError, match="pip install"):
-        client.submit(random_config("HalfCheetah-v5"))
+    # A family this machine cannot install: the refusal says why.
+    with pytest.raises(ConfigError, match=r"procgen-coinrun-v0.*needs numpy < 2"):
+        client.submit(random_config("procgen-coinrun-v0"))
     assert client.list_runs(include_archived=True) == []
     assert list(home.runs_dir.iterdir()) == []
 

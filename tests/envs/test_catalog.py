@@ -27,7 +27,16 @@ from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
 # The app's own environment depends on these (pyproject.toml); the rest install on request.
 APP_FAMILIES = ("toy_text", "classic_control", "box2d", "mujoco", "minigrid")
-OPTIONAL_FAMILIES = ("atari", "minihack", "highway", "metaworld", "dm_control", "procgen")
+OPTIONAL_FAMILIES = (
+    "atari",
+    "crafter",
+    "minihack",
+    "highway",
+    "vizdoom",
+    "metaworld",
+    "dm_control",
+    "procgen",
+)
 
 ENV_CATALOG = catalog()
 ENTRIES = list(ENV_CATALOG.values())
@@ -59,8 +68,27 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
             "MiniGrid-Empty-8x8-v0",
             "MiniGrid-DoorKey-5x5-v0",
             "MiniGrid-FourRooms-v0",
+            "BabyAI-GoToRedBallGrey-v0",
+            "BabyAI-GoToLocal-v0",
+            "BabyAI-PickupLoc-v0",
+            "BabyAI-PutNextLocal-v0",
+            "BabyAI-OpenDoor-v0",
+            "BabyAI-Synth-v0",
+            "BabyAI-BossLevel-v0",
         },
         "mujoco": {"HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"},
+        "crafter": {"CrafterReward-v1", "CrafterNoReward-v1"},
+        "vizdoom": {
+            "VizdoomBasic-v1",
+            "VizdoomDeadlyCorridor-v1",
+            "VizdoomDefendCenter-v1",
+            "VizdoomDefendLine-v1",
+            "VizdoomHealthGathering-v1",
+            "VizdoomHealthGatheringSupreme-v1",
+            "VizdoomMyWayHome-v1",
+            "VizdoomPredictPosition-v1",
+            "VizdoomTakeCover-v1",
+        },
         "minihack": {
             "gym_gui/MiniHack-Room-5x5-v0",
             "gym_gui/MiniHack-Room-15x15-v0",
@@ -121,6 +149,8 @@ def test_family_lookup_uses_the_catalog_then_prefixes() -> None:
     assert family_of("BabyAI-GoToRedBall-v0") == "minigrid"
     assert family_of("ALE/Tetris-v5") == "atari"
     assert family_of("procgen-maze-v0") == "procgen"
+    assert family_of("CrafterNoReward-v1") == "crafter"
+    assert family_of("VizdoomDeadlyCorridor-MultiBinary-v1") == "vizdoom"
     assert family_of("NoSuchThing-v0") is None
     assert env_entry("NoSuchThing-v0") is None
     assert env_entry("CartPole-v1") is ENV_CATALOG["CartPole-v1"]
@@ -137,6 +167,11 @@ def test_family_install_hints() -> None:
     assert atari.install_hint == "install it with `gym-gui envs install atari`"
     assert atari.import_module == "ale_py" and atari.packages == ("ale-py==0.12.*",)
     assert dict(atari.bundle_extras) == {"cleanrl": "atari"}
+    # Exact pins: each was tried with gym_gui's gymnasium and numpy (tests/envs/test_crafter.py, test_vizdoom.py).
+    for name, packages in (("crafter", ("crafter==1.8.3",)), ("vizdoom", ("vizdoom==1.3.2",))):
+        family = env_family(name)
+        assert family.packages == packages and not family.unavailable
+        assert family.install_hint == f"install it with `gym-gui envs install {name}`"
     # A family this machine cannot install says why, in one line: the numpy it names is this one.
     assert env_family("procgen").install_hint == (
         "procgen-mirror 0.10.7, Procgen's only wheels for Python 3.11, needs numpy < 2, and gym_gui runs numpy 2.4"

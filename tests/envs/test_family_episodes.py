@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from gym_gui.core.config import parse_run_config
 from gym_gui.core.envs import RenderKind
 from gym_gui.core.states import RunState
 from gym_gui.envs.catalog import env_entry, env_families
@@ -28,8 +29,10 @@ ONE_PER_FAMILY = {
     "mujoco": "Hopper-v5",
     "minigrid": "MiniGrid-Empty-5x5-v0",
     "atari": "ALE/Breakout-v5",
+    "crafter": "CrafterReward-v1",
     "minihack": "gym_gui/MiniHack-Room-5x5-v0",
     "highway": "highway-fast-v0",
+    "vizdoom": "VizdoomBasic-v1",
     "metaworld": "gym_gui/MetaWorld-reach-v3",
     "dm_control": "dm_control/cartpole-swingup-v0",
 }
@@ -76,3 +79,27 @@ def test_one_random_episode_is_stored_with_its_frames(daemon: tuple[DaemonClient
         assert last.terminated or last.truncated
     finally:
         reader.close()
+
+
+def test_a_babyai_reset_printing_sampling_rejected_keeps_the_stream_whole(
+    daemon: tuple[DaemonClient, Home],
+) -> None:
+    """BabyAI's level generator prints "Sampling rejected: …" to standard output when it draws a level
+    again (seed 4 of PickupLoc: three times); the worker's stream does not go through its output."""
+    client, home = daemon
+    config = parse_run_config(
+        {"worker": "random", "env_id": "BabyAI-PickupLoc-v0", "seed": 4, "budget": {"episodes": 2}}
+    )
+    record, _token = client.submit(config)
+    final = client.wait_for_end(record.run_id, timeout=180)
+    assert final.state is RunState.COMPLETED, final.reason
+    run_dir = RunDir(home.run_dir(record.run_id))
+    reader = TelemetryReader(run_dir.telemetry_path)
+    try:
+        episodes = reader.episodes()
+        assert [episode.seed for episode in episodes] == [4, 5]
+        assert reader.step_count() == sum(episode.steps for episode in episodes) > 0
+        assert reader.meta("render_kind") == "grid"
+    finally:
+        reader.close()
+    assert "Sampling rejected" in run_dir.worker_stdout_log.read_text()

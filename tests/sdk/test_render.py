@@ -396,6 +396,14 @@ def test_dumps_is_the_same_on_fast_and_slow_paths() -> None:
         np.arange(-6, 6, dtype=">i4").reshape(3, 4),
         np.arange(24, dtype=np.int16).reshape(4, 6)[:, ::2],
         np.array(7, dtype=np.uint8),
+        # Arrays inside a dict (ViZDoom's observation: its screen and game variables), written from
+        # their buffer or not.
+        {
+            "screen": np.arange(240 * 320 * 3, dtype=np.uint32).reshape(240, 320, 3).astype(np.uint8),
+            "gamevariables": np.array([26.0, 100.0], dtype=np.float32),
+        },
+        {"view": np.arange(24, dtype=np.int16).reshape(4, 6)[:, ::2], "flags": np.array([True, False])},
+        [np.arange(-6, 6, dtype=">i4"), np.array(7, dtype=np.uint8), {"n": np.arange(3)}],
     ]
     for sample in samples:
         text = dumps(sample)

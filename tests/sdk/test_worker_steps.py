@@ -1,5 +1,6 @@
 """Steps recorded column-wise (``WorkerSession.steps``) reach storage as the same rows ``step`` stores; numpy
-observations travel packed and are stored as the JSON text ``encoding.dumps`` makes of them."""
+observations (and dicts of them) travel packed and are stored as the JSON text ``encoding.dumps`` makes of
+them."""
 
 from __future__ import annotations
 
@@ -123,6 +124,61 @@ def test_packed_observations_round_trip_every_numeric_dtype_and_shape(
         ]
     assert encoding.pack_spec(np.array(["a"])) is None
     assert encoding.pack_spec([1.0, 2.0]) is None
+
+
+def test_dict_observations_travel_packed_and_are_stored_as_their_json(
+    client: DaemonClient, home: Home
+) -> None:
+    """A Dict space's observations (ViZDoom's: its screen and game variables) travel as their arrays'
+    bytes, and are stored as the JSON object ``encoding.dumps`` makes of each."""
+    session = human_session(client, batch_steps=3)
+    screen = np.zeros((4, 5, 3), dtype=np.uint8)  # buffers the "env" writes every step into
+    variables = np.zeros(2, dtype=np.float32)
+    sent: list[Any] = []
+    for i in range(8):
+        screen[:] = i
+        variables[:] = (i / 3, 100 - i)
+        if i == 4:
+            variables[0] = np.nan
+        observation = {"screen": screen, "gamevariables": variables}
+        sent.append({key: value.copy() for key, value in observation.items()})
+        session.step(0, i, 0.0, False, False, "0", observation)
+    # Within one batch: the same keys in another order or shape, a value that is no array, an array.
+    odd = [
+        {"gamevariables": variables.copy(), "screen": screen.copy()},
+        {"screen": np.zeros((2, 2, 3), dtype=np.uint8), "gamevariables": variables.copy()},
+        {"screen": screen.copy(), "notifications": "you got the shotgun"},
+        np.arange(3, dtype=np.int64),
+    ]
+    for i, observation in enumerate(odd, start=8):
+        sent.append(observation)
+        session.step(0, i, 0.0, i == 11, False, "0", observation)
+    session.finish()
+    assert client.wait_for_end(session.run_id, timeout=60).state is RunState.COMPLETED
+    stored = stored_observations(home, session.run_id)
+    assert stored == [encoding.dumps(o) for o in sent]
+    assert stored[4].endswith(',"gamevariables":[null,96.0]}')
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_packed_dicts_round_trip_every_numeric_dtype_and_shape(count: int) -> None:
+    shapes = {"<f4": (), ">f8": (0,), "<i8": (3,), "|u1": (2, 3), "|b1": (2,), "<u2": (1, 1)}
+    dicts = [
+        {
+            f"k{dtype}": np.asarray(np.arange(math.prod(shape)).reshape(shape) * 1.37 - 2 + k, dtype=dtype)
+            for dtype, shape in shapes.items()
+        }
+        for k in range(count)
+    ]
+    base = {f"k{dtype}": np.zeros(shape, dtype=dtype) for dtype, shape in shapes.items()}
+    fields = encoding.pack_fields(base)
+    assert fields is not None and [key for key, _dtype, _shape in fields] == list(base)
+    data = b"".join(encoding.pack_dict(d) for d in dicts)
+    as_text = [(key, dtype.str, shape) for key, dtype, shape in fields]
+    assert encoding.unpack_dicts(data, as_text, count) == [encoding.dumps(d) for d in dicts]
+    # Only a dict of numeric arrays by string key packs.
+    for refused in ({}, {"a": [1, 2]}, {"a": np.array(["x"])}, {1: np.zeros(2)}, {"a": np.float32(1.0)}):
+        assert encoding.pack_fields(refused) is None
 
 
 def test_a_vector_envs_observation_array_is_packed_row_by_row_and_stored_as_each_rows_json(

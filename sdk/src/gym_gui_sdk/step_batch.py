@@ -37,20 +37,26 @@ def actor_code(actor: str, proposed_action: str) -> int:
     return code
 
 
+# What a batch packs: arrays of one dtype and shape, or dicts of such arrays (their fields).
+Pack = tuple[np.dtype[Any], tuple[int, ...]] | tuple[encoding.Field, ...]
+
+
 class StepBatch:
     """One batch being filled, and how the batches after it pack their observations.
 
     A numeric array observation travels as its bytes, packed with the batch's others of the same
-    dtype and shape; anything else as JSON text. The packed dtype and shape are kept from batch to
-    batch, so a worker's steps take :meth:`WorkerSession.step`'s quick path. Not thread-safe: the
-    session holds its lock around every use.
+    dtype and shape; so does a dict of numeric arrays (a Dict space's), with the batch's others of
+    the same keys, dtypes and shapes; anything else as JSON text. What is packed is kept from batch
+    to batch, so a worker's array steps take :meth:`WorkerSession.step`'s quick path. Not
+    thread-safe: the session holds its lock around every use.
     """
 
     def __init__(self, batch_steps: int) -> None:
         self.batch_steps = batch_steps
-        # The dtype and shape of the arrays a batch packs (see observation); its parts apart, for
-        # the session's quick path, with the bytes of one such array.
-        self.pack: tuple[np.dtype[Any], tuple[int, ...]] | None = None
+        # What a batch packs (see observation): an array's dtype and shape, or a dict's fields; for
+        # arrays, the dtype and shape apart, for the session's quick path; and the bytes of one.
+        self.pack: Pack | None = None
+        self.fields: tuple[encoding.Field, ...] | None = None
         self.dtype: np.dtype[Any] | None = None
         self.shape: tuple[int, ...] | None = None
         self.nbytes = 0
@@ -88,18 +94,33 @@ class StepBatch:
         packed = (len(self.rows) - self.text) * self.nbytes
         return self.bytes + packed >= BATCH_BYTES
 
-    def packs(self, spec: tuple[np.dtype[Any], tuple[int, ...]]) -> bool:
-        """Whether arrays of ``spec`` travel packed in this batch: those it packs already, or the first
-        of a batch that packs none yet (then kept for the batches after it)."""
+    def packs(self, spec: Pack) -> bool:
+        """Whether observations of ``spec`` (an array's dtype and shape, or a dict's fields) travel
+        packed in this batch: those it packs already, or the first of a batch that packs none yet
+        (then kept for the batches after it)."""
         if spec == self.pack:
             return True
-        if len(self.rows) > self.text:  # the batch packs arrays of another spec
+        if len(self.rows) > self.text:  # the batch packs observations of another spec
             return False
         self.pack = spec
-        self.dtype, self.shape = spec
-        self.nbytes = spec[0].itemsize * math.prod(spec[1])
+        if isinstance(spec[0], np.dtype):
+            self.dtype, self.shape = spec
+            self.fields = None
+            self.nbytes = spec[0].itemsize * math.prod(spec[1])
+        else:
+            self.fields = spec
+            self.dtype = self.shape = None
+            self.nbytes = sum(dtype.itemsize * math.prod(shape) for _key, dtype, shape in self.fields)
         self._set_limit()
         return True
+
+    def _unpacked(self, data: bytes) -> str:
+        """The JSON text of one packed observation (the daemon's, when a batch cannot pack all)."""
+        if self.fields is not None:
+            fields = [(key, dtype.str, shape) for key, dtype, shape in self.fields]
+            return encoding.unpack_dicts(data, fields, 1)[0]
+        assert self.dtype is not None and self.shape is not None
+        return encoding.unpack_observations(data, self.dtype.str, self.shape, 1)[0]
 
     def set_actor(self, row: int, code: int, proposed_action: str) -> None:
         """Record who acted at row ``row``: ``code`` is :func:`actor_code`'s (checked by the caller)."""
@@ -116,6 +137,9 @@ class StepBatch:
             spec = encoding.pack_spec(observation)
             if spec is not None and self.packs(spec):
                 return observation.tobytes()
+            fields = encoding.pack_fields(observation)
+            if fields is not None and self.packs(fields):
+                return encoding.pack_dict(observation)
             observation = encoding.dumps(observation)
         self.text += 1
         self.bytes += len(observation)
@@ -152,18 +176,16 @@ class StepBatch:
             if text == len(rows):
                 batch.observation.extend(observation)
             elif text == 0:
-                assert self.pack is not None
-                dtype, shape = self.pack
                 batch.observation_array = b"".join(observation)
-                batch.observation_dtype = dtype.str
-                batch.observation_shape.extend(shape)
-            else:  # packed arrays beside JSON text: all of them as text
-                assert self.pack is not None
-                dtype, shape = self.pack
-                batch.observation.extend(
-                    o if type(o) is str else encoding.unpack_observations(o, dtype.str, shape, 1)[0]
-                    for o in observation
-                )
+                if self.fields is not None:
+                    for key, dtype, shape in self.fields:
+                        batch.observation_fields.add(key=key, dtype=dtype.str, shape=shape)
+                else:
+                    assert self.dtype is not None and self.shape is not None
+                    batch.observation_dtype = self.dtype.str
+                    batch.observation_shape.extend(self.shape)
+            else:  # packed observations beside JSON text: all of them as text
+                batch.observation.extend(o if type(o) is str else self._unpacked(o) for o in observation)
         for record in self.episodes:
             batch.episodes.add(**record)
         for point in self.metrics:

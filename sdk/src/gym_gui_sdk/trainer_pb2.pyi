@@ -299,7 +299,7 @@ class ShutdownResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class StepBatch(_message.Message):
-    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics", "observation_array", "observation_dtype", "observation_shape", "actor", "proposed_action")
+    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics", "observation_array", "observation_dtype", "observation_shape", "actor", "proposed_action", "observation_fields")
     EPISODE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     REWARD_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +317,7 @@ class StepBatch(_message.Message):
     OBSERVATION_SHAPE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     PROPOSED_ACTION_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_FIELDS_FIELD_NUMBER: _ClassVar[int]
     episode: _containers.RepeatedScalarFieldContainer[int]
     step: _containers.RepeatedScalarFieldContainer[int]
     reward: _containers.RepeatedScalarFieldContainer[float]
@@ -334,7 +335,18 @@ class StepBatch(_message.Message):
     observation_shape: _containers.RepeatedScalarFieldContainer[int]
     actor: _containers.RepeatedScalarFieldContainer[int]
     proposed_action: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ..., observation_array: _Optional[bytes] = ..., observation_dtype: _Optional[str] = ..., observation_shape: _Optional[_Iterable[int]] = ..., actor: _Optional[_Iterable[int]] = ..., proposed_action: _Optional[_Iterable[str]] = ...) -> None: ...
+    observation_fields: _containers.RepeatedCompositeFieldContainer[PackedField]
+    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ..., observation_array: _Optional[bytes] = ..., observation_dtype: _Optional[str] = ..., observation_shape: _Optional[_Iterable[int]] = ..., actor: _Optional[_Iterable[int]] = ..., proposed_action: _Optional[_Iterable[str]] = ..., observation_fields: _Optional[_Iterable[_Union[PackedField, _Mapping]]] = ...) -> None: ...
+
+class PackedField(_message.Message):
+    __slots__ = ("key", "dtype", "shape")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    dtype: str
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, key: _Optional[str] = ..., dtype: _Optional[str] = ..., shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Episode(_message.Message):
     __slots__ = ("episode", "seed", "has_seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info")

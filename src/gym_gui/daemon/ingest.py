@@ -184,7 +184,8 @@ class StreamIngest:
                 if size and rows:
                     if not self._store_render:
                         rows = [(*row[:8], None, *row[9:]) for row in rows]
-                    if batch.observation_dtype:  # packed observations became JSON text here: count that
+                    if batch.observation_dtype or batch.observation_fields:
+                        # Packed observations became JSON text here: count that.
                         size += sum(len(row[6]) for row in rows)
                     writer.put_steps(rows, size)
             finally:

@@ -305,17 +305,24 @@ def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]
     """
     n = len(batch.step)
     observations: Sequence[str] = batch.observation
-    if batch.observation_dtype:
+    packed = bool(batch.observation_dtype or batch.observation_fields)
+    if packed:
         if batch.observation:
             raise ProtocolViolation("a step batch has both packed and JSON observations")
+        if batch.observation_dtype and batch.observation_fields:
+            raise ProtocolViolation("a step batch packs its observations both as arrays and as dicts")
         # Imported here: NumPy is paid for by the clients that read packed steps (viewers, the
         # daemon's ingest), not by every command that lists runs.
-        from gym_gui_sdk.encoding import unpack_observations
+        from gym_gui_sdk.encoding import unpack_dicts, unpack_observations
 
         try:
-            observations = unpack_observations(
-                batch.observation_array, batch.observation_dtype, tuple(batch.observation_shape), n
-            )
+            if batch.observation_fields:
+                fields = [(f.key, f.dtype, tuple(f.shape)) for f in batch.observation_fields]
+                observations = unpack_dicts(batch.observation_array, fields, n)
+            else:
+                observations = unpack_observations(
+                    batch.observation_array, batch.observation_dtype, tuple(batch.observation_shape), n
+                )
         except ValueError as exc:
             raise ProtocolViolation(str(exc)) from None
     lengths = {
@@ -344,7 +351,7 @@ def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]
         # Taken out of the message once: each read of a repeated string field makes its str again.
         actions, infos = list(actions), list(infos)
         texts = {"action": actions, "info": infos}
-        if not batch.observation_dtype:
+        if not packed:
             observations = list(observations)
             texts["observation"] = observations
         if actors:

@@ -61,6 +61,31 @@ def test_minigrid_shows_the_mission_the_grid_and_its_objects() -> None:
     assert "You carry nothing." in seen and any(arrow in seen for arrow in "><v^")
 
 
+def test_babyai_levels_get_their_language_and_each_episode_its_mission() -> None:
+    env = gym.make("BabyAI-PutNextLocal-v0")
+    try:
+        text = prompts.env_text(env, "BabyAI-PutNextLocal-v0")
+        assert text.family == "babyai" and text.action_names == _text("MiniGrid-Empty-5x5-v0")[0].action_names
+        system = prompts.system_prompt(
+            prompts.template(text.family), text, 2, replies.instructions("json", 2)
+        )
+        assert "BabyAI level BabyAI-PutNextLocal-v0" in system and '"A after you B": B first' in system
+        missions = []
+        for seed in (0, 1):
+            observation, _ = env.reset(seed=seed)
+            seen = prompts.observation_text(text, observation, render.grid_description(env))
+            # The mission the env drew at this reset opens the message; the run's system prompt has none.
+            assert seen.startswith(f"Mission: {observation['mission']}\nGrid (top row first):")
+            assert observation["mission"] not in system
+            missions.append(observation["mission"])
+        assert missions == [
+            "put the green ball next to the green key",
+            "put the yellow key next to the purple box",
+        ]
+    finally:
+        env.close()
+
+
 def test_vector_observations_carry_their_names() -> None:
     text, seen = _text("CartPole-v1")
     assert text.family == "vector" and text.action_names == ("push cart left", "push cart right")

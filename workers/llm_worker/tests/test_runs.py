@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
+import minigrid  # noqa: F401 - registers its ids
 import pytest
 
 from gym_gui.core.errors import ConfigError
@@ -15,7 +20,15 @@ from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
 from tests.support import files_containing, gym_gui
-from workers.llm_worker.tests.chat_server import MODEL, ChatServer, prose, solver
+from workers.llm_worker.tests.chat_server import (
+    MODEL,
+    Answer,
+    ChatServer,
+    answer_actions,
+    plan_length,
+    prose,
+    solver,
+)
 from workers.llm_worker.tests.support import completed, llm_config, run_to_end, stored, unused_url
 
 KEY = "sk-test-4f1c2e9b7a"
@@ -96,6 +109,43 @@ def test_replies_that_are_no_action_are_counted_and_the_fallback_plays_on(
     )
     assert all(c["reply"].startswith("I would carefully") for c in calls)
     assert run.last("llm/invalid_reply_rate") == 1.0
+
+
+def _turner(request: dict[str, Any]) -> Answer:
+    """Turns left as many times as the request allows (every turn changes what the model sees)."""
+    return answer_actions(request, [0] * plan_length(request))
+
+
+def test_a_babyai_run_tells_the_model_each_episodes_mission(client: DaemonClient, home: Home) -> None:
+    env_id = "BabyAI-PickupLoc-v0"
+    # The missions of seeds 4 and 5; drawing seed 4's level, minigrid rejects three samples, printing
+    # "Sampling rejected: …" to standard output (the worker's too), which must not disturb the run.
+    env = gym.make(env_id)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        missions = [env.reset(seed=seed)[0]["mission"] for seed in (4, 5)]
+    env.close()
+    assert missions == ["pick up a green key", "pick up a blue box"]
+    assert printed.getvalue().count("Sampling rejected") == 3
+
+    with ChatServer(_turner) as server:
+        final = completed(client, llm_config(server.url, env_id=env_id, episodes=2, seed=4, plan_length=8))
+    run = stored(home, final.run_id)
+    assert [(e.episode, e.steps) for e in run.episodes] == [(0, 64), (1, 64)]
+    ((_prefix_id, prefix),) = run.prefixes.items()
+    system = prefix[0]["content"]
+    assert f"BabyAI level {env_id}" in system and "Each message starts with this episode's mission" in system
+    calls_by_episode = {
+        episode: [run.llm(s) for s in run.steps if s.episode == episode and run.llm(s)["index"] == 0]
+        for episode in (0, 1)
+    }
+    for episode, calls in calls_by_episode.items():
+        assert len(calls) == 8
+        for call in calls:
+            (user,) = call["prompt"]["messages"]
+            assert f"Now:\nMission: {missions[episode]}\nGrid (top row first):" in user["content"]
+    # The worker printed them too, into its run's log.
+    assert "Sampling rejected" in RunDir(home.run_dir(final.run_id)).worker_stdout_log.read_text()
 
 
 def test_the_issue_command_line_trains_the_kinds_default_budget(client: DaemonClient, home: Home) -> None:

@@ -2,8 +2,12 @@
 
 Templates are files next to this module (``prompts/<family>.txt``), Python ``string.Template`` text
 with ``$env_id``, ``$rules``, ``$legend``, ``$actions``, ``$plan_length`` and ``$reply_format``. The
-families: ``toy_text`` (FrozenLake, CliffWalking, Taxi, Blackjack), ``minigrid`` and ``vector``
-(any other environment with discrete actions: numeric observations with their names).
+families: ``toy_text`` (FrozenLake, CliffWalking, Taxi, Blackjack), ``minigrid``, ``babyai`` (MiniGrid's
+BabyAI levels: the same grid, and the language their missions are written in) and ``vector`` (any
+other environment with discrete actions: numeric observations with their names).
+
+A run's system prompt is the same for every call, so the mission, drawn again at every reset, is
+not in it: each message starts with the episode's mission (``Mission: …``).
 
 Grid games are read from the SDK's grid description (``gym_gui_sdk.render``), the same one the
 window draws, so what the model sees and what the user sees come from one place.
@@ -19,7 +23,7 @@ from typing import Any
 import numpy as np
 from gym_gui_sdk import render
 
-FAMILIES = ("toy_text", "minigrid", "vector")
+FAMILIES = ("toy_text", "minigrid", "babyai", "vector")
 PLACEHOLDERS = ("env_id", "rules", "legend", "actions", "plan_length", "reply_format")
 
 # Action names by the env's spec name (``env.spec.name``); others are "action N".
@@ -35,6 +39,8 @@ ACTION_NAMES: dict[str, tuple[str, ...]] = {
     "LunarLander": ("do nothing", "fire left engine", "fire main engine", "fire right engine"),
 }
 _MINIGRID_ACTIONS = ("turn left", "turn right", "forward", "pickup", "drop", "toggle", "done")
+# Where minigrid's BabyAI levels are (``BabyAI-*`` ids): their missions are sentences of BabyAI's language.
+_BABYAI_ENTRY_POINT = "minigrid.envs.babyai"
 # Names of the numbers of a vector observation, by spec name.
 OBSERVATION_NAMES: dict[str, tuple[str, ...]] = {
     "Blackjack": ("your sum", "dealer's showing card", "usable ace (1: yes)"),
@@ -62,6 +68,9 @@ RULES: dict[str, str] = {
     "off (+20, the episode ends). Every step costs -1; a pickup or dropoff in the wrong place costs -10. "
     "You cannot drive through a wall |.",
     "minigrid": "Carry out the mission. You see the whole grid from above.",
+    "babyai": "Carry out the mission, given at the start of each message (each episode has its own). You "
+    "see the whole grid from above: a room, or a grid of rooms joined by doors. Success ends the "
+    "episode with a reward that is larger the fewer steps it took.",
     "Blackjack": "Beat the dealer: end with a sum closer to 21 than the dealer's without going over 21. "
     "hit draws a card; stick ends your turn and the dealer plays. Win +1, draw 0, lose -1.",
 }
@@ -115,14 +124,17 @@ def env_text(env: Any, env_id: str) -> EnvText:
     game = render.grid_game(env)
     if game == "minigrid":
         names: tuple[str, ...] = _MINIGRID_ACTIONS
-        family = "minigrid"
+        family = "babyai" if entry_point.startswith(_BABYAI_ENTRY_POINT) else "minigrid"
     else:
         names = ACTION_NAMES.get(name, ())
         family = "toy_text" if "toy_text" in entry_point else "vector"
     if len(names) != count:
         names = tuple(f"action {n}" for n in range(count))
     observation_names = OBSERVATION_NAMES.get(name, ())
-    rules = RULES.get(game or name, "Choose actions that earn as much reward as possible.")
+    rules = RULES.get(
+        "babyai" if family == "babyai" else game or name,
+        "Choose actions that earn as much reward as possible.",
+    )
     legend = LEGENDS.get(game or "", "")
     if not legend and observation_names:
         legend = "the observation lists each number with its name"

@@ -1,4 +1,8 @@
-"""MiniGrid and BabyAI: grid worlds with a mission, played one step per key press."""
+"""MiniGrid and BabyAI: grid worlds with a mission, played one step per key press.
+
+BabyAI's levels ship inside minigrid (3.2): their mission is a sentence of BabyAI's language
+(``obs["mission"]``), drawn again at every reset.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,17 @@ KEYS = (
     _K("Return", 6, "done"),
 )
 
+# BabyAI's levels from the simplest (one room, one instruction) to the hardest (nine rooms, any sentence).
+BABYAI = (
+    ("BabyAI-GoToRedBallGrey-v0", "BabyAI: go to the red ball"),
+    ("BabyAI-GoToLocal-v0", "BabyAI: go to an object"),
+    ("BabyAI-PickupLoc-v0", "BabyAI: pick up, by location"),
+    ("BabyAI-PutNextLocal-v0", "BabyAI: put next to"),
+    ("BabyAI-OpenDoor-v0", "BabyAI: open a door"),
+    ("BabyAI-Synth-v0", "BabyAI: Synth"),
+    ("BabyAI-BossLevel-v0", "BabyAI: boss level"),
+)
+
 FAMILY = EnvFamily(
     name=NAME,
     title="MiniGrid",
@@ -32,6 +47,7 @@ FAMILY = EnvFamily(
             ("MiniGrid-Empty-8x8-v0", "Empty room 8x8"),
             ("MiniGrid-DoorKey-5x5-v0", "Door & key 5x5"),
             ("MiniGrid-FourRooms-v0", "Four rooms"),
+            *BABYAI,
         )
     ),
     prefixes=("MiniGrid-", "BabyAI-"),
