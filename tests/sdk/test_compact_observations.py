@@ -11,14 +11,13 @@ import numpy as np
 import orjson
 import pytest
 from gym_gui_sdk import encoding
-from gym_gui_sdk.worker import WorkerSession
 
-from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
+from tests.sdk.test_worker_steps import human_session
 
 FRAME = (210, 160, 3)  # an Atari screen
 
@@ -121,15 +120,6 @@ def compact(dtype: object, shape: object, data: bytes) -> str:
 def test_a_damaged_compact_array_is_refused_naming_what_is_wrong(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         encoding.loads_observation(text)
-
-
-def human_session(client: DaemonClient, batch_steps: int) -> WorkerSession:
-    config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}})
-    record, token = client.submit(config)
-    session = WorkerSession(client.info.address, record.run_id, token, batch_steps=batch_steps)
-    session.start()
-    session.started("none")
-    return session
 
 
 def test_frames_sent_packed_are_stored_compact_and_read_back_exact(client: DaemonClient, home: Home) -> None:
