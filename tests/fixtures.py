@@ -5,7 +5,12 @@ The root conftest.py loads this module, so it serves tests/ and every kind's wor
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,16 +21,54 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.workers import worker_catalog
-from tests.support import kill_run_workers, small_filesystem, stop_daemon, wait_until
+from gym_gui.workers.bundles import MARKER
+from tests.support import (
+    bundles_view,
+    kill_run_workers,
+    small_filesystem,
+    stop_daemon,
+    wait_until,
+    without_extras,
+)
 
 # Qt widgets are real but drawn offscreen (set before any QApplication exists).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def suite_bundles(user: Path) -> Path:
+    """The bundles the suite runs on: the user's (``user``), as `make bundles` builds them.
+
+    One build serves the cockpit and the suite (building the cleanrl bundle per test would take minutes
+    each), but the suite must not see the extras `make envs` or a user added to them: a bundle holding
+    extras is a hard-linked copy with them taken out, every other one a symbolic link. Made once for each
+    state of the user's bundles (their markers), under a lock, in the temporary directory.
+    """
+    markers = sorted(user.glob(f"*/{MARKER}"))
+    stamp = hashlib.sha256(str(user).encode() + b"".join(m.read_bytes() for m in markers)).hexdigest()[:16]
+    root = Path(tempfile.gettempdir()) / "gym-gui-suite-bundles"
+    root.mkdir(exist_ok=True)
+    made = root / stamp
+    with open(root / "lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            for stale in root.iterdir():
+                if stale.is_dir():
+                    shutil.rmtree(stale)
+            building = root / f".{stamp}.building"
+            shutil.rmtree(building, ignore_errors=True)
+            with_extras = {m.parent.name for m in markers if json.loads(m.read_text()).get("extras")}
+            bundles_view(user, building, linked=with_extras)
+            for name in with_extras:
+                without_extras(building, name)
+            building.rename(made)
+    return made
+
+
 # The user's own bundles directory (the one `make run` and `make bundles` install into; GYM_GUI_BUNDLES
-# moves it), read before any test moves GYM_GUI_HOME, is shared by every temporary home: one build
-# serves the cockpit and the suite, and building the cleanrl bundle per test would take minutes each.
-SHARED_BUNDLES = str(Home().bundles_dir)
+# moves it) is read before any test moves GYM_GUI_HOME; every temporary home shares its suite view.
+SHARED_BUNDLES = str(suite_bundles(Home().bundles_dir))
 
 
 # `make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`). A file's tests

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from gym_gui_sdk.operator import Operator
 from gym_gui_sdk.worker import WorkerSession
+from packaging.requirements import Requirement
 
 from gym_gui.core.config import RunConfig, parse_run_config
 from gym_gui.core.daemon_file import read_daemon_file
@@ -29,7 +31,8 @@ from gym_gui.play.operators import OperatorChoice, OperatorRef
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
-from gym_gui.workers import OperatorPlan
+from gym_gui.workers import OperatorPlan, worker_catalog
+from gym_gui.workers.bundles import source_root
 
 T = TypeVar("T")
 
@@ -190,6 +193,42 @@ def linked_bundle(source_dir: Path, name: str, bundles_dir: Path) -> Path:
     copy = bundles_dir / name
     shutil.copytree(source_dir / name, copy, symlinks=True, copy_function=os.link)
     return copy
+
+
+def bundles_view(source_dir: Path, bundles_dir: Path, linked: Iterable[str] = ()) -> Path:
+    """A bundles directory at ``bundles_dir`` holding ``source_dir``'s bundles: those named in ``linked``
+    as :func:`linked_bundle` copies (a test may change them), every other one a symbolic link to it."""
+    bundles_dir.mkdir(parents=True, exist_ok=True)
+    for bundle in sorted(p for p in source_dir.iterdir() if p.is_dir()):
+        if bundle.name in linked:
+            linked_bundle(source_dir, bundle.name, bundles_dir)
+        else:
+            (bundles_dir / bundle.name).symlink_to(bundle.resolve(), target_is_directory=True)
+    return bundles_dir
+
+
+def without_extras(bundles_dir: Path, name: str) -> None:
+    """Take the extras recorded in bundle ``name``'s marker out of it: the packages of their requirements
+    uninstalled, their record dropped, so it is the bundle `make bundles` builds. For a
+    :func:`linked_bundle` copy."""
+    directory = worker_catalog().bundle_directory(bundles_dir)
+    marker = directory.marker_path(name)
+    recorded = json.loads(marker.read_text())
+    held = recorded.pop("extras", {})
+    packages = []
+    for extra in directory.spec(name).extras:
+        if extra.name in held and extra.requirements is not None:
+            lines = (source_root() / extra.requirements).read_text().splitlines()
+            packages += [Requirement(line).name for line in map(str.strip, lines) if line and line[0] != "#"]
+    if packages:
+        python = bundles_dir / name / "bin" / "python"
+        subprocess.run(
+            [str(python), "-m", "pip", "uninstall", "--yes", "--quiet", *packages], check=True, timeout=300
+        )
+    # A new file, not the linked one rewritten: that one is the original bundle's marker too.
+    replacement = marker.with_suffix(".tmp")
+    replacement.write_text(json.dumps(recorded, indent=2))
+    os.replace(replacement, marker)
 
 
 @contextlib.contextmanager

@@ -16,8 +16,8 @@ import pytest
 
 from gym_gui.envs.catalog import ENTRY_POINT_GROUP
 from gym_gui.workers.bundle_install import base_python
-from tests.fixtures import REPO
-from tests.support import assert_one_line_error, gym_gui, plugin_distribution
+from tests.fixtures import REPO, SHARED_BUNDLES
+from tests.support import assert_one_line_error, bundles_view, gym_gui, plugin_distribution
 
 UV = str(Path(sys.executable).parent / "uv")
 
@@ -36,7 +36,11 @@ def make_install(venv: Path) -> Path:
     return python
 
 
-def test_install_atari_into_a_fresh_app_environment(tmp_path: Path) -> None:
+def test_install_atari_into_a_fresh_app_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The install adds the atari extra to the CleanRL bundle: this test's own copy of it.
+    monkeypatch.setenv(
+        "GYM_GUI_BUNDLES", str(bundles_view(Path(SHARED_BUNDLES), tmp_path / "bundles", linked=["cleanrl"]))
+    )
     subprocess.run([UV, "venv", "--quiet", "--python", base_python(), str(tmp_path / "app")], check=True)
     python = make_install(tmp_path / "app")
     home = tmp_path / "home"
@@ -60,7 +64,7 @@ def test_install_atari_into_a_fresh_app_environment(tmp_path: Path) -> None:
     assert any(
         line.startswith("installed ale-py==0.12.") and "into gym_gui's environment" in line for line in lines
     )
-    # The suite's bundles (shared by every test home) hold the CleanRL bundle: it has the extra too.
+    # The CleanRL bundle is built (make bundles): it gets the extra too.
     assert "bundle cleanrl has extra atari" in lines
     record = (tmp_path / "app" / "gym_gui_families" / "atari.txt").read_text().splitlines()
     assert next(line for line in record if not line.startswith("#")).startswith("ale-py==0.12.")

@@ -41,6 +41,11 @@ class Families:
     by_name: dict[str, EnvFamily]
     broken: tuple[BrokenFamily, ...]
 
+    @functools.cached_property
+    def listed(self) -> dict[str, EnvEntry]:
+        """Every entry the families list (not those they discover), by env id."""
+        return {entry.env_id: entry for family in self.by_name.values() for entry in family.entries}
+
 
 def load_families(entry_points: Iterable[importlib.metadata.EntryPoint] | None = None) -> Families:
     """Load every family plugin (default: the installed entry points of :data:`ENTRY_POINT_GROUP`)."""
@@ -178,11 +183,6 @@ def family_entries(name: str) -> list[EnvEntry]:
     return [*family.entries, *_discovered(name).values()]
 
 
-@functools.cache
-def _listed() -> dict[str, EnvEntry]:
-    return {entry.env_id: entry for family in env_families().values() for entry in family.entries}
-
-
 def catalog() -> dict[str, EnvEntry]:
     """Every entry of every family, in catalog order (discovering what installed families offer)."""
     return {entry.env_id: entry for name in env_families() for entry in family_entries(name)}
@@ -197,7 +197,7 @@ def catalog_by_family() -> dict[str, list[EnvEntry]]:
 def family_of(env_id: str) -> str | None:
     """The name of ``env_id``'s family: from the entries listed, else from the prefixes families
     claim (``ALE/``, ``BabyAI-``, ``procgen``), else None."""
-    entry = _listed().get(env_id)
+    entry = families().listed.get(env_id)
     if entry is not None:
         return entry.family
     for family in env_families().values():
@@ -222,7 +222,7 @@ def env_module(env_id: str) -> str | None:
 
 def env_entry(env_id: str) -> EnvEntry | None:
     """The catalog entry of ``env_id`` (listed, or discovered by its installed family); None if none."""
-    entry = _listed().get(env_id)
+    entry = families().listed.get(env_id)
     if entry is not None:
         return entry
     family = family_of(env_id)

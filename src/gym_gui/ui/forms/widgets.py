@@ -78,6 +78,9 @@ def env_combo() -> QComboBox:
     combo = QComboBox()
     combo.setObjectName("envId")
     combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+    # As wide as the form, not as its longest id or reason (Meta-World's, a family's install line).
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(16)
     show_env_choices(combo, None)
     return combo
 

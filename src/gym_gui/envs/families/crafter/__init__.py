@@ -12,7 +12,8 @@ NAME = "crafter"
 _K = KeyBinding
 NOOP = 0
 
-# Crafter's own GUI's keys (crafter/run_gui.py); action numbers are crafter.constants.actions' order.
+# Crafter's own GUI's keys (crafter/run_gui.py) but for its table, on E: T is gym_gui's takeover key.
+# Action numbers are crafter.constants.actions' order.
 KEYS = (
     _K("W", 3, "move up"),
     _K("A", 1, "move left"),
@@ -21,7 +22,7 @@ KEYS = (
     _K("Space", 5, "do: collect, attack, eat or drink what is in front"),
     _K("Tab", 6, "sleep"),
     _K("R", 7, "place stone"),
-    _K("T", 8, "place a table"),
+    _K("E", 8, "place a table"),
     _K("F", 9, "place a furnace"),
     _K("P", 10, "place a sapling (plant)"),
     _K("1", 11, "make a wood pickaxe"),
