@@ -340,6 +340,16 @@ def start_operator(
     return choice.start(None, secret_env=dict(secret_env or {}))
 
 
+def on_sys_path(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Put ``root`` (a :func:`plugin_distribution`'s) on sys.path for the test, with none of its modules'
+    names left imported from an earlier test's root: tests of one process reuse module names (``tp_lakes``),
+    and Python would hand back the module it imported first."""
+    names = {path.stem for path in root.iterdir() if path.suffix == ".py" or (path / "__init__.py").exists()}
+    for module in [m for m in sys.modules if m.split(".")[0] in names]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.syspath_prepend(str(root))
+
+
 def plugin_distribution(
     root: Path, name: str, group: str, entry_points: Mapping[str, str], files: Mapping[str, str]
 ) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gym_gui.envs.catalog import ENTRY_POINT_GROUP, env_families, load_families, records_dir
-from tests.support import assert_one_line_error, gym_gui, plugin_distribution
+from tests.support import assert_one_line_error, gym_gui, on_sys_path, plugin_distribution
 
 # A third-party family: its entries, key map and doc beside it; its env registered on import.
 FAMILY_MODULE = textwrap.dedent(
@@ -109,7 +109,7 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
 def test_a_plugin_family_joins_the_catalog_and_broken_ones_are_listed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(family_distribution(tmp_path / "site", {**FAMILIES, **BROKEN})))
+    on_sys_path(monkeypatch, family_distribution(tmp_path / "site", {**FAMILIES, **BROKEN}))
     loaded = load_families()
     # gym_gui's own families are all there, and the plugin's goes by its rank.
     assert list(loaded.by_name)[:2] == ["tp_lakes", "toy_text"]

@@ -18,7 +18,7 @@ from pytestqt.qtbot import QtBot
 from gym_gui.envs import catalog
 from gym_gui.ui.control_panel import EnvPicker
 from tests.envs.test_families import DOC, ENV_MODULE
-from tests.support import plugin_distribution
+from tests.support import on_sys_path, plugin_distribution
 
 FAMILY_MODULE = """\
 from gym_gui.core.envs import EnvFamily, KeyBinding, RenderKind, env_entry_of
@@ -76,7 +76,7 @@ def lakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     site = plugin_distribution(
         tmp_path / "site", "tp-families", catalog.ENTRY_POINT_GROUP, entry_points, files
     )
-    monkeypatch.syspath_prepend(str(site))
+    on_sys_path(monkeypatch, site)
     catalog.families.cache_clear()
     try:
         yield

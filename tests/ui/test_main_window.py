@@ -22,7 +22,7 @@ from gym_gui.ui.main_window import MainWindow
 from gym_gui.ui.presenters import ANALYTICS_BANNER, presenter_for
 from gym_gui.ui.settings import Settings
 from gym_gui.workers import worker_catalog
-from tests.support import run_record, wait_until
+from tests.support import on_sys_path, run_record, wait_until
 from tests.workers.test_registry import BROKEN_SET, LATER_SET, make_plugin_distribution
 
 
@@ -57,7 +57,7 @@ def test_roster_is_exactly_as_named_and_every_kind_can_run(window: MainWindow) -
 def test_broken_and_unavailable_worker_plugins_are_listed_greyed_with_why(
     qtbot: QtBot, home: Home, link: DaemonLink, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(make_plugin_distribution(tmp_path / "site", {**BROKEN_SET, **LATER_SET})))
+    on_sys_path(monkeypatch, make_plugin_distribution(tmp_path / "site", {**BROKEN_SET, **LATER_SET}))
     worker_catalog.cache_clear()
     try:
         window = MainWindow(link, Settings(home.root))

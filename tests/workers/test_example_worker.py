@@ -260,7 +260,9 @@ def test_the_window_lists_the_kind_and_trains_it_from_its_generated_form(
     form = control.forms.currentWidget()
     assert isinstance(form, GeneratedForm)
     # The form's parameters are what the plugin's launcher describes, through the daemon.
+    # (Shown: an answer the form had asked for before, about the same kind, may still rebuild them.)
     qtbot.waitUntil(lambda: form.param_names() == PARAMETERS, timeout=30_000)
+    qtbot.waitUntil(lambda: (editor := form.param_editor("alpha")) is not None and editor.isVisible())
     alpha = form.param_editor("alpha")
     assert isinstance(alpha, QLineEdit) and alpha.text() == "0.1"
     type_into(qtbot, alpha, "0.5")

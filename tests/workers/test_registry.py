@@ -15,7 +15,7 @@ from gym_gui.core.errors import ConfigError
 from gym_gui.core.workers import Lane, Launch
 from gym_gui.workers import ENTRY_POINT_GROUP, LANE_TABS, worker_catalog
 from gym_gui.workers.registry import load_catalog
-from tests.support import plugin_distribution
+from tests.support import on_sys_path, plugin_distribution
 
 # Modules a test plugin distribution can point its entry points at.
 PLUGIN_MODULE = """\
@@ -93,7 +93,7 @@ def test_an_unknown_kind_names_the_installed_ones() -> None:
 def test_broken_and_conflicting_plugins_are_listed_with_their_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(make_plugin_distribution(tmp_path / "site", BROKEN_SET)))
+    on_sys_path(monkeypatch, make_plugin_distribution(tmp_path / "site", BROKEN_SET))
     catalog = load_catalog()
 
     # gym_gui's own kinds are all there and unchanged.
@@ -117,7 +117,7 @@ def test_broken_and_conflicting_plugins_are_listed_with_their_error(
 
 def test_load_catalog_reads_the_given_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_plugin_distribution(tmp_path / "site", {})
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    on_sys_path(monkeypatch, tmp_path / "site")
     points = [
         importlib.metadata.EntryPoint("tp_second_random", "tp_plugins:SECOND_RANDOM", ENTRY_POINT_GROUP)
     ]
