@@ -13,6 +13,10 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import NamedTuple
 
+# How MuJoCo (and PyOpenGL under it) draws without a display: EGL (Mesa's, in software without a
+# GPU). The environment of every family built on MuJoCo, and of every CleanRL run (its videos).
+HEADLESS_MUJOCO: Mapping[str, str] = MappingProxyType({"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"})
+
 
 class RenderKind(StrEnum):
     """How an environment is drawn: natively from its state (grid) or as RGB frames (pixels)."""

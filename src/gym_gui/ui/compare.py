@@ -19,6 +19,7 @@ from gym_gui.storage.comparison import (
     load_series,
 )
 from gym_gui.ui.background import Background
+from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.tabs.charts import faint, new_curve, smoothing_slider
 from gym_gui.workers import worker_catalog
 
@@ -41,8 +42,7 @@ class CompareView(QWidget):
         self._generation = 0
         self._background = Background(self)
 
-        self.tag = QComboBox()
-        self.tag.setMinimumContentsLength(24)
+        self.tag = fit_to_layout(QComboBox(), 24)
         self.tag.currentTextChanged.connect(self._tag_chosen)
         self.smoothing, smoothing_value = smoothing_slider()
         self.smoothing.valueChanged.connect(lambda _v: self._draw())

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.workers import Launch
 from gym_gui.envs.catalog import catalog_by_family, env_doc, env_family, family_installed
+from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.env_install import FamilyInstaller
 from gym_gui.ui.presenters import presenter_for
@@ -48,9 +49,7 @@ class EnvPicker(QWidget):
         self.combo = QComboBox()
         self.combo.setObjectName("envPicker")
         self.combo.setMaxVisibleItems(20)
-        # Its width is the dock's, not its longest line's (an install line, a long title).
-        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.combo.setMinimumContentsLength(16)
+        fit_to_layout(self.combo, 16)  # the dock's width, not its longest line's
         self.list_view = QListView()  # the combo's list, whose rows the filter hides
         self.combo.setView(self.list_view)
         # Each row's family and the text a filter matches (an entry's title and id, lower case; ""

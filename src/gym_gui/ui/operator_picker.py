@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QButtonGroup, QComboBox, QHBoxLayout, QLabel, QPus
 from gym_gui.play.operators import OperatorListing, Operators
 from gym_gui.play.seat import Control
 from gym_gui.protocol.client import DaemonClient
+from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.seat_control import CONTROL_TITLES, PickerEntry, picker_entries
 
@@ -68,9 +69,7 @@ class OperatorPicker(QWidget):
         self.combo.setObjectName("operatorPicker")
         self.combo.setEditable(True)
         self.combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        # Narrow at its least (the window may be small); it widens with the view.
-        self.combo.setMinimumContentsLength(10)
-        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        fit_to_layout(self.combo, 10)  # narrow at its least: the window may be small
         line = self.combo.lineEdit()
         assert line is not None
         line.setPlaceholderText(TYPED_NAMES)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 from gym_gui.play.operators import HUMAN, RANDOM, OperatorListing, OperatorRef, RandomOperator
 from gym_gui.ui.arena.model import MAX_SEATS
+from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.seat_control import PickerEntry, picker_entries
 
 EMPTY = ""  # a seat left empty
@@ -39,8 +40,7 @@ class OperatorSeats(QWidget):
         for index in range(MAX_SEATS):
             combo = QComboBox()
             combo.setObjectName(f"arenaSeat{index + 1}")
-            combo.setMinimumContentsLength(12)
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            fit_to_layout(combo, 12)
             combo.currentIndexChanged.connect(lambda _i: self.changed.emit())
             layout.addWidget(QLabel(f"{index + 1}"))
             layout.addWidget(combo, 1)

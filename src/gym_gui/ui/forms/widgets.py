@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.envs.catalog import catalog
+from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.forms.model import RunModel
 from gym_gui.ui.forms.params import Param, Params
 from gym_gui.ui.forms.sections import EXECUTORS
@@ -78,9 +79,7 @@ def env_combo() -> QComboBox:
     combo = QComboBox()
     combo.setObjectName("envId")
     combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-    # As wide as the form, not as its longest id or reason (Meta-World's, a family's install line).
-    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-    combo.setMinimumContentsLength(16)
+    fit_to_layout(combo, 16)  # the form's width, not its longest id's or reason's
     show_env_choices(combo, None)
     return combo
 

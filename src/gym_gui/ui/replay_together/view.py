@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabe
 from gym_gui.core.records import RunRecord
 from gym_gui.envs.check import DEFAULT_RENDER_FPS
 from gym_gui.ui.background import Background
+from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.env_view import EnvView
 from gym_gui.ui.replay_together.model import Listing, PaneStep, Shown, TogetherReplay
 from gym_gui.ui.tabs.actor_strip import ACTOR_COLOURS, ActorStrip
@@ -96,8 +97,7 @@ class ReplayTogetherView(QWidget):
         self._reading = False
         self._reads = Background(self, workers=1, name="replay-together")  # one thread: the readers' own
 
-        self.episode_combo = QComboBox()
-        self.episode_combo.setMinimumContentsLength(32)
+        self.episode_combo = fit_to_layout(QComboBox(), 32)
         self.episode_combo.setToolTip("One episode number for every run: an arena's runs play it on one seed")
         self.episode_combo.activated.connect(
             lambda index: self.select_episode(self.episode_combo.itemData(index))

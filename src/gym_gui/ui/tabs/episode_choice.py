@@ -7,6 +7,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QWidget
 
 from gym_gui.core.records import EpisodeRecord
+from gym_gui.ui.combos import fit_to_layout
 
 
 def _label(episode: EpisodeRecord) -> str:
@@ -23,9 +24,7 @@ class EpisodeChoice(QComboBox):
         super().__init__(parent)
         self.ended: list[EpisodeRecord] = []  # the episodes the run has stored, in order
         self.live: tuple[int, int] | None = None  # the episode it is playing now and its last stored step
-        self.setMinimumContentsLength(32)
-        # Sizing to the contents would measure every label: runs have tens of thousands of episodes.
-        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        fit_to_layout(self, 32)
         self.currentIndexChanged.connect(self._index_changed)
 
     def numbers(self) -> list[int]:

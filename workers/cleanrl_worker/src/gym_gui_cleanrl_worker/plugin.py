@@ -23,6 +23,7 @@ from gym_gui_sdk.contract import FormSpec, ManifestExtras
 from gym_gui_sdk.operator import OperatorCard, SpaceSpec
 
 from gym_gui.core.config import RunConfig, path_param
+from gym_gui.core.envs import HEADLESS_MUJOCO
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
 from gym_gui.envs.catalog import catalog
@@ -59,11 +60,8 @@ log = logging.getLogger(__name__)
 
 # The final model every CleanRL training run saves (gym_gui_cleanrl_worker.launch).
 FINAL_MODEL = "checkpoints/final.cleanrl_model"
-# How MuJoCo (and PyOpenGL under it) render without a display: EGL (Mesa's, in software when there
-# is no GPU). Set for every CleanRL run, so videos and evaluation frames of MuJoCo envs work.
-HEADLESS_GL = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"}
 # What a process playing a saved model gets (an evaluation, an operator): it plays on the CPU.
-MODEL_ENV = {**HEADLESS_GL, "CUDA_VISIBLE_DEVICES": ""}
+MODEL_ENV = {**HEADLESS_MUJOCO, "CUDA_VISIBLE_DEVICES": ""}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
 _ANSWERS_KEPT = 256
@@ -552,7 +550,7 @@ class CleanRLLauncher:
         python = self.python(ScriptSource.of(config.params))
         warnings: list[str] = []
         # MuJoCo renders (videos, evaluation frames) headless through EGL: a daemon has no display.
-        env: dict[str, str] = dict(HEADLESS_GL)
+        env: dict[str, str] = dict(HEADLESS_MUJOCO)
         if config.mode == "evaluate":
             assert config.budget.episodes is not None
             # Checked again at launch: the run may have waited in the queue.

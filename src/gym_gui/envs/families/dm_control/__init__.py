@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from gym_gui.core.envs import EnvEntry, EnvFamily, RenderKind, env_entry_of
+from gym_gui.core.envs import HEADLESS_MUJOCO, EnvEntry, EnvFamily, RenderKind, env_entry_of
 
 NAME = "dm_control"
 PREFIX = "dm_control/"
@@ -180,7 +180,7 @@ FAMILY = EnvFamily(
     # with it; later ones need MuJoCo >= 3.17 (and 4.x breaks them).
     packages=("dm-control==1.0.28", "shimmy[dm-control]==2.0.1"),
     # As MuJoCo's: frames drawn off screen through EGL, in the app, the daemon and workers alike.
-    environment={"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"},
+    environment=HEADLESS_MUJOCO,
     docs=__name__,
     describe=_describe,
     rank=68,

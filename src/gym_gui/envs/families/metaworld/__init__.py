@@ -8,7 +8,7 @@ with that task) and writes each task's doc from :data:`TASKS`.
 
 from __future__ import annotations
 
-from gym_gui.core.envs import EnvEntry, EnvFamily, RenderKind, env_entry_of
+from gym_gui.core.envs import HEADLESS_MUJOCO, EnvEntry, EnvFamily, RenderKind, env_entry_of
 
 NAME = "metaworld"
 NAMESPACE = "gym_gui"
@@ -128,7 +128,7 @@ FAMILY = EnvFamily(
     # metaworld pins mujoco==3.3.0, which gym_gui pins for it.
     packages=("metaworld==3.1.1",),
     # As MuJoCo's: frames drawn off screen through EGL, in the app, the daemon and workers alike.
-    environment={"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"},
+    environment=HEADLESS_MUJOCO,
     docs=__name__,
     describe=_describe,
     rank=66,

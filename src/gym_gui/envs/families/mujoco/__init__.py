@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gym_gui.core.envs import EnvFamily, RenderKind, env_entry_of
+from gym_gui.core.envs import HEADLESS_MUJOCO, EnvFamily, RenderKind, env_entry_of
 
 NAME = "mujoco"
 _PIXELS = RenderKind.PIXELS
@@ -24,7 +24,7 @@ FAMILY = EnvFamily(
     entry_points=("gymnasium.envs.mujoco",),
     # Frames are drawn off screen through EGL: no window, no display needed (the app, the daemon and
     # workers alike).
-    environment={"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl"},
+    environment=HEADLESS_MUJOCO,
     # CleanRL's continuous-action scripts (sac, td3, ppo_continuous_action) train on it.
     bundle_extras={"cleanrl": "mujoco"},
     docs=__name__,
