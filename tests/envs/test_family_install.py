@@ -24,7 +24,8 @@ UV = str(Path(sys.executable).parent / "uv")
 
 def make_install(venv: Path) -> Path:
     """What `make install` does to gym_gui's environment ``venv``: sync it to the lock and the families
-    `gym-gui envs install` recorded there, then add the local packages."""
+    `gym-gui envs install` recorded there, then add the local packages (their bytecode left uncompiled:
+    the test's environment runs a few commands once)."""
     python = venv / "bin" / "python"
     local = [REPO / "sdk", *sorted(p.parent for p in (REPO / "workers").glob("*/pyproject.toml")), REPO]
     records = sorted(str(p) for p in (venv / "gym_gui_families").glob("*.txt"))
