@@ -43,12 +43,18 @@ def suite_bundles(user: Path) -> Path:
     One build serves the cockpit and the suite (building the cleanrl bundle per test would take minutes
     each), but the suite must not see the extras `make envs` or a user added to them: a bundle holding
     extras is a hard-linked copy with them taken out, every other one a symbolic link. Made once for each
-    state of the user's bundles (their markers), under a lock, in the temporary directory.
+    state of the user's bundles (their markers), under a lock, in the temporary directory; a new state's
+    view replaces the old one of the same bundles directory only (suites on other bundles directories,
+    as a worktree's, run beside it).
     """
     markers = sorted(user.glob(f"*/{MARKER}"))
-    stamp = hashlib.sha256(str(user).encode() + b"".join(m.read_bytes() for m in markers)).hexdigest()[:16]
-    root = Path(tempfile.gettempdir()) / "gym-gui-suite-bundles"
-    root.mkdir(exist_ok=True)
+    stamp = hashlib.sha256(b"".join(m.read_bytes() for m in markers)).hexdigest()[:16]
+    root = (
+        Path(tempfile.gettempdir())
+        / "gym-gui-suite-views"
+        / hashlib.sha256(str(user).encode()).hexdigest()[:16]
+    )
+    root.mkdir(parents=True, exist_ok=True)
     made = root / stamp
     with open(root / "lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -124,6 +130,15 @@ def cleanrl_python() -> Path:
     if not status.installed:
         pytest.fail(f"the cleanrl bundle is needed by these tests: {status.reason}")
     return manager.python("cleanrl")
+
+
+@pytest.fixture
+def own_cleanrl_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The suite's bundles with a CleanRL bundle of this test's own (a hard-linked copy), for a test
+    that adds an extra to it (`gym-gui envs install atari`): the other tests' bundle stays as it is."""
+    bundles = bundles_view(Path(SHARED_BUNDLES), tmp_path / "bundles", linked=["cleanrl"])
+    monkeypatch.setenv("GYM_GUI_BUNDLES", str(bundles))
+    return bundles
 
 
 @pytest.fixture

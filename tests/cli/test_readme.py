@@ -19,8 +19,7 @@ import pytest
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
-from tests.fixtures import SHARED_BUNDLES
-from tests.support import assert_one_line_error, bundles_view, gym_gui, kill_run_workers, stop_daemon
+from tests.support import assert_one_line_error, gym_gui, kill_run_workers, stop_daemon
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 RUN_ID = re.compile(r"^run (\S+) ", re.M)
@@ -181,13 +180,8 @@ def _run_json(tmp_path: Path) -> None:
 # The whole README trains two PPO runs, evaluates, writes datasets and follows long runs: on a busy
 # machine (the suite's two processes beside other work) more than the suite's default 300 s guard.
 @pytest.mark.timeout(900)
-def test_every_readme_command_runs_as_written(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # `gym-gui envs install atari` adds the atari extra to the CleanRL bundle: this test's own copy of it.
-    monkeypatch.setenv(
-        "GYM_GUI_BUNDLES", str(bundles_view(Path(SHARED_BUNDLES), tmp_path / "bundles", linked=["cleanrl"]))
-    )
+@pytest.mark.usefixtures("own_cleanrl_bundle")
+def test_every_readme_command_runs_as_written(home: Home, tmp_path: Path) -> None:
     _run_json(tmp_path)
     runs: dict[str, str] = {}
     client = DaemonClient.connect(home.root)

@@ -16,8 +16,8 @@ import pytest
 
 from gym_gui.envs.catalog import ENTRY_POINT_GROUP
 from gym_gui.workers.bundle_install import base_python
-from tests.fixtures import REPO, SHARED_BUNDLES
-from tests.support import assert_one_line_error, bundles_view, gym_gui, plugin_distribution
+from tests.fixtures import REPO
+from tests.support import assert_one_line_error, gym_gui, plugin_distribution
 
 UV = str(Path(sys.executable).parent / "uv")
 
@@ -37,11 +37,8 @@ def make_install(venv: Path) -> Path:
     return python
 
 
-def test_install_atari_into_a_fresh_app_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The install adds the atari extra to the CleanRL bundle: this test's own copy of it.
-    monkeypatch.setenv(
-        "GYM_GUI_BUNDLES", str(bundles_view(Path(SHARED_BUNDLES), tmp_path / "bundles", linked=["cleanrl"]))
-    )
+@pytest.mark.usefixtures("own_cleanrl_bundle")
+def test_install_atari_into_a_fresh_app_environment(tmp_path: Path) -> None:
     subprocess.run([UV, "venv", "--quiet", "--python", base_python(), str(tmp_path / "app")], check=True)
     python = make_install(tmp_path / "app")
     home = tmp_path / "home"

@@ -553,13 +553,12 @@ def test_build_argv_for_tyro_scripts(cleanrl_python: Path, tyro_ppo: dict[str, A
 def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_time(
     cleanrl_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gym_gui_cleanrl_worker import interpreter
     from gym_gui_cleanrl_worker.form import ScriptSource
     from gym_gui_cleanrl_worker.plugin import CleanRLLauncher
 
     from gym_gui.core.errors import ConfigError
     from gym_gui.storage.home import Home
-    from gym_gui.workers import ONLY, PARAMETERS, LaunchContext, worker_catalog
+    from gym_gui.workers import ONLY, PARAMETERS, LaunchContext, bundle_answers, worker_catalog
     from tests.fixtures import SHARED_BUNDLES
     from workers.cleanrl_worker.tests.support import cleanrl_config
 
@@ -572,7 +571,7 @@ def test_the_bundles_answers_are_asked_once_per_install_and_a_checkouts_every_ti
         asked.append(list(args))  # the bundle's interpreter still answers: this only counts
         return real_run(args, **kwargs)
 
-    monkeypatch.setattr(interpreter.subprocess, "run", counted)
+    monkeypatch.setattr(bundle_answers.subprocess, "run", counted)
 
     def trial(**params: Any) -> Any:
         return cleanrl_config("ppo", "CartPole-v1", 2000, params=params)

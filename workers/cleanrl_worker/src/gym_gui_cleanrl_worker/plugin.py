@@ -8,7 +8,6 @@ no torch or gym). The rest runs inside the cleanrl bundle, which has no gym_gui.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import os
@@ -41,18 +40,14 @@ from gym_gui.workers import (
     PipStep,
     WorkerPlugin,
 )
+from gym_gui.workers.bundle_answers import KeptAnswers, ask_helper, run_helper
 from gym_gui.workers.bundles import install_hint
 from gym_gui.workers.run_env import cuda_available, wandb_environment
 from gym_gui_cleanrl_worker import form as cleanrl_form
 from gym_gui_cleanrl_worker.families import WARM_START_NETWORKS, warm_start_family
 from gym_gui_cleanrl_worker.flags import resolve_command
 from gym_gui_cleanrl_worker.form import SOURCE_PARAMS, ScriptSource, script_params
-from gym_gui_cleanrl_worker.interpreter import (
-    BundleCall,
-    InterpreterError,
-    loader_line,
-    pip_freeze,
-)
+from gym_gui_cleanrl_worker.interpreter import loader_line, pip_freeze
 from gym_gui_cleanrl_worker.scripts import OWN_MAKERS, env_family_of
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ZygoteError, Zygotes
 
@@ -64,7 +59,6 @@ FINAL_MODEL = "checkpoints/final.cleanrl_model"
 MODEL_ENV = {**HEADLESS_MUJOCO, "CUDA_VISIBLE_DEVICES": ""}
 # Resolved commands kept between submit and launch (runs queued behind others included).
 _RESOLVED_KEPT = 64
-_ANSWERS_KEPT = 256
 
 
 def _envpool_unavailable() -> str | None:
@@ -139,8 +133,8 @@ class CleanRLLauncher:
         self._lock = threading.Lock()
         # What validate resolved at submit, taken once by plan at launch (the same script answer).
         self._resolved: dict[tuple[str, bool], dict[str, Any]] = {}
-        # The describe helper's answers about the bundle's own scripts, per install of the bundle.
-        self._answers: dict[tuple[str, tuple[str, ...]], Any] = {}
+        # The describe helper's answers about the bundle's own scripts.
+        self._answers = KeptAnswers(lambda: self.bundles.install_id(self.bundle))
         # The bundle's fork server, which training scripts start from warm (zygote.py).
         self.zygotes = Zygotes(context.home.root)
 
@@ -188,20 +182,14 @@ class CleanRLLauncher:
         may change under gym_gui, it is asked every time. Refusals are never kept.
         """
         python = self.python(source)
-        call = ("gym_gui_cleanrl_worker.describe", *self._dir_args(source), *args)
-        install = self.bundles.install_id(self.bundle)
-        if source.python is not None or source.scripts_dir is not None or not install:
-            return _answer(python, call)
-        key = (install, call)
-        with self._lock:
-            if key in self._answers:
-                return copy.deepcopy(self._answers[key])  # the caller's to change
-        answer = _answer(python, call)
-        with self._lock:
-            self._answers[key] = copy.deepcopy(answer)
-            while len(self._answers) > _ANSWERS_KEPT:
-                self._answers.pop(next(iter(self._answers)))
-        return answer
+        call = (*self._dir_args(source), *args)
+
+        def ask() -> Any:
+            return ask_helper(python, "gym_gui_cleanrl_worker.describe", *call)
+
+        if source.python is not None or source.scripts_dir is not None:
+            return ask()
+        return self._answers.get(call, ask)
 
     def algorithms(self, source: ScriptSource) -> list[dict[str, Any]]:
         """The scripts present (bundled package or the config's checkout), runnable or not."""
@@ -407,13 +395,11 @@ class CleanRLLauncher:
         """Load ``path`` in the bundle as an evaluation does (``gym_gui_cleanrl_worker.evaluate``, no
         episode played), into the bundle's script of ``algorithm`` on ``env_id``, and refuse it unless
         it is a model of ``algorithm``."""
-        try:
-            result = BundleCall(self.python(ScriptSource())).run(
-                "gym_gui_cleanrl_worker.evaluate",
-                *("--model", str(path), "--algo", algorithm, "--env-id", env_id, "--episodes", "0"),
-            )
-        except InterpreterError as exc:
-            raise ConfigError(str(exc)) from None
+        result = run_helper(
+            self.python(ScriptSource()),
+            "gym_gui_cleanrl_worker.evaluate",
+            *("--model", str(path), "--algo", algorithm, "--env-id", env_id, "--episodes", "0"),
+        )
         lines = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
         try:
             summary = json.loads(lines[-1]) if result.returncode == 0 and lines else None
@@ -618,14 +604,6 @@ class CleanRLLauncher:
             secrets=secrets,
             script_argv=script_argv,
         )
-
-
-def _answer(python: Path, call: tuple[str, ...]) -> Any:
-    """A helper's JSON answer in ``python`` (:class:`BundleCall`), its failure a ConfigError."""
-    try:
-        return BundleCall(python)(*call)
-    except InterpreterError as exc:
-        raise ConfigError(str(exc)) from None
 
 
 def _source_args(trained: RunConfig) -> list[str]:

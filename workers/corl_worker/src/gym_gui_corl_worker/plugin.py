@@ -10,11 +10,8 @@ bundle (``describe.py``), which has no gym_gui.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-import subprocess
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +31,7 @@ from gym_gui.workers import (
     LaunchPlan,
     WorkerPlugin,
 )
+from gym_gui.workers.bundle_answers import KeptAnswers, ask_helper
 from gym_gui.workers.run_env import cuda_available, wandb_environment
 from gym_gui_corl_worker import form as corl_form
 from gym_gui_corl_worker.scripts import CheckoutError, script_path
@@ -53,7 +51,6 @@ CHECKPOINTS_DIR = "checkpoints"
 # W&B's project for a run that names none (CORL's scripts pass their own ``project`` field, which the
 # run's project sets when it has one).
 DEFAULT_PROJECT = "CORL"
-_ANSWERS_KEPT = 256
 _DESCRIBE = "gym_gui_corl_worker.describe"
 
 
@@ -66,10 +63,9 @@ class CORLLauncher:
         self.home = context.home
         self.bundles = context.bundles
         self.datasets = DatasetStore(context.home)
-        self._lock = threading.Lock()
-        # The bundle's answers, by the install they came from and what they depend on (a script's
-        # bytes, a config file's, an env id): a form asks them again and again as the user types.
-        self._answers: dict[tuple[str, ...], Any] = {}
+        # The bundle's answers, by what they depend on (a script's bytes, a config file's, an env id):
+        # a form asks them again and again as the user types.
+        self._answers = KeptAnswers(lambda: self.bundles.install_id(self.bundle))
 
     # ------------------------------------------------------------ the bundle's answers
 
@@ -81,23 +77,12 @@ class CORLLauncher:
         return self.bundles.python(self.bundle)
 
     def _ask(self, key: tuple[str, ...], *args: str) -> Any:
-        """The describe helper's answer to ``args``, kept under ``key`` (with the bundle's install) until
-        the bundle is installed again. Refusals are never kept.
+        """The describe helper's answer to ``args``, kept under ``key`` until the bundle is installed again.
 
         Raises:
             ConfigError: the helper refused (its one line) or could not be run.
         """
-        install = self.bundles.install_id(self.bundle)
-        whole = (install, *key)
-        with self._lock:
-            if whole in self._answers:
-                return copy.deepcopy(self._answers[whole])
-        answer = _run_helper(self.python(), args)
-        with self._lock:
-            self._answers[whole] = copy.deepcopy(answer)
-            while len(self._answers) > _ANSWERS_KEPT:
-                self._answers.pop(next(iter(self._answers)))
-        return answer
+        return self._answers.get(key, lambda: ask_helper(self.python(), _DESCRIBE, *args))
 
     def listing(self, scripts_dir: str) -> list[dict[str, Any]]:
         """The checkout's offline scripts, each runnable in the bundle or greyed with why."""
@@ -354,34 +339,6 @@ class CORLLauncher:
 
 
 # ------------------------------------------------------------ helpers
-
-
-def _run_helper(python: Path, args: tuple[str, ...]) -> Any:
-    """``python -m gym_gui_corl_worker.describe ARGS``'s JSON answer.
-
-    Raises:
-        ConfigError: its refusal (``{"error": ...}``), or why it could not answer.
-    """
-    try:
-        result = subprocess.run(
-            [str(python), "-m", _DESCRIBE, *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:  # ValueError: a NUL in an argument
-        raise ConfigError(f"the {BUNDLE.name} bundle could not be asked: {exc}") from None
-    try:
-        answer = json.loads(result.stdout)
-    except ValueError:
-        tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-2:])
-        raise ConfigError(
-            f"{_DESCRIBE} failed in the {BUNDLE.name} bundle (exit code {result.returncode}): {tail}"
-        ) from None
-    if isinstance(answer, dict) and "error" in answer:
-        raise ConfigError(str(answer["error"]))
-    return answer
 
 
 def _digest(path: Path) -> str:

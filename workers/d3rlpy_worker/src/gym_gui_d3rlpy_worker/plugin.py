@@ -8,10 +8,7 @@ or minari runs inside the d3rlpy bundle.
 
 from __future__ import annotations
 
-import copy
 import json
-import subprocess
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ from gym_gui.workers import (
     OperatorSource,
     WorkerPlugin,
 )
+from gym_gui.workers.bundle_answers import KeptAnswers, ask_helper
 from gym_gui_d3rlpy_worker import form as d3rlpy_form
 from gym_gui_d3rlpy_worker.run_params import (
     DATASET_NORMALIZED_METRIC,
@@ -69,8 +67,7 @@ class D3rlpyLauncher:
         self.home = context.home
         self.bundles = context.bundles
         self.datasets = DatasetStore(context.home)
-        self._lock = threading.Lock()
-        self._answers: dict[str, dict[str, Any]] = {}  # the describe answer per install of the bundle
+        self._answers = KeptAnswers(lambda: self.bundles.install_id(self.bundle), kept=1)
 
     # ------------------------------------------------------------ what d3rlpy offers
 
@@ -84,14 +81,13 @@ class D3rlpyLauncher:
     def algorithms(self) -> dict[str, Any]:
         """The describe helper's answer (every algorithm and its parameters), asked once per install of
         the bundle: it imports d3rlpy and torch, seconds."""
-        install = self.bundles.install_id(self.bundle)
-        with self._lock:
-            known = self._answers.get(install)
-        if known is not None:
-            return copy.deepcopy(known)
-        answer = _ask(self.python(), "gym_gui_d3rlpy_worker.describe")
-        with self._lock:
-            self._answers = {install: copy.deepcopy(answer)}
+        answer = self._answers.get(
+            "describe", lambda: ask_helper(self.python(), "gym_gui_d3rlpy_worker.describe")
+        )
+        if not isinstance(answer, dict):
+            raise ConfigError(
+                f"gym_gui_d3rlpy_worker.describe answered {type(answer).__name__}, not a JSON object"
+            )
         return answer
 
     def describe(self, query: Mapping[str, str]) -> FormSpec:
@@ -300,30 +296,6 @@ def _check_spaces(name: str, card: DatasetCard) -> None:
             raise ConfigError(
                 f"field 'dataset': dataset {name!r} has actions of shape {space.shape}; d3rlpy takes flat ones"
             )
-
-
-def _ask(python: Path, module: str, *args: str) -> dict[str, Any]:
-    """A helper's JSON answer from the bundle's interpreter, its failure a ConfigError."""
-    try:
-        result = subprocess.run(
-            [str(python), "-m", module, *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(f"could not run {python}: {exc}") from None
-    try:
-        data = json.loads(result.stdout)
-    except ValueError:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise ConfigError(f"{module} failed (exit code {result.returncode}): " + " | ".join(tail)) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{module} answered {type(data).__name__}, not a JSON object")
-    if "error" in data:
-        raise ConfigError(str(data["error"]))
-    return data
 
 
 PLUGIN = WorkerPlugin(
