@@ -97,6 +97,26 @@ def test_every_other_stored_observation_reads_as_its_json() -> None:
     assert encoding.loads_observation(encoding.dumps(screen)) == screen.tolist()
 
 
+def test_a_dict_observations_packed_arrays_read_back_as_arrays_beside_its_other_values() -> None:
+    # ViZDoom's Dict observation: a screen stored compact beside small game variables stored as a list.
+    screen = frames(1)[0]
+    variables = np.array([100.0, 26.0], dtype=np.float32)
+    fields = (("screen", "|u1", screen.shape), ("gamevariables", "<f4", variables.shape))
+    (text,) = encoding.unpack_dicts(
+        encoding.pack_dict({"screen": screen, "gamevariables": variables}), fields, 1
+    )
+    read = encoding.loads_observation(text)
+    assert list(read) == ["screen", "gamevariables"]
+    assert_same_array(read["screen"], screen)
+    assert read["gamevariables"] == [100.0, 26.0]
+    # Inside a dict within the dict too; a key "ndarray" of anything else stays the dict it is.
+    nested = encoding.loads_observation(
+        f'{{"agent":{{"view":{encoding.compact_json(screen)}}},"ndarray":{{"a":1}}}}'
+    )
+    assert_same_array(nested["agent"]["view"], screen)
+    assert nested["ndarray"] == {"a": 1}
+
+
 def compact(dtype: object, shape: object, data: bytes) -> str:
     payload = base64.b64encode(zlib.compress(data)).decode()
     return orjson.dumps({"ndarray": {"dtype": dtype, "shape": shape, "zlib": payload}}).decode()

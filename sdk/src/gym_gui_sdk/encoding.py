@@ -286,9 +286,10 @@ def _not_json(name: str) -> None:
 
 
 def loads_observation(text: str | bytes) -> Any:
-    """A stored observation, read: a compact array (:func:`compact_json`) as the numpy array it was,
-    anything else as its parsed JSON (lists, dicts, numbers; a NaN stored in a list is ``None``). Only
-    a JSON object of exactly that form, ``{"ndarray": {"dtype", "shape", "zlib"}}``, is read as an array.
+    """A stored observation, read: a compact array (:func:`compact_json`) as the numpy array it was, in a
+    Dict observation too, anything else as its parsed JSON (lists, dicts, numbers; a NaN stored in a
+    list is ``None``). Only a JSON object of exactly that form, ``{"ndarray": {"dtype", "shape",
+    "zlib"}}``, is read as an array.
 
     Every reader of stored observations reads through this, so either form reads wherever
     observations are read, and runs stored before arrays were stored compact read as they did.
@@ -301,8 +302,17 @@ def loads_observation(text: str | bytes) -> Any:
     except orjson.JSONDecodeError:
         # What orjson refuses and JSON allows (an integer beyond 64 bits); NaN and Infinity are not JSON.
         value = json.loads(text, parse_constant=_not_json)
-    if type(value) is dict and len(value) == 1 and _is_compact(value.get(_COMPACT_KEY)):
+    return _arrays_read(value) if type(value) is dict else value
+
+
+def _arrays_read(value: dict[str, Any]) -> Any:
+    """``value`` with each compact array in it read: itself, or the values of a Dict observation
+    (ViZDoom's screen beside its game variables), at any depth of dicts."""
+    if len(value) == 1 and _is_compact(value.get(_COMPACT_KEY)):
         return _compact_array(value[_COMPACT_KEY])
+    for key, item in value.items():
+        if type(item) is dict:
+            value[key] = _arrays_read(item)
     return value
 
 
