@@ -121,8 +121,8 @@ def test_garbage_in_a_running_ppos_event_file_loses_no_point_written_after_it_an
     cleanrl_daemon: tuple[DaemonClient, Home],
 ) -> None:
     client, home = cleanrl_daemon
-    # 39 updates of 512 steps (4 envs x 128): one losses/value_loss point each, from the event file only.
-    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 20_000))
+    # 19 updates of 512 steps (4 envs x 128): one losses/value_loss point each, from the event file only.
+    record, _ = client.submit(cleanrl_config("ppo", "CartPole-v1", 10_000))
     run_dir = home.run_dir(record.run_id)
     telemetry = RunDir(run_dir).telemetry_path
 
@@ -142,7 +142,7 @@ def test_garbage_in_a_running_ppos_event_file_loses_no_point_written_after_it_an
 
     final = client.wait_for_end(record.run_id, timeout=300)
     assert final.state is RunState.COMPLETED, final.reason
-    assert value_losses() == 20_000 // 512
+    assert value_losses() == 10_000 // 512
     reader = TelemetryReader(telemetry)
     try:
         warnings = [e.message for e in reader.events() if e.level == "WARNING" and "event file" in e.message]
@@ -175,10 +175,12 @@ def test_watch_shows_return_and_sps_while_cleanrl_trains(cleanrl_daemon: tuple[D
 
     wait_until(live_metrics, 120, "watch to show return and SPS")
     assert client.get_run(record.run_id).record.state == "RUNNING"  # shown while CleanRL trains
-    assert watcher.wait(300) == 0
+    # The run need not train on: watch follows it to whatever end it comes to, then exits.
+    client.cancel(record.run_id)
+    assert watcher.wait(120) == 0
     reader.join(10)
     live_metrics()
-    assert "COMPLETED" in seen
+    assert "CANCELLED" in seen
 
 
 def test_atari_and_mujoco_py_variants_are_refused_before_launch_with_the_install_hint(
