@@ -18,7 +18,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-operator bench-cli screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-operator bench-cli bench-bridge screenshots proto clean
 
 run: install bundles envs
 	scripts/run-cockpit.sh
@@ -131,6 +131,9 @@ bench-operator: install bundles
 # `gym-gui runs` against an idle daemon and one taking submissions, as ratios to the daemon's own answer.
 bench-cli: install
 	$(BIN)/python bench/cli_latency.py
+
+bench-bridge: install bundles
+	$(BIN)/python bench/bridge_latency.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
 # SCENES="bdi llm" renders only those (scripts/screenshots.py names them).

@@ -29,8 +29,10 @@ from gym_gui_cleanrl_worker import MARKER
 from gym_gui_cleanrl_worker.bridge import Deduplicator, EventFileTail, StdoutParser
 from gym_gui_cleanrl_worker.zygote import WARM_SWITCH, ForkedScript, ZygoteError, socket_path
 
-# How often the event files and the run directory are looked at.
-_POLL_SECONDS = 1.0
+# How often the event files are read (a curve's new points reach a viewer within about this and the
+# stream's own batching) and the run directory is looked at for new files.
+_EVENTS_SECONDS = 0.1
+_FILES_SECONDS = 1.0
 # An unannounced video is registered once unchanged this long (its recorder has closed it).
 _VIDEO_SETTLE_SECONDS = 5.0
 # How often the script's output is taken: in batches, since a wake-up per printed line (CleanRL
@@ -103,8 +105,9 @@ class Trainer:
         threading.Thread(target=wait, daemon=True).start()
         stop_sent_at: float | None = None
         stopped = False  # the script's process is held by SIGSTOP (the run is paused)
-        next_poll = time.monotonic() + _POLL_SECONDS
-        while not exited.wait(_CONTROL_SECONDS):
+        next_events = time.monotonic() + _EVENTS_SECONDS
+        next_files = time.monotonic() + _FILES_SECONDS
+        while not exited.wait(min(_CONTROL_SECONDS, _EVENTS_SECONDS)):
             if self.session.stop_requested.is_set() and stop_sent_at is None:
                 stop_sent_at = time.monotonic()
                 child.send_signal(signal.SIGTERM)
@@ -119,11 +122,16 @@ class Trainer:
             if self.session.checkpoint_requested.is_set():
                 self.session.checkpoint_requested.clear()
                 child.send_signal(signal.SIGUSR1)
-            if time.monotonic() >= next_poll:
-                next_poll = time.monotonic() + _POLL_SECONDS
+            now = time.monotonic()
+            if now >= next_events:
+                next_events = now + _EVENTS_SECONDS
+                self._poll_events()
+            if now >= next_files:
+                next_files = now + _FILES_SECONDS
                 self._poll_files()
         for reader in readers:
             reader.join(10)
+        self._poll_events(final=True)
         self._poll_files(final=True)
         return child.wait()  # ended: its code at once
 
@@ -267,11 +275,13 @@ class Trainer:
 
     # ------------------------------------------------------------ files
 
-    def _poll_files(self, final: bool = False) -> None:
+    def _poll_events(self, final: bool = False) -> None:
         self._send(self.events.poll(final=final), from_stdout=False)
         for damage in self.events.damage():
             # Said as it is found: the points of a damaged stretch are lost, the rest still comes.
             self.session.event("WARNING", f"TensorBoard event file damaged: {damage}")
+
+    def _poll_files(self, final: bool = False) -> None:
         for directory in self.events.directories():
             self._register("tensorboard", directory)
         videos = self.run_dir / "videos"
