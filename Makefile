@@ -18,7 +18,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-operator bench-cli bench-bridge screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-operator bench-cli bench-bridge bench-charts screenshots proto clean
 
 run: install bundles envs
 	scripts/run-cockpit.sh
@@ -134,6 +134,9 @@ bench-cli: install
 
 bench-bridge: install bundles
 	$(BIN)/python bench/bridge_latency.py
+
+bench-charts: install bundles
+	$(BIN)/python bench/charts_read.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
 # SCENES="bdi llm" renders only those (scripts/screenshots.py names them).

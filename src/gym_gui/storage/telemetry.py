@@ -357,6 +357,16 @@ class TelemetryReader:
         )
         return [MetricPoint(tag, step, wall_time, value) for tag, step, wall_time, value in rows]
 
+    def metric_rows(self, tag: str, since_step: int | None = None) -> list[tuple[int, float, float]]:
+        """The series of ``tag`` as ``(step, wall_time, value)`` rows in step order (after ``since_step``
+        when given): what :meth:`metrics` gives, without a record a point, for a chart's hundreds of
+        thousands of them."""
+        lower = "" if since_step is None else "AND step > ?"
+        params: list[object] = [tag] if since_step is None else [tag, since_step]
+        return self._rows(
+            f"SELECT step, wall_time, value FROM metrics WHERE tag = ? {lower} ORDER BY step, rowid", params
+        )
+
     def final_return(self, metric: str = "", last: int = FINAL_RETURN_EPISODES) -> tuple[float, int] | None:
         """The mean of the run's last ``last`` episodic returns (:meth:`episodic_returns`) and how many
         there were; None with none."""

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from gym_gui.core.curves import DEFAULT_SMOOTHING, ema
-from gym_gui.core.records import MetricBatch, MetricPoint, RunRecord
+from gym_gui.core.records import MetricBatch, RunRecord
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.background import Background
@@ -185,13 +185,17 @@ def smoothing_slider(initial: float = DEFAULT_SMOOTHING) -> tuple[QSlider, QLabe
 # ---------------------------------------------------------------- the tab
 
 
-def _read_metrics(path: Path, since: dict[str, int]) -> dict[str, list[MetricPoint]]:
-    """Every tag's points from storage (after ``since[tag]`` when given); runs off the GUI thread."""
+def _read_metrics(path: Path, since: dict[str, int]) -> dict[str, np.ndarray]:
+    """Every tag's points from storage (after ``since[tag]`` when given), each an array of
+    ``(step, wall_time, value)`` rows; runs off the GUI thread."""
     if not path.is_file():
         return {}
     reader = TelemetryReader(path)
     try:
-        return {tag: reader.metrics(tag, since_step=since.get(tag)) for tag in reader.metric_tags()}
+        return {
+            tag: np.array(reader.metric_rows(tag, since_step=since.get(tag)), dtype=np.float64).reshape(-1, 3)
+            for tag in reader.metric_tags()
+        }
     finally:
         reader.close()
 
@@ -339,15 +343,17 @@ class ChartsTab(RunTab):
             name=f"charts-backfill-{run.run_id}",
         )
 
-    def _stored(self, generation: int, stored: dict[str, list[MetricPoint]]) -> None:
+    def _stored(self, generation: int, stored: dict[str, np.ndarray]) -> None:
         if generation != self._generation:
             return
-        for tag, points in stored.items():
+        for tag, rows in stored.items():
             series = self._series.setdefault(tag, MetricSeries())
             # A top-up after live points arrived appends only what is past them.
             edge = series.edge()
-            fresh = [p for p in points if edge is None or edge.admits(p.step, p.wall_time, p.value)]
-            series.extend([p.step for p in fresh], [p.wall_time for p in fresh], [p.value for p in fresh])
+            fresh = (
+                rows if edge is None else rows[[edge.admits(*row) for row in rows.tolist()]].reshape(-1, 3)
+            )
+            series.extend(fresh[:, 0], fresh[:, 1], fresh[:, 2])
             floor = series.edge()
             if floor is not None:
                 self._floor[tag] = floor
