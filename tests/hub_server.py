@@ -13,6 +13,8 @@ What the client sends, as ``HfApi(endpoint=server.url)`` (or ``HF_ENDPOINT``) se
 - ``POST /api/{type}s/{repo}/commit/{revision}`` — NDJSON: a ``header`` line (summary, description,
   parent commit), then ``file`` lines (path, base64 content) and ``deletedFile`` lines. A commit is
   applied whole or not at all, as the Hub's are.
+- ``GET /api/{type}s?author=ORG&search=TEXT`` — the repos of an organisation whose name holds the text
+  (Minari's remote lists a namespace's datasets so), in one page.
 - ``GET /api/{type}s/{repo}`` and ``…/revision/{revision}`` — repo info with its files (``siblings``).
 - ``GET /api/{type}s/{repo}/tree/{revision}[/{path}]`` — the files (``recursive``), in one page.
 - ``HEAD``/``GET /{repo}/resolve/{revision}/{file}`` (``/datasets/{repo}/…`` for datasets) — a file's
@@ -45,6 +47,7 @@ _ROUTES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (method, name, re.compile(pattern))
     for method, name, pattern in (
         ("GET", "whoami", r"/api/whoami-v2"),
+        ("GET", "list", r"/api/(?P<type>model|dataset)s"),
         ("POST", "create", r"/api/repos/create"),
         ("DELETE", "delete", r"/api/repos/delete"),
         ("POST", "validate-yaml", r"/api/validate-yaml"),
@@ -147,6 +150,8 @@ class FakeHub:
                 else self._delete(repo_id, repo_type)
             )
         repo_type = match.get("type") or "model"
+        if name == "list":
+            return _json(200, self._list(repo_type, query, authorised))
         with self._lock:
             repo = self.repos.get((repo_type, match["repo"]))
         if repo is None or (repo.private and not authorised):
@@ -200,6 +205,23 @@ class FakeHub:
             "Content-Type": "application/octet-stream",
         }
         return 200, headers, content
+
+    def _list(self, repo_type: str, query: dict[str, list[str]], authorised: bool) -> list[dict[str, Any]]:
+        """The repos of a type an ``author`` (an organisation) holds whose name holds ``search``, in one page."""
+        author = query.get("author", [""])[0]
+        search = query.get("search", [""])[0]
+        with self._lock:
+            repos = [
+                repo
+                for (kind, repo_id), repo in sorted(self.repos.items())
+                if kind == repo_type and (authorised or not repo.private)
+            ]
+        return [
+            {"id": repo.repo_id, "private": repo.private, "sha": repo.head}
+            for repo in repos
+            if (not author or repo.repo_id.startswith(f"{author}/"))
+            and search in repo.repo_id.split("/", 1)[1]
+        ]
 
     def _validate_yaml(self, payload: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         content = payload.get("content", "")

@@ -1,13 +1,17 @@
 """`gym-gui publish` and `gym-gui import-model hf://…` through the real huggingface_hub client and a loopback
 Hub: a CleanRL PPO model and a Spade BDI Q-table go up in one commit with their card and come back as
 runs that play the same returns from the same seed; a failed upload publishes nothing; the token is
-never written; a CleanRL upload's script is never fetched."""
+never written; a CleanRL upload's script is never fetched; a pushed dataset is what Minari's own
+client downloads."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,3 +247,45 @@ def test_cleanrls_own_upload_imports_and_its_script_is_never_fetched(
     assert "cleanrl ppo on CartPole-v1" in imported.stdout and "COMPLETED" in imported.stdout
     assert not marker.exists()
     assert not list((tmp_path / "hf_home").rglob("ppo.py"))  # never downloaded, so never run
+
+
+def test_a_pushed_dataset_is_what_minaris_own_client_downloads(
+    trained: Trained, hub: FakeHub, tmp_path: Path
+) -> None:
+    root = trained.home.root
+    played = gym_gui(
+        "train", "--worker", "random", "--env", "CartPole-v1", "--episodes", "3", "--seed", "2", home=root
+    )
+    assert played.returncode == 0, played.stderr
+    run_id = next(word for word in played.stdout.split() if word.startswith("CartPole-v1__random__"))
+    created = gym_gui("dataset", "create", "cartpole/random-v0", "--from", run_id, home=root)
+    assert created.returncode == 0, created.stderr
+
+    assert_one_line_error(
+        gym_gui("dataset", "push", "cartpole/random-v0", "--repo", "gg-team/other", home=root),
+        "--repo gg-team/other: Minari's remote keeps dataset cartpole/random-v0 in the repository gg-team/cartpole",
+    )
+    pushed = gym_gui("dataset", "push", "cartpole/random-v0", "--repo", "gg-team/cartpole", home=root)
+    assert pushed.returncode == 0, pushed.stderr
+    repo = hub.repo("gg-team/cartpole", "dataset")
+    assert repo is not None and len(repo.commits) == 1
+    assert json.loads(repo.files["namespace_metadata.json"])["datasets"] == ["cartpole/random-v0"]
+
+    # Minari's own command line, its Hub remote pointed at the organisation (its namespace step reads
+    # MINARI_REMOTE, not the remote an hf:// id names), into a Minari root of its own.
+    downloaded = tmp_path / "minari_root"
+    env = {**os.environ, "MINARI_REMOTE": "hf://gg-team", "MINARI_DATASETS_PATH": str(downloaded)}
+    env.pop("HF_TOKEN")  # a public dataset: anyone downloads it
+    fetched = subprocess.run(
+        [str(Path(sys.executable).parent / "minari"), "download", "cartpole/random-v0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    local = trained.home.datasets_dir / "cartpole" / "random-v0"
+    theirs = downloaded / "cartpole" / "random-v0"
+    ours = {p.relative_to(local): p.read_bytes() for p in local.rglob("*") if p.is_file()}
+    assert {p.relative_to(theirs): p.read_bytes() for p in theirs.rglob("*") if p.is_file()} == ours
+    assert files_containing(downloaded, TOKEN.encode()) == []

@@ -349,9 +349,11 @@ def _model_bytes(files: RunDir, model: SavedModel) -> bytes:
     return path.read_bytes()
 
 
-def commit(repo_id: str, contents: Mapping[str, bytes], private: bool, message: str) -> str:
-    """Upload ``contents`` to model repository ``repo_id`` as one commit (creating the repository when
-    there is none: ``private`` then says its visibility); returns the commit's URL.
+def commit(
+    repo_id: str, contents: Mapping[str, bytes], private: bool, message: str, repo_type: str = "model"
+) -> str:
+    """Upload ``contents`` to repository ``repo_id`` (a model's, or a dataset's) as one commit (creating
+    the repository when there is none: ``private`` then says its visibility); returns the commit's URL.
 
     The Hub applies a commit whole or not at all. A repository this call created is deleted again
     when the commit fails, so a failed publish leaves nothing behind.
@@ -362,15 +364,15 @@ def commit(repo_id: str, contents: Mapping[str, bytes], private: bool, message: 
     api = HfApi()  # endpoint: HF_ENDPOINT; token: HF_TOKEN or the stored login, the client's own
     created = False
     try:
-        if not api.repo_exists(repo_id):
-            api.create_repo(repo_id, private=private)
+        if not api.repo_exists(repo_id, repo_type=repo_type):
+            api.create_repo(repo_id, private=private, repo_type=repo_type)
             created = True
         operations = [CommitOperationAdd(path, data) for path, data in sorted(contents.items())]
-        info = api.create_commit(repo_id, operations, commit_message=message)
+        info = api.create_commit(repo_id, operations, commit_message=message, repo_type=repo_type)
     except Exception as exc:  # the client's HTTP and connection errors alike: one line, nothing left
         if created:
             try:
-                api.delete_repo(repo_id, missing_ok=True)
+                api.delete_repo(repo_id, missing_ok=True, repo_type=repo_type)
             except Exception:  # the repository stays, empty: say so
                 raise HubError(
                     f"not published to {repo_id}: {first_line(exc)}; the empty repository it created "
