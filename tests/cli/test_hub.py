@@ -154,6 +154,10 @@ def test_a_published_model_comes_back_as_a_run_that_plays_the_same_returns(
     new_run = next(word for word in imported.stdout.split() if f"__{algorithm}-import__" in word)
     record = trained.client.get_run(new_run).record
     assert record.state is RunState.COMPLETED and record.worker == kind
+    # The run says where its model came from: the repository at the commit it was downloaded from.
+    origin = f"hf://{repo_id}@{repo.head}"
+    assert record.reason == f"imported from {origin}"
+    assert RunDir(record.run_dir).read_manifest().imported_from == origin
     # The imported model plays what the card says the published one played, and what it plays now.
     assert _returns(trained.client, new_run, evaluation["seed"]) == evaluation["returns"]
     assert _returns(trained.client, new_run, seed=11) == _returns(trained.client, run_id, seed=11)

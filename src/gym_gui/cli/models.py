@@ -135,16 +135,17 @@ def import_model(
 
         published = fetch_model(source, worker, algo, env)
         path, worker, algo, env = published.file, published.worker, published.algorithm, published.env_id
+        origin = published.url
         console.print(f"downloaded {escape(published.url)}: {worker} {algo} on {env}", highlight=False)
     else:
-        path = Path(source)
+        path, origin = Path(source), ""
         for option, value in (("--env", env), ("--algo", algo)):
             if value is None:
                 raise ConfigError(f"{option} is needed to import a model file: what it was trained on")
         worker = worker or scripts_worker()
     assert env is not None and algo is not None
     with connect() as client:
-        record = client.import_model(str(path.absolute()), worker, algo, env)
+        record = client.import_model(str(path.absolute()), worker, algo, env, origin)
     console.print(
         f"run [bold]{record.run_id}[/] {state_markup(record.state.value)}: {escape(record.reason)}",
         soft_wrap=True,
