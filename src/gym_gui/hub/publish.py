@@ -21,6 +21,7 @@ from huggingface_hub.utils import validate_repo_id
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError, UnknownEnv
+from gym_gui.datasets import same_as_stored
 from gym_gui.envs.catalog import env_environment
 from gym_gui.envs.check import make_env, render_fps
 from gym_gui.storage.run_dir import Manifest, RunDir, SavedModel, saved_model_refusal
@@ -159,7 +160,7 @@ def replay_gif(files: RunDir, config: RunConfig) -> tuple[bytes | None, str]:
         for number, step in enumerate([None, *steps[: MAX_REPLAY_FRAMES - 1]]):
             if step is not None:
                 observation, *_ = env.step(json.loads(step.action))
-                if not _same(loads_observation(step.observation), observation):
+                if not same_as_stored(observation, loads_observation(step.observation)):
                     return None, f"replaying the episode here gave another observation at step {number - 1}"
             frame = env.render()
             if not isinstance(frame, np.ndarray) or frame.ndim != 3:
@@ -175,13 +176,6 @@ def replay_gif(files: RunDir, config: RunConfig) -> tuple[bytes | None, str]:
     data = iio.imwrite("<bytes>", np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
     assert isinstance(data, bytes)
     return data, f"{len(frames)} frames of episode 0 (seed {episodes[0].seed})"
-
-
-def _same(stored: Any, seen: Any) -> bool:
-    try:
-        return bool(np.allclose(np.asarray(stored, dtype=float), np.asarray(seen, dtype=float), atol=1e-5))
-    except (TypeError, ValueError):  # a Dict or Text observation: compared as it is
-        return bool(np.all(stored == seen))
 
 
 def training_curves(files: RunDir, manifest: Manifest) -> dict[str, bytes]:
