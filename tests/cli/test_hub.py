@@ -186,6 +186,34 @@ def test_a_failed_upload_publishes_nothing_and_says_so_in_one_line(trained: Trai
         assert TOKEN not in result.stdout + result.stderr
 
 
+def test_the_token_of_a_stored_login_publishes_and_is_copied_nowhere(
+    trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hf_home = tmp_path / "hf_home"
+    hf_home.mkdir()
+    (hf_home / "token").write_text(TOKEN)  # where `hf auth login` keeps it
+    with FakeHub(TOKEN) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        monkeypatch.setenv("HF_HOME", str(hf_home))
+        run_id = trained.runs["spade_bdi"]
+        result = gym_gui(
+            "publish",
+            run_id,
+            "--repo",
+            "gg-team/login",
+            "--private",
+            "--episodes",
+            "1",
+            home=trained.home.root,
+        )
+        assert result.returncode == 0, result.stderr
+        repo = hub.repo("gg-team/login")
+        assert repo is not None and repo.private and hub.tokens_seen == {TOKEN}
+    assert files_containing(trained.home.root, TOKEN.encode()) == []
+    assert files_containing(hf_home, TOKEN.encode()) == [hf_home / "token"]  # the client's, as it was
+
+
 def test_publish_without_a_token_is_refused_before_anything_runs(
     trained: Trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -241,6 +269,10 @@ def test_cleanrls_own_upload_imports_and_its_script_is_never_fetched(
         commit_message="pushing model",
     )
     root = trained.home.root
+    assert_one_line_error(
+        gym_gui("import-model", str(tmp_path / "a.cleanrl_model"), home=root),
+        "--env is needed to import a model file",
+    )
     refused = gym_gui("import-model", "hf://cleanrl/CartPole-v1-ppo-seed1", "--env", "Acrobot-v1", home=root)
     assert_one_line_error(
         refused, "--env Acrobot-v1: the card of hf://cleanrl/CartPole-v1-ppo-seed1 says CartPole-v1"
