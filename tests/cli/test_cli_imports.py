@@ -28,6 +28,9 @@ NEVER_FOR_A_LISTING = (
     "gym_gui.play",
     "gym_gui.sweeps",
     "gym_gui.envs",
+    # Only `publish`, `import-model hf://…` and `dataset push` speak to the Hugging Face Hub.
+    "huggingface_hub",
+    "gym_gui.hub",
 )
 # What only a command that calls the daemon needs.
 WIRE = ("grpc", "google.protobuf", "gym_gui_sdk.trainer_pb2")

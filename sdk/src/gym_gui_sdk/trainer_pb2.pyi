@@ -571,16 +571,18 @@ class Resumed(_message.Message):
     def __init__(self, coalesced: _Optional[int] = ...) -> None: ...
 
 class ImportModelRequest(_message.Message):
-    __slots__ = ("path", "worker", "algorithm", "env_id")
+    __slots__ = ("path", "worker", "algorithm", "env_id", "origin")
     PATH_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ALGORITHM_FIELD_NUMBER: _ClassVar[int]
     ENV_ID_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     path: str
     worker: str
     algorithm: str
     env_id: str
-    def __init__(self, path: _Optional[str] = ..., worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., env_id: _Optional[str] = ...) -> None: ...
+    origin: str
+    def __init__(self, path: _Optional[str] = ..., worker: _Optional[str] = ..., algorithm: _Optional[str] = ..., env_id: _Optional[str] = ..., origin: _Optional[str] = ...) -> None: ...
 
 class SweepInfo(_message.Message):
     __slots__ = ("sweep_id", "name", "state", "directory", "storage", "study", "spec_json", "created_at", "ended_at", "reason")

@@ -257,6 +257,30 @@ def dataset_import(
     )
 
 
+@dataset_app.command("push")
+def dataset_push(
+    name: Annotated[str, typer.Argument(help="The dataset's id, NAMESPACE/NAME-vN.")],
+    repo: Annotated[
+        str, typer.Option(help="The Hub dataset repository, ORG/NAMESPACE (created when missing).")
+    ],
+    private: Annotated[bool, typer.Option(help="Create the repository private.")] = False,
+) -> None:
+    """Publish a dataset to the Hugging Face Hub in one commit, in the layout Minari's own remote reads,
+    so `minari download hf://ORG/NAMESPACE/NAME-vN` fetches it (with MINARI_REMOTE unset or any).
+
+    The token is huggingface_hub's (HF_TOKEN or `hf auth login`); HF_ENDPOINT names another Hub.
+    """
+    from gym_gui.hub.datasets import push_dataset  # huggingface_hub only for the command that uses it
+    from gym_gui.hub.publish import require_token
+
+    validate_dataset_id(name)
+    require_token("dataset push")
+    url = push_dataset(store(), name, repo, private)
+    console.print(
+        f"dataset [bold]{escape(name)}[/] pushed to {escape(repo)} — {escape(url)}", highlight=False
+    )
+
+
 @dataset_app.command("delete")
 def dataset_delete(name: Annotated[str, typer.Argument(help="The dataset's id.")]) -> None:
     """Delete a dataset, unless a run that has not ended learns from it."""

@@ -99,17 +99,53 @@ def _digest(entry: ModelEntry, digests: DigestCache) -> str:
 
 @app.command("import-model")
 def import_model(
-    file: Annotated[Path, typer.Argument(help="The model file, e.g. a .cleanrl_model saved by a run.")],
-    env: Annotated[str, typer.Option(help="The environment it was trained on, e.g. CartPole-v1.")],
-    algo: Annotated[str, typer.Option(help="The algorithm (script) that trained it, e.g. ppo.")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE|hf://ORG/NAME",
+            help="A model file (e.g. a .cleanrl_model a run saved), or a Hub model: hf://ORG/NAME[@REVISION].",
+        ),
+    ],
+    env: Annotated[
+        str | None,
+        typer.Option(
+            help="The environment it was trained on, e.g. CartPole-v1 (from a Hub model: its card's)."
+        ),
+    ] = None,
+    algo: Annotated[
+        str | None,
+        typer.Option(help="The algorithm (script) that trained it, e.g. ppo (from a Hub model: its card's)."),
+    ] = None,
     worker: Annotated[
-        str | None, typer.Option(help="Worker kind (default: the one installed kind that runs scripts).")
+        str | None,
+        typer.Option(
+            help="Worker kind (default: the one installed kind that runs scripts; from a Hub model: its card's)."
+        ),
     ] = None,
 ) -> None:
-    """Store a model file as a finished run of its own (checked by loading it first), to evaluate or browse."""
-    worker = worker or scripts_worker()
+    """Store a model file as a finished run of its own (checked by loading it first), to evaluate or browse.
+
+    hf://ORG/NAME downloads a model published on the Hugging Face Hub (by `gym-gui publish`, or by
+    CleanRL's --upload-model) with huggingface_hub's client (HF_ENDPOINT, HF_TOKEN): its card says the
+    kind, algorithm and env, and the kind's loader checks the file is that. Nothing of the repository
+    is run.
+    """
+    if source.startswith("hf://"):
+        from gym_gui.hub.fetch import fetch_model  # huggingface_hub only for a Hub model
+
+        published = fetch_model(source, worker, algo, env)
+        path, worker, algo, env = published.file, published.worker, published.algorithm, published.env_id
+        origin = published.url
+        console.print(f"downloaded {escape(published.url)}: {worker} {algo} on {env}", highlight=False)
+    else:
+        path, origin = Path(source), ""
+        for option, value in (("--env", env), ("--algo", algo)):
+            if value is None:
+                raise ConfigError(f"{option} is needed to import a model file: what it was trained on")
+        worker = worker or scripts_worker()
+    assert env is not None and algo is not None
     with connect() as client:
-        record = client.import_model(str(file.absolute()), worker, algo, env)
+        record = client.import_model(str(path.absolute()), worker, algo, env, origin)
     console.print(
         f"run [bold]{record.run_id}[/] {state_markup(record.state.value)}: {escape(record.reason)}",
         soft_wrap=True,

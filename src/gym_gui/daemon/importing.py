@@ -34,6 +34,12 @@ class ImportRequest:
     worker: str
     algorithm: str
     env_id: str
+    origin: str = ""  # where the file came from when not ``path`` (a Hub model: hf://ORG/NAME@COMMIT)
+
+    @property
+    def source(self) -> str:
+        """What the run says it was imported from."""
+        return self.origin or self.path
 
 
 class ModelImports:
@@ -58,6 +64,11 @@ class ModelImports:
             DiskFull: the disk is nearly full; nothing is stored.
         """
         source = self._source(request.path)
+        if request.origin:
+            try:
+                check_path_text(request.origin)
+            except ConfigError as exc:
+                raise ConfigError(f"model origin: {exc}") from None
         validate_env_id(request.env_id)
         if not request.algorithm or not set(request.algorithm) <= _ALGORITHM_CHARS:
             raise ConfigError(f"algorithm {request.algorithm!r}: give the script's name, e.g. ppo")
@@ -89,7 +100,7 @@ class ModelImports:
         log.info(
             "run %s: imported %s (%s %s on %s)",
             run_id,
-            source,
+            request.source,
             request.worker,
             request.algorithm,
             request.env_id,
@@ -120,7 +131,7 @@ class ModelImports:
                 "env_id": request.env_id,
                 "algorithm": request.algorithm,
                 "budget": {"timesteps": max(step, 1)},
-                "notes": f"imported from {request.path}",
+                "notes": f"imported from {request.source}",
             }
         )
 
@@ -150,12 +161,12 @@ class ModelImports:
         copied = _copy(source, target)
         if copied != digest:
             raise ConfigError(f"model file {source} changed while it was imported; import it again")
-        reason = f"imported from {source}"
+        reason = f"imported from {request.source}"
         manifest = files.create_manifest(
             RunEnvironment(bundle=self.catalog.plugin(request.worker).spec.bundle)
         )
-        manifest.add_artifact("model", stored_as, step, {"sha256": digest, "imported_from": str(source)})
-        manifest.update(imported_from=str(source), ended_at=now, final_state=RunState.COMPLETED)
+        manifest.add_artifact("model", stored_as, step, {"sha256": digest, "imported_from": request.source})
+        manifest.update(imported_from=request.source, ended_at=now, final_state=RunState.COMPLETED)
         record = RunRecord(
             run_id=files.run_id,
             worker=config.worker,

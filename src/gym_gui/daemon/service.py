@@ -332,7 +332,11 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
     @handled
     def ImportModel(self, request: pb.ImportModelRequest, context: grpc.ServicerContext) -> pb.RunInfo:
         imported = ImportRequest(
-            path=request.path, worker=request.worker, algorithm=request.algorithm, env_id=request.env_id
+            path=request.path,
+            worker=request.worker,
+            algorithm=request.algorithm,
+            env_id=request.env_id,
+            origin=request.origin,
         )
         return self._info(self.supervisor.import_model(imported))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gym_gui.datasets.reading import RecordedEpisode, episode_returns, recorded_episode
-from gym_gui.datasets.recording import Recorded, RunSource, record_dataset
+from gym_gui.datasets.recording import Recorded, RunSource, record_dataset, same_as_stored
 from gym_gui.datasets.store import (
     CREATED,
     FIRST_USE,
@@ -28,4 +28,5 @@ __all__ = [
     "episode_returns",
     "record_dataset",
     "recorded_episode",
+    "same_as_stored",
 ]

@@ -233,7 +233,7 @@ def _buffer(
     except ValueError as exc:
         raise _Mismatch(f"a stored observation cannot be read: {exc}") from None
     stepped = env.step(_as_space(env.action_space, action_values[0]))[0]
-    if not _same_as_stored(stepped, stored[0]):
+    if not same_as_stored(stepped, stored[0]):
         raise _Mismatch(
             f"the environment reset with seed {seed} and stepped with the stored first action does not "
             "give the stored first observation (the run played another environment, or a wrapped one)"
@@ -278,7 +278,7 @@ def _jsonable(value: Any) -> Any:
     return orjson.loads(encoding.dumps(value))
 
 
-def _same_as_stored(value: Any, stored: Any) -> bool:
+def same_as_stored(value: Any, stored: Any) -> bool:
     """Whether an env's observation is the stored one: a stored compact array bit for bit (its dtype,
     shape and values, NaN included), anything else as its JSON reads back."""
     if isinstance(stored, np.ndarray):

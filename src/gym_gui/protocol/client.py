@@ -344,14 +344,19 @@ class DaemonClient:
         stored = json_object(detail.config_json or "{}", no_config, no_config)
         return parse_run_config({**stored, "rerun_of": run_id})
 
-    def import_model(self, path: str, worker: str, algorithm: str, env_id: str) -> RunRecord:
+    def import_model(
+        self, path: str, worker: str, algorithm: str, env_id: str, origin: str = ""
+    ) -> RunRecord:
         """Store the model file at ``path`` (absolute, on the daemon's machine) as a finished run of its
-        own, once ``worker``'s loader has loaded it as a model of ``algorithm`` for ``env_id``.
+        own, once ``worker``'s loader has loaded it as a model of ``algorithm`` for ``env_id``;
+        ``origin`` says where it came from when that is not ``path`` (``hf://ORG/NAME@COMMIT``).
 
         Raises:
             ConfigError: the loader's refusal (or a bad argument); nothing is stored.
         """
-        request = pb.ImportModelRequest(path=path, worker=worker, algorithm=algorithm, env_id=env_id)
+        request = pb.ImportModelRequest(
+            path=path, worker=worker, algorithm=algorithm, env_id=env_id, origin=origin
+        )
         return convert.run_record(self._call("ImportModel", request, 300))
 
     def shutdown(self) -> None:

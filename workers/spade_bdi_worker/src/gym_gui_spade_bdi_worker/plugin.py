@@ -24,6 +24,7 @@ from gym_gui.workers import (
     BundleSpec,
     LaunchContext,
     LaunchPlan,
+    ModelCheck,
     ModuleLauncher,
     OperatorPlan,
     OperatorSource,
@@ -188,6 +189,33 @@ class SpadeBDILauncher(ModuleLauncher):
             warnings=_exploration_warnings(config),
             extras=ManifestExtras({"q_table_source": str(source) if source else None}),
         )
+
+    def check_model(self, path: Path, algorithm: str, env_id: str) -> ModelCheck:
+        """Read ``path`` as an evaluation would (plain JSON checked by its hash, no code of it run) and
+        refuse it unless it is a Q-table of ``env_id`` that fits the environment its own arguments
+        make (its map, its ice). ``algorithm`` names the run only: a table is a table.
+
+        Raises:
+            ConfigError: it is not a Q-table, or one of another environment, shape or map.
+        """
+        try:
+            table = QTableFile.load(path)
+        except CheckpointRefused as exc:
+            raise ConfigError(str(exc)) from None
+        check_env(env_id)
+        try:
+            env = make_env(env_id, run_env_kwargs({"env_id": env_id, "mode": "evaluate"}, table))
+        except EnvRefused as exc:
+            raise ConfigError(f"Q-table {path}: {exc}") from None
+        try:
+            shape, grid = table_shape(env), grid_map(env)
+        finally:
+            env.close()
+        try:
+            table.check_fits(env_id, shape, grid, path)
+        except CheckpointRefused as exc:
+            raise ConfigError(str(exc)) from None
+        return ModelCheck(stored_as=FINAL, step=table.steps)
 
     def operator(self, source: OperatorSource) -> OperatorPlan:
         """The run's Q-table (or the checkpoint ``source`` names) played greedily by
