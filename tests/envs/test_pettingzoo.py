@@ -3,6 +3,7 @@ alternating, each naming its seat, with each seat's return; a parallel env store
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -17,7 +18,7 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.fixtures import SHARED_BUNDLES
-from tests.support import module_daemon
+from tests.support import gym_gui, module_daemon
 
 
 @pytest.fixture(scope="module")
@@ -26,18 +27,18 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonCli
         yield d
 
 
-def played(daemon: tuple[DaemonClient, Home], env_id: str, **fields: object) -> TelemetryReader:
-    """The stored telemetry of a completed random run of ``env_id`` (seed 0)."""
+def played(daemon: tuple[DaemonClient, Home], env_id: str, **fields: object) -> tuple[str, TelemetryReader]:
+    """The id and stored telemetry of a completed random run of ``env_id`` (seed 0)."""
     client, home = daemon
     config = parse_run_config({"worker": "random", "env_id": env_id, "seed": 0, **fields})
     record, _token = client.submit(config)
     final = client.wait_for_end(record.run_id, timeout=120)
     assert final.state is RunState.COMPLETED, final.reason
-    return TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
+    return record.run_id, TelemetryReader(RunDir(home.run_dir(record.run_id)).telemetry_path)
 
 
 def test_a_connect_four_game_stores_both_seats_moves_alternating(daemon: tuple[DaemonClient, Home]) -> None:
-    reader = played(daemon, "connect_four_v3", budget={"episodes": 2})
+    run_id, reader = played(daemon, "connect_four_v3", budget={"episodes": 2})
     try:
         for number in (0, 1):
             episode, steps = reader.episode(number), reader.steps(number)
@@ -62,12 +63,20 @@ def test_a_connect_four_game_stores_both_seats_moves_alternating(daemon: tuple[D
             for seat, value in returns.items():  # a seat's return is its stored rewards' sum
                 assert sum(s.reward for s in steps if s.agent == seat) == value
         assert reader.steps(0, 0, 1)[0].render  # the board after the first move: Live and Replay draw it
+        means = {seat: sum(dict(e.agent_returns)[seat] for e in reader.episodes()) / 2 for seat in returns}
     finally:
         reader.close()
+    shown = gym_gui("show", run_id, home=daemon[1].root)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"steps stored .*: match", shown.stdout)
+    assert (
+        f"agents' mean returns  player_0 {means['player_0']:.3f}, player_1 {means['player_1']:.3f}"
+        in shown.stdout
+    )
 
 
 def test_a_parallel_env_stores_every_agents_steps(daemon: tuple[DaemonClient, Home]) -> None:
-    reader = played(
+    _run_id, reader = played(
         daemon, "pistonball_v6", budget={"episodes": 1}, env_kwargs={"n_pistons": 4, "max_cycles": 4}
     )
     try:
