@@ -9,7 +9,9 @@ import pytest
 from gym_gui_sdk import trainer_pb2 as pb
 from gym_gui_sdk.worker import WorkerSession
 
+from gym_gui.core.records import StepBatch
 from gym_gui.core.states import RunState
+from gym_gui.protocol import convert
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
@@ -47,17 +49,31 @@ def test_a_turn_based_game_stores_each_seats_turns_and_returns(client: DaemonCli
         reader.close()
 
 
-def test_a_batch_of_a_single_agents_steps_carries_no_agent_column() -> None:
+def test_a_batch_of_a_single_agents_steps_carries_no_agent_column_and_a_viewer_reads_the_agents() -> None:
     session = WorkerSession("127.0.0.1:1", "run", "token")  # not started: the batch is taken by hand
     session.step(0, 0, 0.0, False, False, "1", "0")
+    session.episode(0, 1, 0.0, True, False, 1.0)
     plain = session._batch.take()
-    assert plain is not None and list(plain.steps.agent) == []
-    session.step(0, 1, 0.0, False, False, "1", "0")
-    session.step(0, 2, 0.0, False, False, "1", "0", agent="player_1")
+    assert (
+        plain is not None and list(plain.steps.agent) == [] and len(convert.step_rows(plain.steps)[0]) == 10
+    )
+    assert convert.episode_record(plain.steps.episodes[0]).agent_returns == ()
+    session.step(1, 0, 0.0, False, False, "1", "0")
+    session.step(1, 1, 0.0, False, False, "1", "0", agent="player_1", actor="operator")
+    session.episode(1, 2, 0.0, True, False, 1.0, agent_returns=[("player_1", -1.0), ("player_0", 1.0)])
     mixed = session._batch.take()
     assert mixed is not None and list(mixed.steps.agent) == ["", "player_1"]
+    # What a viewer (Live, `gym-gui watch`) makes of the batch the daemon passes on: each row ends
+    # with who acted and its agent.
+    seen = convert.telemetry_event(pb.TelemetryEvent(steps=mixed.steps))
+    assert isinstance(seen, StepBatch)
+    assert [row[10:] for row in seen.rows] == [("", "", ""), ("operator", "", "player_1")]
+    summary = convert.episode_record(mixed.steps.episodes[0])
+    assert summary.agent_returns == (("player_1", -1.0), ("player_0", 1.0))
     with pytest.raises(ValueError, match="each agent once"):
         session.episode(0, 3, 0.0, True, False, 1.0, agent_returns=[("a", 1.0), ("a", 2.0)])
+    with pytest.raises(TypeError, match="agent must be text"):
+        session.step(2, 0, 0.0, False, False, "1", "0", agent=0)  # type: ignore[arg-type]
 
 
 def seated(
