@@ -251,6 +251,7 @@ class StreamIngest:
         data: …").
         """
         open_episodes, ended_episodes = self._open_episodes, self._ended_episodes
+        named = bool(rows) and len(rows[0]) > _AGENT  # a batch's rows are of one width
         for row in rows:
             episode, step = row[0], row[1]
             expected = open_episodes.get(episode)
@@ -258,7 +259,7 @@ class StreamIngest:
                 expected = self._first_step(episode, step)
             if step != expected:
                 raise ProtocolViolation(_out_of_order(episode, step, expected))
-            if len(row) > _AGENT and row[_AGENT]:
+            if named and row[_AGENT]:
                 self._agent_step(episode, step, row[_AGENT], bool(row[3] or row[4]))
                 open_episodes[episode] = step + 1
             elif row[3] or row[4]:  # terminated or truncated: its last step; its summary counts them
