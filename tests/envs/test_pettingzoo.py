@@ -12,6 +12,7 @@ import pytest
 from gym_gui_sdk.encoding import loads_observation
 
 from gym_gui.core.config import parse_run_config
+from gym_gui.core.errors import ConfigError
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
@@ -73,6 +74,20 @@ def test_a_connect_four_game_stores_both_seats_moves_alternating(daemon: tuple[D
         f"agents' mean returns  player_0 {means['player_0']:.3f}, player_1 {means['player_1']:.3f}"
         in shown.stdout
     )
+
+
+def test_a_kind_that_plays_one_agent_is_refused_a_multi_agent_env_before_anything_is_stored(
+    daemon: tuple[DaemonClient, Home],
+) -> None:
+    client, _home = daemon
+    before = client.list_runs(include_archived=True)
+    config = parse_run_config({"worker": "human", "env_id": "tictactoe_v3", "budget": {"episodes": 1}})
+    with pytest.raises(
+        ConfigError,
+        match=r"^field 'env_id': tictactoe_v3 has 2 agents, and Human-Only plays one; a kind that seats every agent: Random Baseline",
+    ):
+        client.submit(config)
+    assert client.list_runs(include_archived=True) == before
 
 
 def test_a_parallel_env_stores_every_agents_steps(daemon: tuple[DaemonClient, Home]) -> None:
