@@ -4,6 +4,8 @@ agent's steps carries no agent column."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import grpc
 import pytest
 from gym_gui_sdk import trainer_pb2 as pb
@@ -17,9 +19,18 @@ from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from tests.daemon.test_faults import human_run, publish_raw, started, steps
+from tests.fixtures import SHARED_BUNDLES
+from tests.support import module_daemon
 
 
-def test_a_turn_based_game_stores_each_seats_turns_and_returns(client: DaemonClient, home: Home) -> None:
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonClient, Home]]:
+    with module_daemon(tmp_path_factory.mktemp("agents_home"), SHARED_BUNDLES, []) as d:
+        yield d
+
+
+def test_a_turn_based_game_stores_each_seats_turns_and_returns(daemon: tuple[DaemonClient, Home]) -> None:
+    client, home = daemon
     run_id, token = human_run(client)
     session = WorkerSession(client.info.address, run_id, token, batch_steps=4)  # a game spans batches
     session.start()
@@ -111,7 +122,8 @@ BAD_STREAMS = {
 
 
 @pytest.mark.parametrize("reason", list(BAD_STREAMS))
-def test_an_agent_out_of_turn_fails_the_run_naming_it(client: DaemonClient, reason: str) -> None:
+def test_an_agent_out_of_turn_fails_the_run_naming_it(daemon: tuple[DaemonClient, Home], reason: str) -> None:
+    client, _home = daemon
     run_id, token = human_run(client)
     error = publish_raw(client, run_id, token, BAD_STREAMS[reason])
     assert error is not None and error.code() == grpc.StatusCode.INVALID_ARGUMENT
