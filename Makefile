@@ -42,7 +42,7 @@ bundles: install
 # The environment families installed beyond gym_gui's own dependencies, into the app and the bundles
 # that train on them (`gym-gui envs install`; a no-op once there). The suite plays and trains Atari,
 # and plays one episode of every family it installs.
-ENV_FAMILIES := atari crafter minihack highway vizdoom metaworld dm_control
+ENV_FAMILIES := atari crafter minihack highway vizdoom metaworld dm_control pettingzoo
 envs: install bundles
 	@for family in $(ENV_FAMILIES); do $(BIN)/gym-gui envs install $$family || exit 1; done
 

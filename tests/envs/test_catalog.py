@@ -36,6 +36,7 @@ OPTIONAL_FAMILIES = (
     "metaworld",
     "dm_control",
     "procgen",
+    "pettingzoo",
 )
 
 ENV_CATALOG = catalog()
@@ -108,6 +109,16 @@ def test_catalog_covers_every_family_with_the_ids_the_design_names() -> None:
             "racetrack-v1",
         },
         "procgen": {"procgen-coinrun-v0", "procgen-starpilot-v0"},
+        "pettingzoo": {
+            "tictactoe_v3",
+            "connect_four_v3",
+            "rps_v2",
+            "chess_v6",
+            "go_v5",
+            "texas_holdem_v4",
+            "pistonball_v6",
+            "cooperative_pong_v6",
+        },
     }
     found = {family: {e.env_id for e in entries} for family, entries in grouped.items()}
     # Atari's are every game the installed ale-py registers (tests/envs/test_ale.py), Meta-World's
@@ -124,7 +135,9 @@ def test_render_kinds_and_turn_taking_follow_the_family() -> None:
     }
     for entry in ENTRIES:
         assert entry.render_kind is (RenderKind.GRID if entry.env_id in grid_ids else RenderKind.PIXELS)
-        turn_based = entry.family in ("toy_text", "minigrid", "minihack", "highway")
+        turn_based = entry.family in ("toy_text", "minigrid", "minihack", "highway") or (
+            entry.family == "pettingzoo" and entry.env_id not in ("pistonball_v6", "cooperative_pong_v6")
+        )
         assert entry.realtime is not turn_based, entry.env_id
         assert entry.human_playable is bool(entry.keys)
     expected_playable = (
@@ -275,7 +288,7 @@ def test_key_names_are_unique_per_env() -> None:
 @pytest.mark.parametrize("entry", OPTIONAL_ENTRIES, ids=_ids(OPTIONAL_ENTRIES))
 def test_optional_family_ids_need_their_family(entry: EnvEntry) -> None:
     hint = env_family(entry.family).install_hint
-    if family_installed(entry.family) and entry.env_id in gymnasium.registry:
+    if family_installed(entry.family) and (entry.env_id in gymnasium.registry or entry.agents):
         assert check_env(entry.env_id).installed
         return
     status = env_status(entry.env_id)

@@ -102,6 +102,7 @@ def test_gym_guis_own_families_load_in_catalog_order() -> None:
             "metaworld",
             "dm_control",
             "procgen",
+            "pettingzoo",
         ]
     )
 

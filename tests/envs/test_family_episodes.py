@@ -35,6 +35,7 @@ ONE_PER_FAMILY = {
     "vizdoom": "VizdoomBasic-v1",
     "metaworld": "gym_gui/MetaWorld-reach-v3",
     "dm_control": "dm_control/cartpole-swingup-v0",
+    "pettingzoo": "tictactoe_v3",  # every seat random: tests/envs/test_pettingzoo.py has more
 }
 # The steps a long episode is cut at (the run's budget; its last step is truncated): Meta-World's 500
 # and DeepMind Control's 1000 steps would each draw a frame, a fifth of a second on a CPU.

@@ -14,6 +14,7 @@ import pytest
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import (
     ACTOR_COLUMNS,
+    AGENT_COLUMNS,
     STEP_COLUMNS,
     ArtifactRecord,
     EpisodeRecord,
@@ -471,7 +472,7 @@ def test_database_settings(writer: TelemetryWriter, db_path: Path) -> None:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(steps)")]
         metric_indexes = [row[1] for row in conn.execute("PRAGMA index_list(metrics)")]
     conn.close()
-    assert tuple(columns) == STEP_COLUMNS + ACTOR_COLUMNS
+    assert tuple(columns) == STEP_COLUMNS + ACTOR_COLUMNS + AGENT_COLUMNS
     assert "metrics_tag_step" in metric_indexes
 
 

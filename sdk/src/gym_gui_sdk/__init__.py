@@ -12,6 +12,12 @@ ENV_RUN_DIR = "GYM_GUI_RUN_DIR"
 # The module of the run env's family (``minigrid``, ``ale_py``, ``nle``): its import registers the
 # family's ids with gymnasium, so a worker making the env imports it first. Unset for an id of no family.
 ENV_FAMILY_MODULE = "GYM_GUI_FAMILY_MODULE"
+# What a family's module that makes multi-agent envs (PettingZoo's) defines: MULTI_AGENT_MAKER, a
+# function ``(env_id, render_mode=None, **kwargs)`` returning the env (a PettingZoo AECEnv or
+# ParallelEnv); MULTI_AGENT_CREATOR, ``(env_id)`` -> the class whose signature and metadata say what
+# the env takes and how it draws.
+MULTI_AGENT_MAKER = "make_multi_agent_env"
+MULTI_AGENT_CREATOR = "multi_agent_creator"
 # Set when the daemon speaks TLS: its CA certificate (a path, or the PEM text itself), the one trusted.
 ENV_TLS_CA = "GYM_GUI_TLS_CA"
 # Where the daemon publishes its address (daemon.json): a worker finds a restarted daemon there.

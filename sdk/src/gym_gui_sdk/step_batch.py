@@ -1,5 +1,5 @@
 """The records waiting for a worker's next batch: its steps (numeric observations packed as bytes, who
-acted where the worker says), episodes and metrics, and the Publish message they become."""
+acted and which agent where the worker says), episodes and metrics, and the Publish message they become."""
 
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ class StepBatch:
         # Who acted, by row, for the rows that say: (actor code, proposed action). Most runs never
         # fill it, and their batches carry no actor columns.
         self.actors: dict[int, tuple[int, str]] = {}
+        # The agent of each row that names one (a multi-agent env's seat); single-agent runs never
+        # fill it, and their batches carry no agent column.
+        self.agents: dict[int, str] = {}
         self.episodes: list[dict[str, Any]] = []  # an Episode message's fields each
         self.metrics: list[dict[str, Any]] = []  # a Metric message's fields each
         self.text = 0  # observations among the rows that are JSON text (the others are packed)
@@ -172,6 +175,11 @@ class StepBatch:
                     codes[row], proposed[row] = code, offered
                 batch.actor.extend(codes)
                 batch.proposed_action.extend(proposed)
+            if self.agents:
+                names = [""] * len(rows)
+                for row, agent in self.agents.items():
+                    names[row] = agent
+                batch.agent.extend(names)
             text = self.text
             if text == len(rows):
                 batch.observation.extend(observation)

@@ -299,7 +299,7 @@ class ShutdownResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class StepBatch(_message.Message):
-    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics", "observation_array", "observation_dtype", "observation_shape", "actor", "proposed_action", "observation_fields")
+    __slots__ = ("episode", "step", "reward", "terminated", "truncated", "action", "observation", "info", "render", "wall_time", "episodes", "metrics", "observation_array", "observation_dtype", "observation_shape", "actor", "proposed_action", "observation_fields", "agent")
     EPISODE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     REWARD_FIELD_NUMBER: _ClassVar[int]
@@ -318,6 +318,7 @@ class StepBatch(_message.Message):
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     PROPOSED_ACTION_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     episode: _containers.RepeatedScalarFieldContainer[int]
     step: _containers.RepeatedScalarFieldContainer[int]
     reward: _containers.RepeatedScalarFieldContainer[float]
@@ -336,7 +337,8 @@ class StepBatch(_message.Message):
     actor: _containers.RepeatedScalarFieldContainer[int]
     proposed_action: _containers.RepeatedScalarFieldContainer[str]
     observation_fields: _containers.RepeatedCompositeFieldContainer[PackedField]
-    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ..., observation_array: _Optional[bytes] = ..., observation_dtype: _Optional[str] = ..., observation_shape: _Optional[_Iterable[int]] = ..., actor: _Optional[_Iterable[int]] = ..., proposed_action: _Optional[_Iterable[str]] = ..., observation_fields: _Optional[_Iterable[_Union[PackedField, _Mapping]]] = ...) -> None: ...
+    agent: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, episode: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., reward: _Optional[_Iterable[float]] = ..., terminated: _Optional[_Iterable[bool]] = ..., truncated: _Optional[_Iterable[bool]] = ..., action: _Optional[_Iterable[str]] = ..., observation: _Optional[_Iterable[str]] = ..., info: _Optional[_Iterable[str]] = ..., render: _Optional[_Iterable[bytes]] = ..., wall_time: _Optional[_Iterable[float]] = ..., episodes: _Optional[_Iterable[_Union[Episode, _Mapping]]] = ..., metrics: _Optional[_Iterable[_Union[Metric, _Mapping]]] = ..., observation_array: _Optional[bytes] = ..., observation_dtype: _Optional[str] = ..., observation_shape: _Optional[_Iterable[int]] = ..., actor: _Optional[_Iterable[int]] = ..., proposed_action: _Optional[_Iterable[str]] = ..., observation_fields: _Optional[_Iterable[_Union[PackedField, _Mapping]]] = ..., agent: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PackedField(_message.Message):
     __slots__ = ("key", "dtype", "shape")
@@ -349,7 +351,7 @@ class PackedField(_message.Message):
     def __init__(self, key: _Optional[str] = ..., dtype: _Optional[str] = ..., shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Episode(_message.Message):
-    __slots__ = ("episode", "seed", "has_seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info")
+    __slots__ = ("episode", "seed", "has_seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info", "agent_returns")
     EPISODE_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     HAS_SEED_FIELD_NUMBER: _ClassVar[int]
@@ -360,6 +362,7 @@ class Episode(_message.Message):
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     INFO_FIELD_NUMBER: _ClassVar[int]
+    AGENT_RETURNS_FIELD_NUMBER: _ClassVar[int]
     episode: int
     seed: int
     has_seed: bool
@@ -370,7 +373,16 @@ class Episode(_message.Message):
     started_at: float
     ended_at: float
     info: str
-    def __init__(self, episode: _Optional[int] = ..., seed: _Optional[int] = ..., has_seed: bool = ..., steps: _Optional[int] = ..., total_reward: _Optional[float] = ..., terminated: bool = ..., truncated: bool = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., info: _Optional[str] = ...) -> None: ...
+    agent_returns: _containers.RepeatedCompositeFieldContainer[AgentReturn]
+    def __init__(self, episode: _Optional[int] = ..., seed: _Optional[int] = ..., has_seed: bool = ..., steps: _Optional[int] = ..., total_reward: _Optional[float] = ..., terminated: bool = ..., truncated: bool = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., info: _Optional[str] = ..., agent_returns: _Optional[_Iterable[_Union[AgentReturn, _Mapping]]] = ...) -> None: ...
+
+class AgentReturn(_message.Message):
+    __slots__ = ("agent", "total_reward")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_REWARD_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    total_reward: float
+    def __init__(self, agent: _Optional[str] = ..., total_reward: _Optional[float] = ...) -> None: ...
 
 class Metric(_message.Message):
     __slots__ = ("tag", "step", "wall_time", "value")

@@ -141,6 +141,7 @@ class WorkerSession(SessionLink):
         *,
         actor: str = "",
         proposed_action: str = "",
+        agent: str = "",
     ) -> None:
         """Record one step; ``action`` and ``info`` are JSON text (see :mod:`encoding`).
 
@@ -153,13 +154,21 @@ class WorkerSession(SessionLink):
         of :data:`ACTORS` (``""``: the step does not say); ``proposed_action`` the action (JSON) the
         operator proposed where the person overrode it.
 
+        ``agent`` names the agent the step is of in a multi-agent environment (a PettingZoo seat,
+        ``"player_0"``); ``""``, the default, is a single-agent run's one implicit agent. ``step``
+        counts the episode's steps of all its agents together: the next step of the episode, whichever
+        agent's it is.
+
         Raises:
             ValueError: ``actor`` is not one of :data:`ACTORS`, or a proposed action comes without one.
+            TypeError: ``agent`` is not text.
         """
         with self._lock:
             batch = self._batch
             # Checked before anything is taken: a refused step leaves the batch as it was.
             who = actor_code(actor, proposed_action) if actor or proposed_action else 0
+            if type(agent) is not str:
+                raise TypeError(f"agent must be text, got {type(agent).__name__}")
             # The common case first, in as few operations as a step can take: an env's array of the
             # dtype and shape the batch already packs. Its bytes count as the batch's row count does.
             if (
@@ -173,6 +182,8 @@ class WorkerSession(SessionLink):
             rows = batch.rows
             if who:
                 batch.set_actor(len(rows), who, proposed_action)
+            if agent:
+                batch.agents[len(rows)] = agent
             rows.append(
                 (
                     episode,
@@ -207,6 +218,7 @@ class WorkerSession(SessionLink):
         *,
         actor: Sequence[str] | None = None,
         proposed_action: Sequence[str] | None = None,
+        agent: Sequence[str] | None = None,
     ) -> None:
         """Record many steps at once, column-wise (a vector environment's step, or steps made elsewhere).
 
@@ -214,12 +226,13 @@ class WorkerSession(SessionLink):
         be one numeric array whose rows are the steps' observations (a vector env's), packed as
         its bytes in one go. ``info`` defaults to
         ``"{}"``, ``render`` to no payload, ``wall_time`` to now, ``actor`` and ``proposed_action``
-        to ``""`` for every step. The steps go into batches of at most ``batch_steps`` as
-        :meth:`step`'s do.
+        to ``""`` for every step, and ``agent`` (a parallel env's step: each agent's) to the one
+        implicit agent ``""``. The steps go into batches of at most ``batch_steps`` as :meth:`step`'s do.
 
         Raises:
             ValueError: when the columns differ in length, or an actor is not one of :data:`ACTORS`
                 (then nothing is recorded).
+            TypeError: an agent is not text (then nothing is recorded).
         """
         n = len(step)
         info = ["{}"] * n if info is None else info
@@ -242,6 +255,12 @@ class WorkerSession(SessionLink):
             actor = [""] * n if actor is None else actor
             proposed = [""] * n if proposed_action is None else proposed_action
             columns += (actor, proposed)
+        agents: Sequence[str] = () if agent is None else agent
+        if agent is not None:
+            columns += (agent,)
+            wrong = [a for a in agent if type(a) is not str]
+            if wrong:
+                raise TypeError(f"agent must be text, got {type(wrong[0]).__name__}")
         if any(len(column) != n for column in columns):
             raise ValueError(f"step columns differ in length: {n} steps but {[len(c) for c in columns]}")
         if actor is not None:  # checked before any step is recorded: a refused call records nothing
@@ -283,6 +302,9 @@ class WorkerSession(SessionLink):
                 for index in range(start, end) if who else ():
                     if who[index]:
                         batch.set_actor(first + index - start, who[index], proposed[index])
+                for index in range(start, end) if agents else ():
+                    if agents[index]:
+                        batch.agents[first + index - start] = agents[index]
                 batch.bytes += sum(map(len, render[part]))
                 if len(batch.rows) >= batch.limit or (batch.bytes and batch.full()):
                     self._flush_steps_locked()
@@ -299,11 +321,21 @@ class WorkerSession(SessionLink):
         ended_at: float | None = None,
         seed: int | None = None,
         info: str = "{}",
+        agent_returns: Sequence[tuple[str, float]] = (),
     ) -> None:
-        """Record the end of an episode; it travels with (and is stored after) its steps."""
+        """Record the end of an episode; it travels with (and is stored after) its steps.
+
+        ``agent_returns``: each agent's return in a multi-agent episode, as ``(agent, return)`` in the
+        env's agent order (an agent that never acted included, with what it was given); ``steps`` then
+        counts every agent's steps and ``total_reward`` is, by convention, the returns' sum. Empty for a
+        single agent's episode.
+
+        Raises:
+            ValueError: an agent is named twice, or is ``""``.
+        """
         # Kept as the Episode message's fields (typed here, so a wrong value fails this call), made
         # a message when its batch is: one message built, not one built and then copied.
-        record = {
+        record: dict[str, Any] = {
             "episode": int(episode),
             "seed": int(seed or 0),
             "has_seed": seed is not None,
@@ -315,6 +347,12 @@ class WorkerSession(SessionLink):
             "ended_at": time.time() if ended_at is None else float(ended_at),
             "info": str(info),
         }
+        if agent_returns:
+            returns = [{"agent": str(agent), "total_reward": float(value)} for agent, value in agent_returns]
+            names = [r["agent"] for r in returns]
+            if "" in names or len(set(names)) != len(names):
+                raise ValueError(f"agent_returns must name each agent once, by a non-empty id: {names}")
+            record["agent_returns"] = returns
         with self._lock:
             self._batch.episodes.append(record)
 

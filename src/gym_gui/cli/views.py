@@ -100,6 +100,9 @@ def show(run: Annotated[str, typer.Argument(help="Run id.")], json_: JsonOption 
         )
         if stored.last_return is not None:
             table.add_row("return", f"mean {stored.mean_return:.3f}, last {stored.last_return:.3f}")
+        if stored.agent_returns:
+            means = ", ".join(f"{agent} {value:.3f}" for agent, value in stored.agent_returns.items())
+            table.add_row("agents' mean returns", escape(means))
         table.add_row("metrics", ", ".join(stored.metrics) or "none")
     console.print(table)
     for event in stored.warnings if stored is not None else []:
@@ -125,6 +128,8 @@ class StoredTelemetry:
     episodes_differing: list[int]  # episodes whose stored steps are not the steps they say they took
     mean_return: float | None
     last_return: float | None
+    # A multi-agent run's mean return of each agent over its episodes, in the env's agent order.
+    agent_returns: dict[str, float]
     metrics: list[str]  # the tags of its metrics
     warnings: list[EventRecord]  # its WARNING and ERROR events (GPU fallback, W&B offline …)
 
@@ -148,6 +153,10 @@ def _stored_telemetry(run_dir: str) -> StoredTelemetry | None:
     finally:
         reader.close()
     returns = [e.total_reward for e in episodes]
+    by_agent: dict[str, list[float]] = {}
+    for episode in episodes:
+        for agent, value in episode.agent_returns:
+            by_agent.setdefault(agent, []).append(value)
     return StoredTelemetry(
         episodes=len(episodes),
         steps_stored=stored,
@@ -155,6 +164,7 @@ def _stored_telemetry(run_dir: str) -> StoredTelemetry | None:
         episodes_differing=[e.episode for e in episodes if per_episode.get(e.episode, 0) != e.steps],
         mean_return=sum(returns) / len(returns) if returns else None,
         last_return=returns[-1] if returns else None,
+        agent_returns={agent: sum(values) / len(values) for agent, values in by_agent.items()},
         metrics=list(tags),
         warnings=[event for event in events if event.level in RunWarnings.LEVELS],
     )

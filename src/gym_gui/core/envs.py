@@ -85,6 +85,10 @@ class EnvEntry:
             ``env_kwargs`` (ALE: ``frameskip=1``, a step a frame).
         play_fps: the steps a second of real-time play where the env's ``render_fps`` does not give
             its pace (ALE with one frame a step: the console's 60); None: its ``render_fps``.
+        agents: a multi-agent env's agent ids (its seats) as made with its default arguments, in the
+            env's order; empty for a single-agent env. Such an env is not a gymnasium id: its family's
+            module makes it (``gym_gui_sdk.MULTI_AGENT_MAKER``). Turn-based (an AEC game) when not ``realtime``;
+            every agent acts at each step (a parallel env) when ``realtime``.
     """
 
     env_id: str
@@ -99,6 +103,7 @@ class EnvEntry:
     chords: tuple[Chord, ...] = ()
     play_kwargs: tuple[PlayArgument, ...] = ()
     play_fps: float | None = None
+    agents: tuple[str, ...] = ()
 
 
 def doc_name(env_id: str) -> str:
@@ -118,6 +123,7 @@ def env_entry_of(
     chords: tuple[Chord, ...] = (),
     play_kwargs: tuple[PlayArgument, ...] = (),
     play_fps: float | None = None,
+    agents: tuple[str, ...] = (),
 ) -> EnvEntry:
     """An entry whose doc is ``doc_name(env_id)`` and which a person plays when it has keys."""
     return EnvEntry(
@@ -133,6 +139,7 @@ def env_entry_of(
         chords=chords,
         play_kwargs=play_kwargs,
         play_fps=play_fps,
+        agents=agents,
     )
 
 

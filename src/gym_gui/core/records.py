@@ -29,11 +29,17 @@ STEP_COLUMNS: tuple[str, ...] = (
 # the columns after STEP_COLUMNS of a step that says.
 ACTOR_COLUMNS: tuple[str, ...] = ("actor", "proposed_action")
 
-# A step row: its STEP_COLUMNS, then its ACTOR_COLUMNS when the step says who acted. Most runs'
-# steps do not, and their rows carry nothing for it on the wire or to storage.
+# The agent a step is of, in a multi-agent env (a PettingZoo seat): the column after ACTOR_COLUMNS
+# of a step of a run whose steps name their agents. "" is a single-agent run's one implicit agent.
+AGENT_COLUMNS: tuple[str, ...] = ("agent",)
+
+# A step row: its STEP_COLUMNS, then its ACTOR_COLUMNS when the step says who acted, then its
+# AGENT_COLUMNS when it names its agent (actor columns included, "" when they say nothing). Most
+# runs' steps do neither, and their rows carry nothing for them on the wire or to storage.
 StepRow = (
     tuple[int, int, float, bool, bool, str, str, str, bytes | None, float]
     | tuple[int, int, float, bool, bool, str, str, str, bytes | None, float, str, str]
+    | tuple[int, int, float, bool, bool, str, str, str, bytes | None, float, str, str, str]
 )
 
 
@@ -89,6 +95,9 @@ class StepRecord:
     # gym_gui_sdk's ACTORS, "operator" or "human", or "" when the step does not say.
     actor: str = ""
     proposed_action: str = ""  # JSON: the operator's action where the person overrode it, else ""
+    # The agent the step is of in a multi-agent env ("player_0"); "" for a single-agent run's steps
+    # (its one implicit agent) and every step stored before agents were.
+    agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,9 @@ class EpisodeRecord:
     started_at: float
     ended_at: float
     info: str = "{}"  # JSON object
+    # Each agent's return in a multi-agent episode, in the env's agent order; empty for a single
+    # agent's (its return is total_reward, which for a multi-agent episode is these returns' sum).
+    agent_returns: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,15 @@ class Launch(StrEnum):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """The controls a worker kind accepts while it runs, whether its models can be evaluated, and
-    whether a training run can start from another run's saved model (``RunConfig.warm_start``)."""
+    """The controls a worker kind accepts while it runs, whether its models can be evaluated,
+    whether a training run can start from another run's saved model (``RunConfig.warm_start``), and
+    whether its worker plays a multi-agent env (a catalog entry with ``agents``), seating every agent."""
 
     pause: bool = False
     checkpoint: bool = False
     evaluation: bool = False
     warm_start: bool = False
+    multi_agent: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from gym_gui_sdk.json_object import json_object
 
 from gym_gui.bus.run_bus import STEPS, RunBus
 from gym_gui.core.errors import DiskFull, GymGuiError
-from gym_gui.core.records import ArtifactRecord, EventRecord
+from gym_gui.core.records import ACTOR_COLUMNS, STEP_COLUMNS, ArtifactRecord, EventRecord
 from gym_gui.daemon.supervisor import LiveRun, Supervisor
 from gym_gui.protocol import convert
 from gym_gui.protocol.convert import ProtocolViolation
@@ -29,6 +29,8 @@ Phase = pb.Lifecycle.Phase
 # Episodes whose steps are followed at once, open and ended ones each (a worker playing more at
 # once is not checked for all).
 _FOLLOWED_EPISODES = 10_000
+# Where a step row holds its agent, when it names one (after STEP_COLUMNS and ACTOR_COLUMNS).
+_AGENT = len(STEP_COLUMNS) + len(ACTOR_COLUMNS)
 
 
 class StreamIngest:
@@ -39,8 +41,9 @@ class StreamIngest:
     stream says about the run itself — that the worker lives, its lifecycle phases, its
     artifacts, a violation — goes to the ``Supervisor``, which changes the run. The ingest checks
     the protocol: messages in ``seq`` order, records only after STARTED, every step of an episode
-    once and in order (none missing), an episode's summary counting the steps sent, well-formed
-    JSON, artifact paths inside the run directory.
+    once and in order (none missing), no step of an agent after its last one, an episode's summary
+    counting the steps sent (and giving a return for every agent that sent steps), well-formed JSON,
+    artifact paths inside the run directory.
     """
 
     def __init__(self, supervisor: Supervisor, bus: RunBus, run: LiveRun, resumed: bool) -> None:
@@ -62,6 +65,9 @@ class StreamIngest:
         self._open_episodes: dict[int, int] = {}
         # ...then until its summary, which must count them. (Both forget their oldest beyond a bound.)
         self._ended_episodes: dict[int, int] = {}
+        # Episode -> its named agents (a multi-agent env's) that sent steps, each with whether its
+        # last step (terminated or truncated) came: the episode goes on until its summary.
+        self._episode_agents: dict[int, dict[str, bool]] = {}
         self._forgot_open = False  # more episodes were open at once than are followed
         self._stored: TelemetryReader | None = None  # what earlier streams stored (a resumed stream's)
 
@@ -235,11 +241,17 @@ class StreamIngest:
         a worker may play several at once). A repeat would fail storage without saying which step; a
         gap would leave a hole in the run no one is told of.
 
+        A step of a named agent (a multi-agent env's: its steps and the other agents' share the
+        episode's step numbers) ends only that agent's part at its terminated or truncated step; the
+        other agents go on, and the episode ends with its summary. No step of an agent comes after
+        its own last one.
+
         An episode is followed from its first step to its summary (see :meth:`_check_summary`);
         a step repeated after that is still refused, by storage ("storage rejected the worker's
         data: …").
         """
         open_episodes, ended_episodes = self._open_episodes, self._ended_episodes
+        named = bool(rows) and len(rows[0]) > _AGENT  # a batch's rows are of one width
         for row in rows:
             episode, step = row[0], row[1]
             expected = open_episodes.get(episode)
@@ -247,7 +259,10 @@ class StreamIngest:
                 expected = self._first_step(episode, step)
             if step != expected:
                 raise ProtocolViolation(_out_of_order(episode, step, expected))
-            if row[3] or row[4]:  # terminated or truncated: its last step; its summary counts them
+            if named and row[_AGENT]:
+                self._agent_step(episode, step, row[_AGENT], bool(row[3] or row[4]))
+                open_episodes[episode] = step + 1
+            elif row[3] or row[4]:  # terminated or truncated: its last step; its summary counts them
                 open_episodes.pop(episode, None)
                 ended_episodes[episode] = step + 1
             else:
@@ -257,6 +272,17 @@ class StreamIngest:
             self._forgot_open = True
             _forget_oldest(open_episodes)
         _forget_oldest(ended_episodes)  # only the check of its summary is lost
+        _forget_oldest(self._episode_agents)
+
+    def _agent_step(self, episode: int, step: int, agent: str, last: bool) -> None:
+        """Follow ``agent``'s part of ``episode``: refuse its step after its own last one."""
+        agents = self._episode_agents.setdefault(episode, {})
+        if agents.get(agent):
+            raise ProtocolViolation(
+                f"step {step} of episode {episode} is agent {agent!r}'s, after its last step (terminated "
+                "or truncated): a worker sends no step of an agent after that agent's end"
+            )
+        agents[agent] = last
 
     def _first_step(self, episode: int, step: int) -> int:
         """The step ``episode``, not seen on this stream before, must go on with.
@@ -289,6 +315,16 @@ class StreamIngest:
         if sent is not None and episode.steps != sent:
             raise ProtocolViolation(
                 f"episode {number}'s summary says {episode.steps} steps, but {sent} were sent"
+            )
+        given = [r.agent for r in episode.agent_returns]
+        if "" in given or len(set(given)) != len(given):
+            raise ProtocolViolation(
+                f"episode {number}'s summary must give each agent's return once, by a non-empty id: {given}"
+            )
+        missing = [agent for agent in self._episode_agents.pop(number, {}) if agent not in given]
+        if missing:
+            raise ProtocolViolation(
+                f"episode {number}'s summary gives no return for agent {missing[0]!r}, whose steps were sent"
             )
         why = convert.json_problem(episode.info) if episode.info else ""
         if why:
@@ -351,7 +387,7 @@ class StreamIngest:
         self.supervisor.record_artifact(run, artifact.kind, artifact.path, artifact.step, meta)
 
 
-def _forget_oldest(episodes: dict[int, int]) -> None:
+def _forget_oldest(episodes: dict[int, Any]) -> None:
     """Forget the episodes followed longest, beyond the bound."""
     while len(episodes) > _FOLLOWED_EPISODES:
         del episodes[next(iter(episodes))]

@@ -50,6 +50,7 @@ from gym_gui.daemon.live import (
 )
 from gym_gui.daemon.scheduler import Scheduler
 from gym_gui.datasets.store import DatasetStore, check_dataset
+from gym_gui.envs.catalog import env_entry
 from gym_gui.envs.check import check_env, check_env_kwargs
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
@@ -257,6 +258,13 @@ class Supervisor:
         if config.warm_start is not None and not spec.capabilities.warm_start:
             raise ConfigError(
                 f"field 'warm_start': {spec.display_name} runs cannot start from another run's saved model"
+            )
+        entry = env_entry(config.env_id)
+        if entry is not None and entry.agents and not spec.capabilities.multi_agent:
+            seating = [p.spec.display_name for p in self.catalog.plugins() if p.spec.capabilities.multi_agent]
+            raise ConfigError(
+                f"field 'env_id': {config.env_id} has {len(entry.agents)} agents, and {spec.display_name} plays "
+                f"one; a kind that seats every agent: {', '.join(seating) or 'none is installed'}"
             )
         if config.rerun_of is not None and not self.registry.exists(config.rerun_of):
             raise ConfigError(f"field 'rerun_of': there is no run {config.rerun_of} to re-run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 import inspect
 import logging
 import warnings
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
+from gym_gui_sdk import MULTI_AGENT_CREATOR
 
 from gym_gui.core.envs import EnvEntry
 from gym_gui.core.errors import ConfigError, UnknownEnv
@@ -36,7 +38,8 @@ class EnvStatus:
     Attributes:
         env_id: the id asked about.
         family: its family, from the catalog, its prefix or its registered entry point; None if unknown.
-        installed: True when the family's module imports and the id is registered in gymnasium.
+        installed: True when the family's module imports and the id is registered in gymnasium (or,
+            a multi-agent entry, which its family's module makes, when the module imports).
         entry: its catalog entry, or None for ids outside the catalog.
         problem: empty when installed; otherwise the message a user should see (with the install
             hint, or close matches for an id nobody registered).
@@ -97,7 +100,7 @@ def env_status(env_id: str) -> EnvStatus:
                 f"({failure}); {info.install_hint}"
             )
             return EnvStatus(env_id, family, False, entry, problem)
-    if _registered(env_id):
+    if _registered(env_id) or (entry is not None and entry.agents and family is not None):
         return EnvStatus(env_id, family or _family_from_registry(env_id), True, entry)
     problem = f"environment {env_id!r} is not registered in gymnasium {gymnasium.__version__}"
     if family is not None:
@@ -122,7 +125,10 @@ def check_env(env_id: str) -> EnvStatus:
 
 def _creator(env_id: str) -> Any:
     """The registered class or function that makes ``env_id`` (its family imported first)."""
-    env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
+    status = env_status(env_id)  # imports the family, which registers its ids (MiniGrid, ALE)
+    if status.installed and status.entry is not None and status.entry.agents and status.family:
+        module = importlib.import_module(env_family(status.family).import_module)
+        return getattr(module, MULTI_AGENT_CREATOR)(env_id)
     entry_point = gymnasium.spec(env_id).entry_point
     if isinstance(entry_point, str):
         return gymnasium.envs.registration.load_env_creator(entry_point)
@@ -152,7 +158,9 @@ def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return
     taken = [p.name for p in parameters if p.kind in _BY_KEYWORD and p.name != "render_mode"]
-    taken += [name for name in _MAKE_KEYWORDS if name not in taken]
+    entry = env_entry(env_id)
+    if entry is None or not entry.agents:  # a multi-agent env is made by its family, not gymnasium.make
+        taken += [name for name in _MAKE_KEYWORDS if name not in taken]
     unknown = [name for name in kwargs if name not in taken]
     if unknown:
         raise ConfigError(
@@ -170,6 +178,12 @@ def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> g
             warning the env's code gave while failing (ALE's "Rom … not supported") before the error.
     """
     status = check_env(env_id)
+    if status.entry is not None and status.entry.agents:
+        raise UnknownEnv(
+            f"environment {env_id!r} has {len(status.entry.agents)} agents ({', '.join(status.entry.agents[:4])}"
+            f"{', …' if len(status.entry.agents) > 4 else ''}): it is played by a worker that seats every "
+            "agent (the random worker), not as a single-agent gymnasium env"
+        )
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         try:

@@ -288,13 +288,15 @@ def step_batch_bytes(batch: pb.StepBatch) -> int:
         + sum(map(len, batch.action))
         + sum(map(len, batch.info))
         + sum(map(len, batch.proposed_action))
+        + sum(map(len, batch.agent))
         + 30 * len(batch.step)
     )
 
 
 def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]:
     """The rows of a column-wise step batch, in storage column order: each with who acted and the
-    operator's proposal (``ACTOR_COLUMNS``) when the batch says who acted, without them otherwise.
+    operator's proposal (``ACTOR_COLUMNS``) when the batch says who acted or names agents, then its
+    agent (``AGENT_COLUMNS``) when the batch names agents, without them otherwise.
 
     ``check_json`` (the daemon, taking a worker's batch): each step's action, observation (unless
     packed: the daemon writes that JSON itself), info and proposed action must be one JSON value.
@@ -303,6 +305,7 @@ def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]
         ProtocolViolation: when the columns differ in length, an actor is not a known code, or (with
             ``check_json``) a JSON column holds something else, naming the step and the column.
     """
+    agents = bool(batch.agent)
     n = len(batch.step)
     observations: Sequence[str] = batch.observation
     packed = bool(batch.observation_dtype or batch.observation_fields)
@@ -340,6 +343,8 @@ def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]
     if actors:  # sent together, for every step, or not at all
         lengths["actor"] = len(batch.actor)
         lengths["proposed_action"] = len(batch.proposed_action)
+    if agents:
+        lengths["agent"] = len(batch.agent)
     bad = [f"{name}={length}" for name, length in lengths.items() if length != n]
     if bad:
         raise ProtocolViolation(f"step batch columns differ in length: step={n}, " + ", ".join(bad))
@@ -373,6 +378,10 @@ def step_rows(batch: pb.StepBatch, *, check_json: bool = False) -> list[StepRow]
     ]
     if actors:
         columns += [step_actors(batch), proposed]
+    elif agents:
+        columns += [[""] * n, [""] * n]
+    if agents:
+        columns.append(batch.agent)
     return list(zip(*columns, strict=True))
 
 
@@ -461,6 +470,7 @@ def episode_record(message: pb.Episode) -> EpisodeRecord:
         started_at=message.started_at,
         ended_at=message.ended_at,
         info=message.info or "{}",
+        agent_returns=tuple((r.agent, r.total_reward) for r in message.agent_returns),
     )
 
 

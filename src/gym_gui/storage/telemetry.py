@@ -5,6 +5,7 @@ Its schema is :mod:`gym_gui.storage.telemetry_schema`; its one writer, :mod:`gym
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from typing import Any
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import (
     ACTOR_COLUMNS,
+    AGENT_COLUMNS,
     STEP_COLUMNS,
     ArtifactRecord,
     EpisodeInterventions,
@@ -23,11 +25,13 @@ from gym_gui.core.records import (
     StepRecord,
 )
 from gym_gui.storage.database import schema_version
-from gym_gui.storage.telemetry_schema import ACTORS_SINCE, TELEMETRY_DATABASE, open_telemetry_db
+from gym_gui.storage.telemetry_schema import ACTORS_SINCE, AGENTS_SINCE, TELEMETRY_DATABASE, open_telemetry_db
 
-_STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS + ACTOR_COLUMNS)} FROM steps"
-# A file from before ACTORS_SINCE has no actor columns: its steps say nothing of who acted.
-_STEP_SELECT_BEFORE_ACTORS = f"SELECT {', '.join(STEP_COLUMNS)}, '', '' FROM steps"
+_STEP_SELECT = f"SELECT {', '.join(STEP_COLUMNS + ACTOR_COLUMNS + AGENT_COLUMNS)} FROM steps"
+# A file from before AGENTS_SINCE has no agent column: its steps are of the one implicit agent "".
+_STEP_SELECT_BEFORE_AGENTS = f"SELECT {', '.join(STEP_COLUMNS + ACTOR_COLUMNS)}, '' FROM steps"
+# A file from before ACTORS_SINCE has no actor columns either: its steps say nothing of who acted.
+_STEP_SELECT_BEFORE_ACTORS = f"SELECT {', '.join(STEP_COLUMNS)}, '', '', '' FROM steps"
 # Consecutive steps of one episode with the same actor, among the steps that say (the partial
 # index steps_actor holds exactly those): a new span where the actor changes or a step is missing.
 _ACTOR_SPANS = (
@@ -46,7 +50,9 @@ _INTERVENTIONS = (
 )
 # A run's final return is the mean of this many of its last episodic returns.
 FINAL_RETURN_EPISODES = 20
-_EPISODE_SELECT = "SELECT episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info FROM episodes"
+_EPISODE_COLUMNS = "episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info"
+_EPISODE_SELECT = f"SELECT {_EPISODE_COLUMNS}, agent_returns FROM episodes"
+_EPISODE_SELECT_BEFORE_AGENTS = f"SELECT {_EPISODE_COLUMNS}, '[]' FROM episodes"
 
 
 class TelemetryReader:
@@ -75,7 +81,9 @@ class TelemetryReader:
         if conn is None:
             conn = open_telemetry_db(self._path, readonly=True)
             self._local.conn = conn
-            self._local.actors = schema_version(conn) >= ACTORS_SINCE
+            version = schema_version(conn)
+            self._local.actors = version >= ACTORS_SINCE
+            self._local.agents = version >= AGENTS_SINCE
         return conn
 
     def _has_actors(self) -> bool:
@@ -83,8 +91,18 @@ class TelemetryReader:
         self._conn()
         return bool(self._local.actors)
 
+    def _has_agents(self) -> bool:
+        """Whether the file's steps name their agents (a file of an older version's do not)."""
+        self._conn()
+        return bool(self._local.agents)
+
     def _step_select(self) -> str:
-        return _STEP_SELECT if self._has_actors() else _STEP_SELECT_BEFORE_ACTORS
+        if self._has_agents():
+            return _STEP_SELECT
+        return _STEP_SELECT_BEFORE_AGENTS if self._has_actors() else _STEP_SELECT_BEFORE_ACTORS
+
+    def _episode_select(self) -> str:
+        return _EPISODE_SELECT if self._has_agents() else _EPISODE_SELECT_BEFORE_AGENTS
 
     def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         try:
@@ -97,7 +115,7 @@ class TelemetryReader:
 
     @staticmethod
     def _episode(row: tuple[Any, ...]) -> EpisodeRecord:
-        episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info = row
+        episode, seed, steps, total_reward, terminated, truncated, started_at, ended_at, info, returns = row
         return EpisodeRecord(
             episode=episode,
             seed=seed,
@@ -108,6 +126,7 @@ class TelemetryReader:
             started_at=started_at,
             ended_at=ended_at,
             info=info,
+            agent_returns=tuple((str(agent), float(value)) for agent, value in json.loads(returns)),
         )
 
     @staticmethod
@@ -125,6 +144,7 @@ class TelemetryReader:
             wall_time,
             actor,
             proposed_action,
+            agent,
         ) = row
         return StepRecord(
             episode,
@@ -139,12 +159,14 @@ class TelemetryReader:
             wall_time,
             actor,
             proposed_action,
+            agent,
         )
 
     def episodes(self, offset: int = 0, limit: int | None = None) -> list[EpisodeRecord]:
         """Episode summaries in episode order, skipping ``offset`` and returning at most ``limit``."""
         rows = self._rows(
-            f"{_EPISODE_SELECT} ORDER BY episode LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset)
+            f"{self._episode_select()} ORDER BY episode LIMIT ? OFFSET ?",
+            (-1 if limit is None else limit, offset),
         )
         return [self._episode(row) for row in rows]
 
@@ -154,7 +176,7 @@ class TelemetryReader:
         Raises:
             StorageError: naming the episode when it is not stored (yet).
         """
-        rows = self._rows(f"{_EPISODE_SELECT} WHERE episode = ?", (n,))
+        rows = self._rows(f"{self._episode_select()} WHERE episode = ?", (n,))
         if not rows:
             raise StorageError(
                 f"{TELEMETRY_DATABASE} {self._path}: episode {n} is not stored (it may not have ended yet); "

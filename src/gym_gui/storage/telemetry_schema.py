@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_gui.core.errors import StorageError
-from gym_gui.core.records import ACTOR_COLUMNS, STEP_COLUMNS
+from gym_gui.core.records import ACTOR_COLUMNS, AGENT_COLUMNS, STEP_COLUMNS
 from gym_gui.storage.database import (
     BUSY_TIMEOUT_MS,
     Migration,
@@ -96,17 +96,38 @@ MIGRATIONS: list[Migration] = [
         # it), and what the intervention counts read instead of every step's row.
         "CREATE INDEX steps_actor ON steps (episode, step, actor) WHERE actor != ''",
     ),
+    sql_migration(
+        # The agent of each step in a multi-agent env (AGENT_COLUMNS), and each agent's return of an
+        # episode as a JSON list of [agent, return] in the env's agent order (decision 0049). As
+        # above, no row is rewritten: what was stored reads "" and [] (one implicit agent).
+        "ALTER TABLE steps ADD COLUMN agent TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE episodes ADD COLUMN agent_returns TEXT NOT NULL DEFAULT '[]'",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The version from which the steps table has ACTOR_COLUMNS (a reader reads "" for them before it).
 ACTORS_SINCE = 2
+# The version from which steps have AGENT_COLUMNS and episodes agent_returns ("" and [] before it).
+AGENTS_SINCE = 3
 
 # The tables the writer appends to, with the columns it fills (its rows' tuples follow this order).
 STEP_TABLE = ("steps", STEP_COLUMNS)
 ACTOR_STEP_TABLE = ("steps", STEP_COLUMNS + ACTOR_COLUMNS)  # the rows of steps that say who acted
+AGENT_STEP_TABLE = ("steps", STEP_COLUMNS + ACTOR_COLUMNS + AGENT_COLUMNS)  # ... that name their agent
 EPISODE_TABLE = (
     "episodes",
-    ("episode", "seed", "steps", "total_reward", "terminated", "truncated", "started_at", "ended_at", "info"),
+    (
+        "episode",
+        "seed",
+        "steps",
+        "total_reward",
+        "terminated",
+        "truncated",
+        "started_at",
+        "ended_at",
+        "info",
+        "agent_returns",
+    ),
 )
 METRIC_TABLE = ("metrics", ("tag", "step", "wall_time", "value"))
 EVENT_TABLE = ("events", ("time", "kind", "level", "message", "data"))

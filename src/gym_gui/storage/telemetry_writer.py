@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import sqlite3
@@ -14,7 +15,6 @@ from typing import Any
 
 from gym_gui.core.errors import DiskFull, StorageError
 from gym_gui.core.records import (
-    STEP_COLUMNS,
     ArtifactRecord,
     EpisodeRecord,
     EventRecord,
@@ -26,6 +26,7 @@ from gym_gui.storage.database import rollback
 from gym_gui.storage.space import disk_full, is_disk_full
 from gym_gui.storage.telemetry_schema import (
     ACTOR_STEP_TABLE,
+    AGENT_STEP_TABLE,
     ARTIFACT_TABLE,
     EPISODE_TABLE,
     EVENT_TABLE,
@@ -41,7 +42,13 @@ logger = logging.getLogger(__name__)
 
 # Kinds of queued items. The payload is already in the shape executemany wants, so the writer
 # thread does no per-row work.
-_STEPS, _ACTOR_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(8)
+_STEPS, _ACTOR_STEPS, _AGENT_STEPS, _EPISODE, _METRICS, _EVENT, _ARTIFACT, _META, _STOP = range(9)
+# The kind of queued steps by the width of their rows (each width a table's columns).
+_STEP_KINDS = {
+    len(STEP_TABLE[1]): _STEPS,
+    len(ACTOR_STEP_TABLE[1]): _ACTOR_STEPS,
+    len(AGENT_STEP_TABLE[1]): _AGENT_STEPS,
+}
 # Bytes of step rows one writer may hold queued (see TelemetryWriter.put_steps): with the message
 # size limit (gym_gui_sdk.channel.MAX_MESSAGE_BYTES), what bounds the memory one run takes.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
@@ -157,7 +164,8 @@ class TelemetryWriter:
 
     def put_steps(self, rows: Sequence[StepRow], size: int = 0) -> None:
         """Queue step rows (tuples in :data:`~gym_gui.core.records.STEP_COLUMNS` order, each followed
-        by its ``ACTOR_COLUMNS`` when the rows say who acted: one width for all of ``rows``).
+        by its ``ACTOR_COLUMNS`` when the rows say who acted, then by its ``AGENT_COLUMNS`` when they
+        name their agents: one width for all of ``rows``).
 
         Blocks while the queue is full, or while ``size`` (the bytes the rows hold, e.g. the size of
         the message they came in) would take the bytes waiting past ``max_pending_bytes``, or past
@@ -176,7 +184,7 @@ class TelemetryWriter:
         except StorageError:
             self._give_back(reserved)
             raise
-        self._put(_ACTOR_STEPS if len(rows[0]) > len(STEP_COLUMNS) else _STEPS, rows, size)
+        self._put(_STEP_KINDS[len(rows[0])], rows, size)
 
     def reserve(self, size: int) -> None:
         """Hold ``size`` bytes for step rows not made yet (a message's, before it is taken apart), so
@@ -262,6 +270,7 @@ class TelemetryWriter:
                 e.started_at,
                 e.ended_at,
                 e.info,
+                json.dumps(e.agent_returns),
             ),
         )
 
@@ -526,6 +535,7 @@ class TelemetryWriter:
         """Write ``items`` in one transaction (one executemany per table); returns what was stored."""
         steps: list[Sequence[StepRow]] = []
         actor_steps: list[Sequence[StepRow]] = []
+        agent_steps: list[Sequence[StepRow]] = []
         episodes: list[tuple[Any, ...]] = []
         metrics: list[list[tuple[Any, ...]]] = []
         events: list[tuple[Any, ...]] = []
@@ -536,6 +546,8 @@ class TelemetryWriter:
                 steps.append(payload)
             elif kind == _ACTOR_STEPS:
                 actor_steps.append(payload)
+            elif kind == _AGENT_STEPS:
+                agent_steps.append(payload)
             elif kind == _EPISODE:
                 episodes.append(payload)
             elif kind == _METRICS:
@@ -552,6 +564,8 @@ class TelemetryWriter:
                 insert_rows(conn, STEP_TABLE, list(chain.from_iterable(steps)))
             if actor_steps:
                 insert_rows(conn, ACTOR_STEP_TABLE, list(chain.from_iterable(actor_steps)))
+            if agent_steps:
+                insert_rows(conn, AGENT_STEP_TABLE, list(chain.from_iterable(agent_steps)))
             if episodes:
                 insert_rows(conn, EPISODE_TABLE, episodes)
             if metrics:
@@ -566,7 +580,8 @@ class TelemetryWriter:
         except BaseException:
             rollback(conn)
             raise
-        return sum(map(len, steps)) + sum(map(len, actor_steps)), len(episodes), sum(map(len, metrics))
+        stored = sum(map(len, steps)) + sum(map(len, actor_steps)) + sum(map(len, agent_steps))
+        return stored, len(episodes), sum(map(len, metrics))
 
 
 def _again(error: StorageError) -> StorageError:

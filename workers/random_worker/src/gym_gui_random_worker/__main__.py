@@ -5,19 +5,25 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from types import ModuleType
 from typing import Any
 
 import gymnasium as gym
-from gym_gui_sdk import ENV_FAMILY_MODULE, encoding, render
+from gym_gui_sdk import ENV_FAMILY_MODULE, MULTI_AGENT_CREATOR, MULTI_AGENT_MAKER, encoding, render
 from gym_gui_sdk.worker import WorkerSession, exit_now, run_worker
+
+from gym_gui_random_worker.agents import AgentsPlay
+
+
+def family_module() -> ModuleType | None:
+    """The env's family's module, imported: it registers the family's ids (MiniGrid, ALE, NLE), or makes
+    its multi-agent envs (PettingZoo). The daemon names it; None for an id of no family."""
+    module = os.environ.get(ENV_FAMILY_MODULE)
+    return importlib.import_module(module) if module else None
 
 
 def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
-    # The env's family registers its ids when its module is imported (MiniGrid, ALE, NLE); the daemon
-    # names that module.
-    module = os.environ.get(ENV_FAMILY_MODULE)
-    if module:
-        importlib.import_module(module)
+    family_module()  # registers the family's ids
     entry_point = gym.spec(env_id).entry_point
     creator = entry_point if callable(entry_point) else gym.envs.registration.load_env_creator(entry_point)  # type: ignore[arg-type]
     modes = getattr(creator, "metadata", {}).get("render_modes")
@@ -34,6 +40,9 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
 
 def play(session: WorkerSession, config: dict[str, Any]) -> str:
     """Play episodes until the budget is spent or a stop is asked; returns how it ended."""
+    module = family_module()
+    if module is not None and hasattr(module, MULTI_AGENT_MAKER):
+        return play_agents(session, config, module)
     budget = config["budget"]
     max_episodes = budget.get("episodes")
     max_steps = budget.get("timesteps")
@@ -122,6 +131,21 @@ def play(session: WorkerSession, config: dict[str, Any]) -> str:
     finally:
         env.close()
     return "completed"
+
+
+def play_agents(session: WorkerSession, config: dict[str, Any], module: ModuleType) -> str:
+    """Play a multi-agent env of ``module``'s family with a random seat for every agent."""
+    env_id = config["env_id"]
+    modes = getattr(getattr(module, MULTI_AGENT_CREATOR)(env_id), "metadata", {}).get("render_modes", [])
+    make = getattr(module, MULTI_AGENT_MAKER)
+    env = make(
+        env_id, render_mode="rgb_array" if "rgb_array" in modes else None, **(config.get("env_kwargs") or {})
+    )
+    try:
+        # A PettingZoo AECEnv takes turns (agent_iter); a ParallelEnv steps every agent at once.
+        return AgentsPlay(session, config, env, parallel=not hasattr(env, "agent_iter")).play()
+    finally:
+        env.close()
 
 
 def main() -> int:

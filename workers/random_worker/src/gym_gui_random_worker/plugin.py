@@ -15,7 +15,7 @@ PLUGIN = WorkerPlugin(
         kind="random",
         display_name="Random Baseline",
         lane=Lane.TELEMETRY,
-        capabilities=Capabilities(pause=True),
+        capabilities=Capabilities(pause=True, multi_agent=True),
         rank=90,
         default_budget=("episodes", 100),
         description="Seeded random actions on any environment: the baseline every agent is compared with.",
