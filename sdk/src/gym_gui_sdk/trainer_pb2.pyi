@@ -169,16 +169,38 @@ class RunRef(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("include_archived",)
+    __slots__ = ("include_archived", "limit", "after", "sort", "descending", "states", "worker", "env_id", "sweep_id", "text")
     INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    SORT_FIELD_NUMBER: _ClassVar[int]
+    DESCENDING_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    ENV_ID_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
     include_archived: bool
-    def __init__(self, include_archived: bool = ...) -> None: ...
+    limit: int
+    after: str
+    sort: str
+    descending: bool
+    states: _containers.RepeatedScalarFieldContainer[str]
+    worker: str
+    env_id: str
+    sweep_id: str
+    text: str
+    def __init__(self, include_archived: bool = ..., limit: _Optional[int] = ..., after: _Optional[str] = ..., sort: _Optional[str] = ..., descending: bool = ..., states: _Optional[_Iterable[str]] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., sweep_id: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
-    __slots__ = ("runs",)
+    __slots__ = ("runs", "total", "next")
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
     runs: _containers.RepeatedCompositeFieldContainer[RunInfo]
-    def __init__(self, runs: _Optional[_Iterable[_Union[RunInfo, _Mapping]]] = ...) -> None: ...
+    total: int
+    next: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[RunInfo, _Mapping]]] = ..., total: _Optional[int] = ..., next: _Optional[str] = ...) -> None: ...
 
 class WatchRunsRequest(_message.Message):
     __slots__ = ("include_archived", "run_id")

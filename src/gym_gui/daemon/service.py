@@ -140,9 +140,9 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
 
     @handled
     def ListRuns(self, request: pb.ListRunsRequest, context: grpc.ServicerContext) -> pb.ListRunsResponse:
-        return pb.ListRunsResponse(
-            runs=[self._info(r) for r in self.registry.list(include_archived=request.include_archived)]
-        )
+        # Only the page's own runs are made into messages: their directories and warnings are the cost.
+        page = self.registry.page(convert.run_query(request))
+        return pb.ListRunsResponse(runs=[self._info(r) for r in page.runs], total=page.total, next=page.next)
 
     @handled
     def GetRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunDetail:

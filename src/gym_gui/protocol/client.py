@@ -35,6 +35,7 @@ from gym_gui.core.records import (
     TelemetryEvent,
     WorkerDescription,
 )
+from gym_gui.core.run_query import RunPage, RunQuery
 from gym_gui.core.states import RunState
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
@@ -223,8 +224,17 @@ class DaemonClient:
         return convert.launch_preview(self._call("PreviewRun", request, 300))
 
     def list_runs(self, include_archived: bool = False) -> list[RunRecord]:
-        reply = self._call("ListRuns", pb.ListRunsRequest(include_archived=include_archived))
-        return [convert.run_record(info) for info in reply.runs]
+        """Every run, oldest first (archived ones only if asked)."""
+        return self.list_page(RunQuery(include_archived=include_archived)).runs
+
+    def list_page(self, query: RunQuery) -> RunPage:
+        """The page of runs ``query`` asks for, with how many match it and the cursor of the next page.
+
+        Raises:
+            ConfigError: the query's cursor is not a page's (``after``).
+        """
+        reply = self._call("ListRuns", convert.list_runs_request(query))
+        return RunPage([convert.run_record(info) for info in reply.runs], reply.total, reply.next)
 
     def get_run(self, run_id: str) -> RunDetail:
         return convert.run_detail(self._call("GetRun", pb.RunRef(run_id=run_id)))

@@ -38,6 +38,7 @@ from gym_gui.core.records import (
     WorkerDescription,
 )
 from gym_gui.core.rerun import PackageChange
+from gym_gui.core.run_query import RunQuery, parse_states
 from gym_gui.core.states import RunState, SweepState
 
 Command = pb.ControlMessage.Command
@@ -87,6 +88,41 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         warning=info.warning,
         sweep_id=info.sweep_id,
         trial=info.trial if info.sweep_id else None,
+    )
+
+
+def list_runs_request(query: RunQuery) -> pb.ListRunsRequest:
+    return pb.ListRunsRequest(
+        include_archived=query.include_archived,
+        limit=query.limit,
+        after=query.after,
+        sort=query.sort,
+        descending=query.descending,
+        states=[state.value for state in query.states],
+        worker=query.worker,
+        env_id=query.env_id,
+        sweep_id=query.sweep_id,
+        text=query.text,
+    )
+
+
+def run_query(request: pb.ListRunsRequest) -> RunQuery:
+    """The listing a request asks for (an empty sort: the creation order).
+
+    Raises:
+        ConfigError: a state, the sort or the limit is not one there is (named).
+    """
+    return RunQuery(
+        include_archived=request.include_archived,
+        states=parse_states(list(request.states), "states"),
+        worker=request.worker,
+        env_id=request.env_id,
+        sweep_id=request.sweep_id,
+        text=request.text,
+        sort=request.sort or "created",
+        descending=request.descending,
+        limit=request.limit,
+        after=request.after,
     )
 
 
