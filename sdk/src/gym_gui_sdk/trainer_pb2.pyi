@@ -222,6 +222,44 @@ class RunEvent(_message.Message):
     removed: str
     def __init__(self, snapshot: _Optional[_Union[RunInfo, _Mapping]] = ..., change: _Optional[_Union[StateChange, _Mapping]] = ..., updated: _Optional[_Union[RunInfo, _Mapping]] = ..., removed: _Optional[str] = ...) -> None: ...
 
+class PruneRunsRequest(_message.Message):
+    __slots__ = ("by_age", "older_than", "states", "keep_best", "per_sweep", "run_ids", "dry_run")
+    BY_AGE_FIELD_NUMBER: _ClassVar[int]
+    OLDER_THAN_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    KEEP_BEST_FIELD_NUMBER: _ClassVar[int]
+    PER_SWEEP_FIELD_NUMBER: _ClassVar[int]
+    RUN_IDS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    by_age: bool
+    older_than: float
+    states: _containers.RepeatedScalarFieldContainer[str]
+    keep_best: int
+    per_sweep: bool
+    run_ids: _containers.RepeatedScalarFieldContainer[str]
+    dry_run: bool
+    def __init__(self, by_age: bool = ..., older_than: _Optional[float] = ..., states: _Optional[_Iterable[str]] = ..., keep_best: _Optional[int] = ..., per_sweep: bool = ..., run_ids: _Optional[_Iterable[str]] = ..., dry_run: bool = ...) -> None: ...
+
+class PrunedRun(_message.Message):
+    __slots__ = ("info", "bytes")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    info: RunInfo
+    bytes: int
+    def __init__(self, info: _Optional[_Union[RunInfo, _Mapping]] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class PruneRunsResponse(_message.Message):
+    __slots__ = ("runs", "bytes", "kept", "skipped")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[PrunedRun]
+    bytes: int
+    kept: _containers.RepeatedScalarFieldContainer[str]
+    skipped: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, runs: _Optional[_Iterable[_Union[PrunedRun, _Mapping]]] = ..., bytes: _Optional[int] = ..., kept: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ArchiveRunRequest(_message.Message):
     __slots__ = ("run_id", "archived")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]

@@ -30,6 +30,7 @@ from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord
 from gym_gui.daemon.importing import ImportRequest
 from gym_gui.daemon.ingest import StreamIngest
+from gym_gui.daemon.pruning import prune
 from gym_gui.daemon.supervisor import Supervisor
 from gym_gui.daemon.sweeping import Sweeping
 from gym_gui.protocol import convert
@@ -269,6 +270,16 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         record = self._record(request.run_id)
         self.supervisor.delete(record.run_id)
         return pb.DeleteRunResponse(run_id=record.run_id)
+
+    @handled
+    def PruneRuns(self, request: pb.PruneRunsRequest, context: grpc.ServicerContext) -> pb.PruneRunsResponse:
+        result = prune(self.supervisor, self.sweeping, convert.prune_rules(request))
+        return pb.PruneRunsResponse(
+            runs=[pb.PrunedRun(info=self._info(run.record), bytes=run.bytes) for run in result.runs],
+            bytes=result.bytes,
+            kept=result.kept,
+            skipped=result.skipped,
+        )
 
     @handled
     def ControlRun(self, request: pb.ControlRunRequest, context: grpc.ServicerContext) -> pb.RunInfo:

@@ -23,6 +23,7 @@ from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.processes import process_alive, wait_exit
+from gym_gui.core.pruning import PruneResult, PruneRules
 from gym_gui.core.records import (
     DaemonHealth,
     LaunchPreview,
@@ -248,6 +249,16 @@ class DaemonClient:
 
     def delete(self, run_id: str) -> None:
         self._call("DeleteRun", pb.RunRef(run_id=run_id))
+
+    def prune(self, rules: PruneRules) -> PruneResult:
+        """Delete the ended runs ``rules`` match (a dry run only lists them); what went and the disk
+        it gave back.
+
+        Raises:
+            ConfigError: a rule is not one there can be (named by its option).
+        """
+        reply = self._call("PruneRuns", convert.prune_runs_request(rules), 600)
+        return convert.prune_result(reply, rules.dry_run)
 
     def control(self, run_id: str, control: Control, render_fps: float = 0.0) -> RunRecord:
         """Ask ``run_id``'s worker for ``control`` (``render_fps`` goes with RENDER_RATE)."""

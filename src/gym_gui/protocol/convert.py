@@ -14,6 +14,7 @@ from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.pruning import PrunedRun, PruneResult, PruneRules
 from gym_gui.core.records import (
     DaemonHealth,
     EpisodeRecord,
@@ -123,6 +124,44 @@ def run_query(request: pb.ListRunsRequest) -> RunQuery:
         descending=request.descending,
         limit=request.limit,
         after=request.after,
+    )
+
+
+def prune_runs_request(rules: PruneRules) -> pb.PruneRunsRequest:
+    return pb.PruneRunsRequest(
+        by_age=rules.older_than is not None,
+        older_than=rules.older_than or 0.0,
+        states=[state.value for state in rules.states],
+        keep_best=rules.keep_best,
+        per_sweep=rules.per_sweep,
+        run_ids=list(rules.run_ids),
+        dry_run=rules.dry_run,
+    )
+
+
+def prune_rules(request: pb.PruneRunsRequest) -> PruneRules:
+    """The rules a prune request gives.
+
+    Raises:
+        ConfigError: a rule is not one there can be (named by its option).
+    """
+    return PruneRules(
+        older_than=request.older_than if request.by_age else None,
+        states=parse_states(list(request.states), "--state"),
+        keep_best=request.keep_best,
+        per_sweep=request.per_sweep,
+        run_ids=tuple(request.run_ids),
+        dry_run=request.dry_run,
+    )
+
+
+def prune_result(reply: pb.PruneRunsResponse, dry_run: bool) -> PruneResult:
+    return PruneResult(
+        runs=[PrunedRun(run_record(pruned.info), pruned.bytes) for pruned in reply.runs],
+        bytes=reply.bytes,
+        dry_run=dry_run,
+        kept=list(reply.kept),
+        skipped=list(reply.skipped),
     )
 
 
