@@ -203,12 +203,14 @@ class ListRunsResponse(_message.Message):
     def __init__(self, runs: _Optional[_Iterable[_Union[RunInfo, _Mapping]]] = ..., total: _Optional[int] = ..., next: _Optional[str] = ...) -> None: ...
 
 class WatchRunsRequest(_message.Message):
-    __slots__ = ("include_archived", "run_id")
+    __slots__ = ("include_archived", "run_id", "limit")
     INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     include_archived: bool
     run_id: str
-    def __init__(self, include_archived: bool = ..., run_id: _Optional[str] = ...) -> None: ...
+    limit: int
+    def __init__(self, include_archived: bool = ..., run_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("snapshot", "change", "updated", "removed")

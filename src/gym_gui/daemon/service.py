@@ -28,6 +28,7 @@ from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError, RunBusy, RunNotFound, StorageError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord
+from gym_gui.core.run_query import RunQuery
 from gym_gui.daemon.importing import ImportRequest
 from gym_gui.daemon.ingest import StreamIngest
 from gym_gui.daemon.pruning import prune
@@ -194,7 +195,10 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
 
     def _watched(self, request: pb.WatchRunsRequest) -> list[RunRecord]:
         """The runs a watch starts with: one run looked up by its id (not found in a listing of every
-        run: 70× slower at 10,000 runs, bench/scale.py), or all of them."""
+        run: 70× slower at 10,000 runs, bench/scale.py), the newest ``limit``, or all of them."""
+        if not request.run_id and request.limit:
+            newest = RunQuery(include_archived=request.include_archived, descending=True, limit=request.limit)
+            return self.registry.page(newest).runs
         if not request.run_id:
             return self.registry.list(include_archived=request.include_archived)
         try:

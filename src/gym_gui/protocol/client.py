@@ -386,11 +386,13 @@ class DaemonClient:
         self.close()
         return wait_exit(pid, timeout) or not process_alive(pid)
 
-    def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[RunEvent]:
-        """Snapshots of the matching runs, then every change, until the caller stops iterating."""
-        call = self._stub.WatchRuns(
-            pb.WatchRunsRequest(run_id=run_id, include_archived=include_archived), metadata=self._metadata
-        )
+    def watch_runs(
+        self, run_id: str = "", include_archived: bool = False, limit: int = 0
+    ) -> Iterator[RunEvent]:
+        """Snapshots of the matching runs (watching every run: the newest ``limit``, 0 for all), then
+        every change, until the caller stops iterating."""
+        request = pb.WatchRunsRequest(run_id=run_id, include_archived=include_archived, limit=limit)
+        call = self._stub.WatchRuns(request, metadata=self._metadata)
         try:
             for message in call:
                 event = convert.run_event(message)
