@@ -167,7 +167,7 @@ def test_each_sweep_keeps_its_best_trials_and_a_playing_sweep_keeps_all(pruned: 
     result = gym_gui("prune", "--keep-best", "2", "--per-sweep", "--yes", home=home.root)
     assert result.returncode == 0, result.stderr
     # Values 1, 4, 3, 2 and a pruned trial: the two best (4 and 3) stay.
-    assert "3 runs deleted" in result.stdout and "2 kept among their sweep's best" in result.stdout
+    assert "3 runs deleted" in result.stdout and "; 2 kept among their sweep's best" in result.stdout
     assert "kept playing-t0: its sweep playing is still playing" in result.stdout
     left = _ids(pruned)
     assert {"done-t1", "done-t2", "playing-t0"} <= left

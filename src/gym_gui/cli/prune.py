@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gym_gui.cli.app import JsonOption, app, connect, console, print_json, state_markup, when
-from gym_gui.core.pruning import PruneResult, PruneRules, parse_age
+from gym_gui.core.pruning import PruneResult, PruneRules, parse_age, summary
 from gym_gui.core.run_query import parse_states
 from gym_gui.storage.space import format_bytes
 
@@ -80,17 +80,6 @@ def _show(result: PruneResult, json_: bool, table_only: bool = False) -> None:
         console.print(table)
     if table_only:
         return
-    count, given = (
-        f"{len(result.runs):,} run{'' if len(result.runs) == 1 else 's'}",
-        format_bytes(result.bytes),
-    )
-    if not result.runs:
-        console.print("no run matches: nothing to prune")
-    elif result.dry_run:
-        console.print(f"{count} would be deleted, giving back {given} (--dry-run: nothing changed)")
-    else:
-        console.print(f"{count} deleted, {given} given back")
-    if result.kept:
-        console.print(f"{len(result.kept):,} kept among their sweep's best")
+    console.print(summary(result, format_bytes(result.bytes)))
     for note in result.skipped:
         console.print(f"[yellow]kept[/] {escape(note)}", highlight=False, soft_wrap=True)

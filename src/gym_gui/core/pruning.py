@@ -81,3 +81,17 @@ class PruneResult:
     dry_run: bool
     kept: list[str] = field(default_factory=list)  # among their sweep's best
     skipped: list[str] = field(default_factory=list)  # "RUN: why it stays"
+
+
+def summary(result: PruneResult, size: str) -> str:
+    """What a prune did (or, dry, would do) in one line; ``size`` is its bytes as a user reads them."""
+    count = f"{len(result.runs):,} run{'' if len(result.runs) == 1 else 's'}"
+    if not result.runs:
+        said = "no run matches: nothing to prune"
+    elif result.dry_run:
+        said = f"{count} would be deleted, giving back {size} (--dry-run: nothing changed)"
+    else:
+        said = f"{count} deleted, {size} given back"
+    if result.kept:
+        said += f"; {len(result.kept):,} kept among their sweep's best"
+    return said

@@ -277,7 +277,12 @@ class MainWindow(QMainWindow):
         arena = QAction("Arena…", self)
         arena.setShortcut(QKeySequence("Ctrl+Shift+A"))
         arena.triggered.connect(self.show_arena)
-        for action in (start, sweep, cancel, human, arena):
+        prune = QAction("Prune runs…", self)
+        prune.setToolTip(
+            "Delete ended runs by age, state, or all but each sweep's best (the runs table's Prune…)"
+        )
+        prune.triggered.connect(lambda: self.runs.prune())
+        for action in (start, sweep, cancel, human, arena, prune):
             run_menu.addAction(action)
         view_menu = self.menuBar().addMenu("&View")
         for index in range(9):
