@@ -38,8 +38,17 @@ def test_the_newest_page_first_then_older_pages_as_the_table_is_scrolled(
     assert set(table.model.run_ids()) == {f"run-{index:03d}" for index in range(150, RUNS)}
     assert table.count_label.isVisible() and table.count_label.text() == "100 of 250 runs"
 
+    # A run older than the pages listed, asked for by id (a study's trial, a dataset's source): fetched.
+    got: list[str] = []
+    table.fetch("run-000", got.append, got.append)
+    qtbot.waitUntil(lambda: got == ["run-000"], timeout=10_000)
+    assert table.model.row("run-000") is not None
+    table.fetch("run-999", got.append, got.append)
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=10_000)
+    assert "no run with id 'run-999'" in got[1]
+
     # Scrolled to its end, the view asks for the next older page, and then the last.
-    for held in (200, 250):
+    for held in (201, 250):
         table.view.scrollToBottom()
         qtbot.waitUntil(lambda held=held: table.model.rowCount() == held, timeout=10_000)
     assert set(table.model.run_ids()) == {f"run-{index:03d}" for index in range(RUNS)}

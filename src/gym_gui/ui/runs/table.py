@@ -208,6 +208,19 @@ class RunsTable(RunActions):
 
         self.link.call(lambda client: client.list_page(newest), listed, self._error)
 
+    def fetch(self, run_id: str, then: Callable[[str], None], missing: Callable[[str], None]) -> None:
+        """``then(run_id)`` once the table holds the run: at once when it does, else after asking the
+        daemon for it (a run older than the pages listed so far); ``missing(message)`` when it has none."""
+        if self.model.row(run_id) is not None:
+            then(run_id)
+            return
+
+        def found(detail: RunDetail) -> None:
+            self._run_updated(detail.record)
+            then(run_id)
+
+        self.link.call(lambda client: client.get_run(run_id), found, missing)
+
     def _fetch_more(self) -> None:
         """The page of runs older than those listed (the view was scrolled to its end)."""
         after = self._next
