@@ -13,9 +13,13 @@ from pathlib import Path
 
 import optuna
 import pytest
+from gym_gui_sdk.worker import WorkerSession
 
+from gym_gui.core.config import parse_run_config
+from gym_gui.core.pruning import PruneRules
 from gym_gui.core.records import SweepRecord
 from gym_gui.core.states import RunState, SweepState
+from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.registry import RunRegistry
 from gym_gui.storage.space import format_bytes
@@ -30,6 +34,7 @@ DAY = 86400.0
 class Pruned:
     home: Home
     registry: RunRegistry
+    client: DaemonClient
 
 
 def _du(path: Path) -> int:
@@ -103,7 +108,7 @@ def _sweep(
 @pytest.fixture(scope="module")
 def pruned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pruned]:
     root: Path = tmp_path_factory.mktemp("prune_home")
-    with module_daemon(root, SHARED_BUNDLES, ["--cancel-grace", "3"]) as (_client, home):
+    with module_daemon(root, SHARED_BUNDLES, ["--cancel-grace", "3"]) as (client, home):
         registry = RunRegistry(home.registry_path)
         # For the rules by age and state: no sweep's, and none ended in a sweep trial's way.
         _run(home, registry, "old-completed", RunState.COMPLETED, 40, size=50_000)
@@ -114,7 +119,7 @@ def pruned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pruned]:
         _sweep(home, registry, "done", SweepState.COMPLETED, [1.0, 4.0, 3.0, 2.0, None])
         _sweep(home, registry, "playing", SweepState.RUNNING, [5.0])
         try:
-            yield Pruned(home, registry)
+            yield Pruned(home, registry, client)
         finally:
             registry.close()
 
@@ -173,6 +178,25 @@ def test_each_sweep_keeps_its_best_trials_and_a_playing_sweep_keeps_all(pruned: 
     assert {"done-t1", "done-t2", "playing-t0"} <= left
     assert not {"done-t0", "done-t3", "done-t4"} & left
     assert outside <= left  # runs of no sweep are not this rule's
+
+
+def test_a_live_run_is_never_pruned_whatever_the_rules_name(pruned: Pruned) -> None:
+    client = pruned.client
+    config = parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}})
+    record, token = client.submit(config)
+    session = WorkerSession(client.info.address, record.run_id, token)
+    session.start()
+    try:
+        session.started("none")
+        client.wait_for_state(record.run_id, RunState.RUNNING, timeout=30)
+        # Any age, and the live run named: the daemon still leaves it.
+        result = client.prune(PruneRules(older_than=0.0, run_ids=(record.run_id,)))
+        assert result.runs == [] and result.bytes == 0
+        assert client.get_run(record.run_id).record.state is RunState.RUNNING
+        assert pruned.home.run_dir(record.run_id).exists()
+    finally:
+        session.finish()
+    assert client.wait_for_end(record.run_id, timeout=30).state is RunState.COMPLETED
 
 
 def test_rules_that_cannot_be_are_one_line_naming_the_option(tmp_path: Path) -> None:
