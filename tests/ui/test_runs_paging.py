@@ -47,11 +47,17 @@ def test_the_newest_page_first_then_older_pages_as_the_table_is_scrolled(
     qtbot.waitUntil(lambda: len(got) == 2, timeout=10_000)
     assert "no run with id 'run-999'" in got[1]
 
-    # Scrolled to its end, the view asks for the next older page, and then the last.
-    for held in (201, 250):
-        table.view.scrollToBottom()
-        qtbot.waitUntil(lambda held=held: table.model.rowCount() == held, timeout=10_000)
-    assert set(table.model.run_ids()) == {f"run-{index:03d}" for index in range(RUNS)}
+    # Scrolled to its end, the view asks for the next older page, and then the last. Listing the
+    # newest page again between them (as on a reconnect) drops a run gone meanwhile from the span it
+    # lists.
+    table.view.scrollToBottom()
+    qtbot.waitUntil(lambda: table.model.rowCount() == 201, timeout=10_000)
+    registry.delete("run-249")  # behind the daemon's back: no watch event says so
+    table.refresh()
+    qtbot.waitUntil(lambda: table.model.row("run-249") is None, timeout=10_000)
+    table.view.scrollToBottom()
+    qtbot.waitUntil(lambda: table.model.rowCount() == RUNS - 1, timeout=10_000)
+    assert set(table.model.run_ids()) == {f"run-{index:03d}" for index in range(RUNS - 1)}
     assert not table.count_label.isVisible() and not table.model.canFetchMore(table.model.index(-1, -1))
 
     # The watch adds a new run and drops a deleted one.
@@ -59,7 +65,7 @@ def test_the_newest_page_first_then_older_pages_as_the_table_is_scrolled(
     qtbot.waitUntil(lambda: table.state_of(record.run_id) is RunState.COMPLETED, timeout=30_000)
     client.delete("run-000")
     qtbot.waitUntil(lambda: table.model.row("run-000") is None, timeout=10_000)
-    assert table.model.rowCount() == RUNS and table.total == RUNS
+    assert table.model.rowCount() == table.total == RUNS - 1
 
 
 def test_prune_previews_the_runs_its_rules_match_then_deletes_exactly_those(

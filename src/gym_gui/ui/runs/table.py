@@ -204,7 +204,12 @@ class RunsTable(RunActions):
                 # A run created after the listing was asked for may legitimately be missing from it.
                 if run_id not in present and info is not None and oldest <= info.created_at < asked_at:
                     self._run_removed(run_id)
-            self._paged(page)
+            # Pages older than this one already listed (a reconnect's refresh): their cursor stands.
+            held_older = any(
+                info is not None and info.created_at < oldest
+                for info in map(self.model.info, self.model.run_ids())
+            )
+            self._paged(page, keep_cursor=held_older)
 
         self.link.call(lambda client: client.list_page(newest), listed, self._error)
 
@@ -241,9 +246,11 @@ class RunsTable(RunActions):
 
         self.link.call(lambda client: client.list_page(older), listed, failed)
 
-    def _paged(self, page: RunPage) -> None:
-        self._next, self.total = page.next, page.total
-        self.model.more = bool(page.next)
+    def _paged(self, page: RunPage, keep_cursor: bool = False) -> None:
+        if not keep_cursor:
+            self._next = page.next
+        self.total = page.total
+        self.model.more = bool(self._next)
         self._update_count()
 
     def _update_count(self) -> None:
