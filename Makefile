@@ -18,7 +18,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-operator bench-cli bench-bridge bench-charts screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-runs-table bench-operator bench-cli bench-bridge bench-charts screenshots proto clean
 
 run: install bundles envs
 	scripts/run-cockpit.sh
@@ -124,6 +124,9 @@ bench-offline: install bundles
 
 bench-scale: install
 	$(BIN)/python bench/scale.py
+
+bench-runs-table: install
+	$(BIN)/python bench/runs_table.py
 
 bench-operator: install bundles
 	$(BIN)/python bench/operator_policy.py

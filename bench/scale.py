@@ -8,11 +8,12 @@ Four parts, each with a reference measured in the same run; the figures are prin
    each with the history a finished run has (QUEUED, STARTING, RUNNING, COMPLETED). Not through
    ``SubmitRun``: a submit validates the config, makes a run directory and writes its files, so
    10,000 of them would time the submit path on this shared machine, not the reads the figures are
-   about. The reads are the daemon's real RPCs: ``ListRuns`` with archived runs (the
-   window's runs table, ``ui/runs/table.py``), ``ListRuns`` without (``gym-gui runs``), ``GetRun``
-   of one run, and ``WatchRuns`` of one run until its snapshot (what ``wait_for_end`` waits on).
-   Each is timed at ``--small-runs`` (100) and again at ``--runs`` (10,000) runs; the figure is
-   the ratio.
+   about. The reads are the daemon's real RPCs: a page of ``ListRuns`` (the newest 50, as
+   ``gym-gui runs`` asks; with archived runs, as the window's runs table; of one state), every run
+   with archived runs and without, ``GetRun`` of one run, and ``WatchRuns`` of one run until its
+   snapshot (what ``wait_for_end`` waits on). Each is timed at ``--small-runs`` (100) and again at
+   ``--runs`` (10,000) runs; the figure is the ratio, and the page's (goal ≤ 1.5: flat) is printed
+   last. ``--registry-only`` measures this part alone.
 2. **Workers.** ``--workers`` (100) runs of the ``human`` kind (the daemon starts no process for
    them), each played by a real SDK ``WorkerSession`` of its own, spread as threads over
    ``--procs`` worker processes of this script (a hundred Python processes importing gRPC would
@@ -35,7 +36,7 @@ Four parts, each with a reference measured in the same run; the figures are prin
 Usage::
 
     .venv/bin/python bench/scale.py [--runs 10000] [--workers 100] [--procs 4] [--rate 200] [--seconds 10]
-                                    [--steps 20000] [--viewers 0 1 4 16]
+                                    [--steps 20000] [--viewers 0 1 4 16] [--registry-only]
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # bench/ is on sys.path when a bench runs as a script
@@ -60,6 +61,7 @@ from ingest import EPISODE_STEPS, BenchError, check_lossless, rows_of, send
 from gym_gui.core.config import TelemetryOptions, parse_run_config
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import Resumed, RunRecord, StepBatch
+from gym_gui.core.run_query import RunQuery
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient, TelemetryStream
 from gym_gui.storage.home import Home
@@ -160,11 +162,23 @@ def first_snapshot(client: DaemonClient, run_id: str) -> None:
     events.close()  # type: ignore[attr-defined]
 
 
+# The page `gym-gui runs` asks for: the newest 50 (archived ones left out), and the count of them all.
+PAGE = RunQuery(descending=True, limit=50)
+PAGE_READ = "ListRuns page (gym-gui runs: the newest 50)"
+
+
 def registry_reads(client: DaemonClient, run_id: str, repeat: int) -> dict[str, float]:
-    """Median seconds of each read the figures are about."""
+    """Median seconds of each read the figures are about (a page, a few milliseconds, ten times as often)."""
     return {
-        "ListRuns (window: archived too)": timed(lambda: client.list_runs(include_archived=True), repeat),
-        "ListRuns (gym-gui runs)": timed(lambda: client.list_runs(), repeat),
+        PAGE_READ: timed(lambda: client.list_page(PAGE), repeat * 10),
+        "ListRuns page (window: the newest 50, archived too)": timed(
+            lambda: client.list_page(replace(PAGE, include_archived=True)), repeat * 10
+        ),
+        "ListRuns page (filtered: one state, 50)": timed(
+            lambda: client.list_page(replace(PAGE, states=(RunState.COMPLETED,))), repeat * 10
+        ),
+        "ListRuns every run (archived too)": timed(lambda: client.list_runs(include_archived=True), repeat),
+        "ListRuns every run": timed(lambda: client.list_runs(), repeat),
         "GetRun (one run)": timed(lambda: client.get_run(run_id), repeat),
         "WatchRuns (one run's snapshot)": timed(lambda: first_snapshot(client, run_id), repeat),
     }
@@ -395,6 +409,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--fanout-seconds", type=float, default=8.0, help="length of each fan-out round")
     parser.add_argument("--keep", action="store_true", help="keep the temporary GYM_GUI_HOME")
+    parser.add_argument(
+        "--registry-only",
+        action="store_true",
+        help="only part 1: the registry's reads (no workers, fan-out, files)",
+    )
     args = parser.parse_args(argv)
     if min(args.runs, args.small_runs, args.repeat, args.workers, args.procs, args.steps) < 1:
         parser.error("--runs, --small-runs, --repeat, --workers, --procs and --steps must be at least 1")
@@ -438,6 +457,11 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
+        if args.registry_only:
+            return _report(
+                args, registry_bytes, small, large, [f"load average after: {os.getloadavg()[0]:.2f}"]
+            )
+
         # 2. workers
         single = play_round(client, home, 1, 1, args.steps, 0)
         print(f"[1 session flat out] {single.rows_per_second:,.0f} rows/s", flush=True)
@@ -476,14 +500,6 @@ def main(argv: list[str] | None = None) -> int:
 
     lines.append(f"load average after: {os.getloadavg()[0]:.2f}")
     lines.append(
-        f"registry: {args.small_runs:,} → {args.runs:,} runs ({registry_bytes / args.runs:,.0f} B a run on disk)"
-    )
-    for name, seconds in large.items():
-        lines.append(
-            f"  {name}: {small[name] * 1000:.1f} ms → {seconds * 1000:.1f} ms, ratio {seconds / small[name]:.1f}"
-            f" for {args.runs / args.small_runs:.0f}× the runs"
-        )
-    lines.append(
         f"workers: 1 session flat out {single.rows_per_second:,.0f} rows/s; raw executemany "
         f"{raw_rate:,.0f} rows/s; daemon at rest {rest.peak_rss_mb:.0f} MB RSS, {rest.peak_fds} fds"
     )
@@ -519,6 +535,29 @@ def main(argv: list[str] | None = None) -> int:
             if viewers
             else f"fan-out  0 viewers: ingest {played.rows_per_second:,.0f} rows/s, daemon {played.usage.cores:.2f} cores"
         )
+    return _report(args, registry_bytes, small, large, lines)
+
+
+def _report(
+    args: argparse.Namespace,
+    registry_bytes: int,
+    small: dict[str, float],
+    large: dict[str, float],
+    lines: list[str],
+) -> int:
+    """Print the figures, the registry's reads after the rest and the page's ratio last."""
+    lines.append(
+        f"registry: {args.small_runs:,} → {args.runs:,} runs ({registry_bytes / args.runs:,.0f} B a run on disk)"
+    )
+    for name, seconds in large.items():
+        lines.append(
+            f"  {name}: {small[name] * 1000:.1f} ms → {seconds * 1000:.1f} ms, ratio {seconds / small[name]:.2f}"
+            f" for {args.runs / args.small_runs:.0f}× the runs"
+        )
+    lines.append(
+        f"one page at {args.runs:,} runs ÷ the same page at {args.small_runs:,} runs: "
+        f"{large[PAGE_READ] / small[PAGE_READ]:.2f} (goal ≤ 1.5)"
+    )
     print("\n".join(lines))
     return 0
 

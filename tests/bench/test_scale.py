@@ -31,8 +31,10 @@ def test_the_scale_bench_runs_at_a_tiny_size_and_reports_every_figure(
     figures = out[out.index("load average after:") :]
     assert "registry: 5 → 20 runs" in figures
     for read in (
-        "ListRuns (window: archived too)",
-        "ListRuns (gym-gui runs)",
+        "ListRuns page (gym-gui runs: the newest 50)",
+        "ListRuns page (window: the newest 50, archived too)",
+        "ListRuns every run (archived too)",
+        "ListRuns every run",
         "GetRun (one run)",
         "WatchRuns",
     ):
@@ -45,3 +47,5 @@ def test_the_scale_bench_runs_at_a_tiny_size_and_reports_every_figure(
     assert "3 sessions flat out: stored" in figures and "lossless: 900 on disk = sent" in figures
     assert "B a step in 3 per-run files" in figures
     assert "fan-out  0 viewers" in figures and "fan-out  2 viewers" in figures and "a viewer" in figures
+    # The page's ratio is the last line.
+    assert out.strip().splitlines()[-1].startswith("one page at 20 runs ÷ the same page at 5 runs: ")

@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from gym_gui.core.errors import IllegalTransition, InvalidRunId, RunNotFound, StorageError, SweepNotFound
+from gym_gui.core.errors import (
+    ConfigError,
+    IllegalTransition,
+    InvalidRunId,
+    RunNotFound,
+    StorageError,
+    SweepNotFound,
+)
 from gym_gui.core.records import RunRecord, SweepRecord
+from gym_gui.core.run_query import RUN_SORTS, RunQuery, parse_states
 from gym_gui.core.states import TRANSITIONS, RunState, SweepState
 from gym_gui.storage import registry as registry_module
 from gym_gui.storage.database import sql_migration
@@ -99,6 +107,67 @@ def test_list_orders_by_creation_then_id_and_hides_archived(
     assert [r.run_id for r in registry.list(include_archived=True)] == ["z", "b", "a", "c"]
     assert registry.set_archived("b", False).archived is False
     assert [r.run_id for r in registry.list()] == ["z", "b", "a", "c"]
+
+
+def test_pages_follow_one_another_without_overlap_in_every_order(
+    registry: RunRegistry, make_record: MakeRecord
+) -> None:
+    for index in range(7):
+        registry.create(
+            make_record(f"r{index}", created_at=float(index % 3), worker=("random", "cleanrl")[index % 2])
+        )
+    registry.set_archived("r6", True)
+    for sort in RUN_SORTS:
+        for descending in (False, True):
+            everything = registry.page(RunQuery(sort=sort, descending=descending))
+            assert everything.total == 6 and everything.next == ""
+            seen, after = [], ""
+            while True:
+                page = registry.page(RunQuery(sort=sort, descending=descending, limit=4, after=after))
+                assert page.total == 6 and len(page.runs) <= 4
+                seen += [run.run_id for run in page.runs]
+                if not page.next:
+                    break
+                after = page.next
+            assert seen == [run.run_id for run in everything.runs]
+    newest = registry.page(RunQuery(descending=True, limit=2, include_archived=True))
+    assert [run.run_id for run in newest.runs] == ["r5", "r2"] and newest.total == 7
+    assert [run.run_id for run in registry.page(RunQuery()).runs] == [r.run_id for r in registry.list()]
+
+
+def test_a_page_is_filtered_by_state_worker_env_sweep_and_text(
+    registry: RunRegistry, make_record: MakeRecord
+) -> None:
+    registry.create(make_record("a", state=RunState.FAILED, reason="CUDA out of memory"))
+    registry.create(make_record("b", state=RunState.COMPLETED, worker="cleanrl", env_id="CartPole-v1"))
+    registry.create(make_record("c", state=RunState.CANCELLED, sweep_id="s1", trial=0))
+    registry.create(make_record("d", state=RunState.COMPLETED, reason="stopped at 100%_done"))
+
+    def ids(**filters: object) -> list[str]:
+        page = registry.page(RunQuery(**filters))  # type: ignore[arg-type]
+        assert page.total == len(page.runs)
+        return [run.run_id for run in page.runs]
+
+    assert ids(states=(RunState.FAILED, RunState.CANCELLED)) == ["a", "c"]
+    assert ids(worker="cleanrl") == ids(env_id="CartPole-v1") == ["b"]
+    assert ids(sweep_id="s1") == ["c"]
+    assert ids(text="cuda OUT") == ["a"]
+    assert ids(text="cleanrl", states=(RunState.FAILED,)) == []
+    # The text's own % and _ are themselves, not patterns.
+    assert ids(text="100%_") == ["d"] and ids(text="t%a") == ids(text="t_100") == []
+
+
+def test_a_page_refuses_what_is_no_sort_state_limit_or_cursor(registry: RunRegistry) -> None:
+    with pytest.raises(ConfigError, match="sort: 'size' is not one of created"):
+        RunQuery(sort="size")
+    with pytest.raises(ConfigError, match="limit: -1"):
+        RunQuery(limit=-1)
+    with pytest.raises(ConfigError, match=r"--state: 'DONE' is not a run state .QUEUED"):
+        parse_states("failed,DONE", "--state")
+    assert parse_states("failed, cancelled,FAILED", "--state") == (RunState.FAILED, RunState.CANCELLED)
+    for cursor in ("nope", "[1]", '[{"a": 1}, "r"]'):
+        with pytest.raises(ConfigError, match=r"after: .* is not the cursor of a page"):
+            registry.page(RunQuery(after=cursor))
 
 
 def test_delete_removes_row_and_history(registry: RunRegistry, make_record: MakeRecord) -> None:

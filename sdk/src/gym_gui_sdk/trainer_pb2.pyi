@@ -169,24 +169,48 @@ class RunRef(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("include_archived",)
+    __slots__ = ("include_archived", "limit", "after", "sort", "descending", "states", "worker", "env_id", "sweep_id", "text")
     INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    SORT_FIELD_NUMBER: _ClassVar[int]
+    DESCENDING_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    ENV_ID_FIELD_NUMBER: _ClassVar[int]
+    SWEEP_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
     include_archived: bool
-    def __init__(self, include_archived: bool = ...) -> None: ...
+    limit: int
+    after: str
+    sort: str
+    descending: bool
+    states: _containers.RepeatedScalarFieldContainer[str]
+    worker: str
+    env_id: str
+    sweep_id: str
+    text: str
+    def __init__(self, include_archived: bool = ..., limit: _Optional[int] = ..., after: _Optional[str] = ..., sort: _Optional[str] = ..., descending: bool = ..., states: _Optional[_Iterable[str]] = ..., worker: _Optional[str] = ..., env_id: _Optional[str] = ..., sweep_id: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
-    __slots__ = ("runs",)
+    __slots__ = ("runs", "total", "next")
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
     runs: _containers.RepeatedCompositeFieldContainer[RunInfo]
-    def __init__(self, runs: _Optional[_Iterable[_Union[RunInfo, _Mapping]]] = ...) -> None: ...
+    total: int
+    next: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[RunInfo, _Mapping]]] = ..., total: _Optional[int] = ..., next: _Optional[str] = ...) -> None: ...
 
 class WatchRunsRequest(_message.Message):
-    __slots__ = ("include_archived", "run_id")
+    __slots__ = ("include_archived", "run_id", "limit")
     INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     include_archived: bool
     run_id: str
-    def __init__(self, include_archived: bool = ..., run_id: _Optional[str] = ...) -> None: ...
+    limit: int
+    def __init__(self, include_archived: bool = ..., run_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("snapshot", "change", "updated", "removed")
@@ -199,6 +223,44 @@ class RunEvent(_message.Message):
     updated: RunInfo
     removed: str
     def __init__(self, snapshot: _Optional[_Union[RunInfo, _Mapping]] = ..., change: _Optional[_Union[StateChange, _Mapping]] = ..., updated: _Optional[_Union[RunInfo, _Mapping]] = ..., removed: _Optional[str] = ...) -> None: ...
+
+class PruneRunsRequest(_message.Message):
+    __slots__ = ("by_age", "older_than", "states", "keep_best", "per_sweep", "run_ids", "dry_run")
+    BY_AGE_FIELD_NUMBER: _ClassVar[int]
+    OLDER_THAN_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    KEEP_BEST_FIELD_NUMBER: _ClassVar[int]
+    PER_SWEEP_FIELD_NUMBER: _ClassVar[int]
+    RUN_IDS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    by_age: bool
+    older_than: float
+    states: _containers.RepeatedScalarFieldContainer[str]
+    keep_best: int
+    per_sweep: bool
+    run_ids: _containers.RepeatedScalarFieldContainer[str]
+    dry_run: bool
+    def __init__(self, by_age: bool = ..., older_than: _Optional[float] = ..., states: _Optional[_Iterable[str]] = ..., keep_best: _Optional[int] = ..., per_sweep: bool = ..., run_ids: _Optional[_Iterable[str]] = ..., dry_run: bool = ...) -> None: ...
+
+class PrunedRun(_message.Message):
+    __slots__ = ("info", "bytes")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    info: RunInfo
+    bytes: int
+    def __init__(self, info: _Optional[_Union[RunInfo, _Mapping]] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class PruneRunsResponse(_message.Message):
+    __slots__ = ("runs", "bytes", "kept", "skipped")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[PrunedRun]
+    bytes: int
+    kept: _containers.RepeatedScalarFieldContainer[str]
+    skipped: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, runs: _Optional[_Iterable[_Union[PrunedRun, _Mapping]]] = ..., bytes: _Optional[int] = ..., kept: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ArchiveRunRequest(_message.Message):
     __slots__ = ("run_id", "archived")

@@ -81,6 +81,11 @@ class TrainerServiceStub(object):
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.RunRef.SerializeToString,
                 response_deserializer=gym__gui__sdk_dot_trainer__pb2.DeleteRunResponse.FromString,
                 _registered_method=True)
+        self.PruneRuns = channel.unary_unary(
+                '/gym_gui.v1.TrainerService/PruneRuns',
+                request_serializer=gym__gui__sdk_dot_trainer__pb2.PruneRunsRequest.SerializeToString,
+                response_deserializer=gym__gui__sdk_dot_trainer__pb2.PruneRunsResponse.FromString,
+                _registered_method=True)
         self.ControlRun = channel.unary_unary(
                 '/gym_gui.v1.TrainerService/ControlRun',
                 request_serializer=gym__gui__sdk_dot_trainer__pb2.ControlRunRequest.SerializeToString,
@@ -187,6 +192,12 @@ class TrainerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PruneRuns(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ControlRun(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -288,6 +299,11 @@ def add_TrainerServiceServicer_to_server(servicer, server):
                     servicer.DeleteRun,
                     request_deserializer=gym__gui__sdk_dot_trainer__pb2.RunRef.FromString,
                     response_serializer=gym__gui__sdk_dot_trainer__pb2.DeleteRunResponse.SerializeToString,
+            ),
+            'PruneRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.PruneRuns,
+                    request_deserializer=gym__gui__sdk_dot_trainer__pb2.PruneRunsRequest.FromString,
+                    response_serializer=gym__gui__sdk_dot_trainer__pb2.PruneRunsResponse.SerializeToString,
             ),
             'ControlRun': grpc.unary_unary_rpc_method_handler(
                     servicer.ControlRun,
@@ -580,6 +596,33 @@ class TrainerService(object):
             '/gym_gui.v1.TrainerService/DeleteRun',
             gym__gui__sdk_dot_trainer__pb2.RunRef.SerializeToString,
             gym__gui__sdk_dot_trainer__pb2.DeleteRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PruneRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gym_gui.v1.TrainerService/PruneRuns',
+            gym__gui__sdk_dot_trainer__pb2.PruneRunsRequest.SerializeToString,
+            gym__gui__sdk_dot_trainer__pb2.PruneRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,

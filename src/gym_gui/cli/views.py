@@ -16,6 +16,7 @@ from gym_gui.cli.app import (
     connect,
     console,
     elapsed,
+    err_console,
     print_json,
     state_markup,
     when,
@@ -33,21 +34,56 @@ from gym_gui.core.records import (
     StepBatch,
     TelemetryEvent,
 )
+from gym_gui.core.run_query import RunQuery, parse_states
 
 # Run directories, their databases and the follow helpers are imported by the commands that read
 # them (show, watch): `runs` answers without them (gym_gui/cli/__init__.py).
 
 
+# How many runs `gym-gui runs` shows unless asked for more: the newest, a screen's worth.
+RUNS_SHOWN = 50
+
+
 @app.command()
 def runs(
-    all_: Annotated[bool, typer.Option("--all", help="Include archived runs.")] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every run, archived ones included (no limit unless --limit).")
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=0, help=f"Show the newest N runs (default {RUNS_SHOWN}; 0: every one)."),
+    ] = None,
+    state: Annotated[
+        str, typer.Option("--state", help="Only runs in these states, comma-separated (FAILED,CANCELLED).")
+    ] = "",
+    worker: Annotated[str, typer.Option("--worker", help="Only runs of this worker kind.")] = "",
+    env: Annotated[str, typer.Option("--env", help="Only runs on this environment id.")] = "",
+    sweep: Annotated[str, typer.Option("--sweep", help="Only the trials of this sweep.")] = "",
+    text: Annotated[
+        str,
+        typer.Option("--text", help="Only runs with this text in their id, worker, env, sweep or reason."),
+    ] = "",
     json_: JsonOption = False,
 ) -> None:
-    """The runs table."""
+    """The runs table: the newest runs, oldest of them first."""
+    query = RunQuery(
+        include_archived=all_,
+        states=parse_states(state, "--state"),
+        worker=worker,
+        env_id=env,
+        sweep_id=sweep,
+        text=text,
+        descending=True,
+        limit=limit if limit is not None else 0 if all_ else RUNS_SHOWN,
+    )
     with connect() as client:
-        infos = client.list_runs(include_archived=all_)
+        page = client.list_page(query)
+    infos = page.runs[::-1]
+    cut = f"{len(infos):,} of {page.total:,} runs shown; --all for every one" if page.next else ""
     if json_:
         print_json(infos)
+        if cut:
+            err_console.print(cut, highlight=False)
         return
     table = Table("run", "worker", "env", "state", "sweep", "created", "elapsed", "reason")
     for info in infos:
@@ -63,6 +99,8 @@ def runs(
             escape(clipped(info.reason, 60)),
         )
     console.print(table)
+    if cut:
+        console.print(cut, highlight=False)
 
 
 @app.command()

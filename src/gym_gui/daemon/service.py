@@ -28,8 +28,10 @@ from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import GymGuiError, RunBusy, RunNotFound, StorageError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord
+from gym_gui.core.run_query import RunQuery
 from gym_gui.daemon.importing import ImportRequest
 from gym_gui.daemon.ingest import StreamIngest
+from gym_gui.daemon.pruning import prune
 from gym_gui.daemon.supervisor import Supervisor
 from gym_gui.daemon.sweeping import Sweeping
 from gym_gui.protocol import convert
@@ -140,9 +142,9 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
 
     @handled
     def ListRuns(self, request: pb.ListRunsRequest, context: grpc.ServicerContext) -> pb.ListRunsResponse:
-        return pb.ListRunsResponse(
-            runs=[self._info(r) for r in self.registry.list(include_archived=request.include_archived)]
-        )
+        # Only the page's own runs are made into messages: their directories and warnings are the cost.
+        page = self.registry.page(convert.run_query(request))
+        return pb.ListRunsResponse(runs=[self._info(r) for r in page.runs], total=page.total, next=page.next)
 
     @handled
     def GetRun(self, request: pb.RunRef, context: grpc.ServicerContext) -> pb.RunDetail:
@@ -193,7 +195,10 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
 
     def _watched(self, request: pb.WatchRunsRequest) -> list[RunRecord]:
         """The runs a watch starts with: one run looked up by its id (not found in a listing of every
-        run: 70× slower at 10,000 runs, bench/scale.py), or all of them."""
+        run: 70× slower at 10,000 runs, bench/scale.py), the newest ``limit``, or all of them."""
+        if not request.run_id and request.limit:
+            newest = RunQuery(include_archived=request.include_archived, descending=True, limit=request.limit)
+            return self.registry.page(newest).runs
         if not request.run_id:
             return self.registry.list(include_archived=request.include_archived)
         try:
@@ -269,6 +274,16 @@ class TrainerService(pb_grpc.TrainerServiceServicer):
         record = self._record(request.run_id)
         self.supervisor.delete(record.run_id)
         return pb.DeleteRunResponse(run_id=record.run_id)
+
+    @handled
+    def PruneRuns(self, request: pb.PruneRunsRequest, context: grpc.ServicerContext) -> pb.PruneRunsResponse:
+        result = prune(self.supervisor, self.sweeping, convert.prune_rules(request))
+        return pb.PruneRunsResponse(
+            runs=[pb.PrunedRun(info=self._info(run.record), bytes=run.bytes) for run in result.runs],
+            bytes=result.bytes,
+            kept=result.kept,
+            skipped=result.skipped,
+        )
 
     @handled
     def ControlRun(self, request: pb.ControlRunRequest, context: grpc.ServicerContext) -> pb.RunInfo:

@@ -23,6 +23,7 @@ from gym_gui.core.controls import Control
 from gym_gui.core.daemon_file import DaemonFile, read_daemon_file
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.processes import process_alive, wait_exit
+from gym_gui.core.pruning import PruneResult, PruneRules
 from gym_gui.core.records import (
     DaemonHealth,
     LaunchPreview,
@@ -35,6 +36,7 @@ from gym_gui.core.records import (
     TelemetryEvent,
     WorkerDescription,
 )
+from gym_gui.core.run_query import RunPage, RunQuery
 from gym_gui.core.states import RunState
 from gym_gui.protocol import convert
 from gym_gui.protocol.errors import DaemonError, error_from_rpc
@@ -223,8 +225,17 @@ class DaemonClient:
         return convert.launch_preview(self._call("PreviewRun", request, 300))
 
     def list_runs(self, include_archived: bool = False) -> list[RunRecord]:
-        reply = self._call("ListRuns", pb.ListRunsRequest(include_archived=include_archived))
-        return [convert.run_record(info) for info in reply.runs]
+        """Every run, oldest first (archived ones only if asked)."""
+        return self.list_page(RunQuery(include_archived=include_archived)).runs
+
+    def list_page(self, query: RunQuery) -> RunPage:
+        """The page of runs ``query`` asks for, with how many match it and the cursor of the next page.
+
+        Raises:
+            ConfigError: the query's cursor is not a page's (``after``).
+        """
+        reply = self._call("ListRuns", convert.list_runs_request(query))
+        return RunPage([convert.run_record(info) for info in reply.runs], reply.total, reply.next)
 
     def get_run(self, run_id: str) -> RunDetail:
         return convert.run_detail(self._call("GetRun", pb.RunRef(run_id=run_id)))
@@ -238,6 +249,16 @@ class DaemonClient:
 
     def delete(self, run_id: str) -> None:
         self._call("DeleteRun", pb.RunRef(run_id=run_id))
+
+    def prune(self, rules: PruneRules) -> PruneResult:
+        """Delete the ended runs ``rules`` match (a dry run only lists them); what went and the disk
+        it gave back.
+
+        Raises:
+            ConfigError: a rule is not one there can be (named by its option).
+        """
+        reply = self._call("PruneRuns", convert.prune_runs_request(rules), 600)
+        return convert.prune_result(reply, rules.dry_run)
 
     def control(self, run_id: str, control: Control, render_fps: float = 0.0) -> RunRecord:
         """Ask ``run_id``'s worker for ``control`` (``render_fps`` goes with RENDER_RATE)."""
@@ -370,11 +391,13 @@ class DaemonClient:
         self.close()
         return wait_exit(pid, timeout) or not process_alive(pid)
 
-    def watch_runs(self, run_id: str = "", include_archived: bool = False) -> Iterator[RunEvent]:
-        """Snapshots of the matching runs, then every change, until the caller stops iterating."""
-        call = self._stub.WatchRuns(
-            pb.WatchRunsRequest(run_id=run_id, include_archived=include_archived), metadata=self._metadata
-        )
+    def watch_runs(
+        self, run_id: str = "", include_archived: bool = False, limit: int = 0
+    ) -> Iterator[RunEvent]:
+        """Snapshots of the matching runs (watching every run: the newest ``limit``, 0 for all), then
+        every change, until the caller stops iterating."""
+        request = pb.WatchRunsRequest(run_id=run_id, include_archived=include_archived, limit=limit)
+        call = self._stub.WatchRuns(request, metadata=self._metadata)
         try:
             for message in call:
                 event = convert.run_event(message)

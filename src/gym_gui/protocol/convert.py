@@ -14,6 +14,7 @@ from gym_gui_sdk.json_object import json_object
 
 from gym_gui.core.controls import Control
 from gym_gui.core.errors import GymGuiError
+from gym_gui.core.pruning import PrunedRun, PruneResult, PruneRules
 from gym_gui.core.records import (
     DaemonHealth,
     EpisodeRecord,
@@ -38,6 +39,7 @@ from gym_gui.core.records import (
     WorkerDescription,
 )
 from gym_gui.core.rerun import PackageChange
+from gym_gui.core.run_query import RunQuery, parse_states
 from gym_gui.core.states import RunState, SweepState
 
 Command = pb.ControlMessage.Command
@@ -87,6 +89,79 @@ def run_record(info: pb.RunInfo) -> RunRecord:
         warning=info.warning,
         sweep_id=info.sweep_id,
         trial=info.trial if info.sweep_id else None,
+    )
+
+
+def list_runs_request(query: RunQuery) -> pb.ListRunsRequest:
+    return pb.ListRunsRequest(
+        include_archived=query.include_archived,
+        limit=query.limit,
+        after=query.after,
+        sort=query.sort,
+        descending=query.descending,
+        states=[state.value for state in query.states],
+        worker=query.worker,
+        env_id=query.env_id,
+        sweep_id=query.sweep_id,
+        text=query.text,
+    )
+
+
+def run_query(request: pb.ListRunsRequest) -> RunQuery:
+    """The listing a request asks for (an empty sort: the creation order).
+
+    Raises:
+        ConfigError: a state, the sort or the limit is not one there is (named).
+    """
+    return RunQuery(
+        include_archived=request.include_archived,
+        states=parse_states(list(request.states), "states"),
+        worker=request.worker,
+        env_id=request.env_id,
+        sweep_id=request.sweep_id,
+        text=request.text,
+        sort=request.sort or "created",
+        descending=request.descending,
+        limit=request.limit,
+        after=request.after,
+    )
+
+
+def prune_runs_request(rules: PruneRules) -> pb.PruneRunsRequest:
+    return pb.PruneRunsRequest(
+        by_age=rules.older_than is not None,
+        older_than=rules.older_than or 0.0,
+        states=[state.value for state in rules.states],
+        keep_best=rules.keep_best,
+        per_sweep=rules.per_sweep,
+        run_ids=list(rules.run_ids),
+        dry_run=rules.dry_run,
+    )
+
+
+def prune_rules(request: pb.PruneRunsRequest) -> PruneRules:
+    """The rules a prune request gives.
+
+    Raises:
+        ConfigError: a rule is not one there can be (named by its option).
+    """
+    return PruneRules(
+        older_than=request.older_than if request.by_age else None,
+        states=parse_states(list(request.states), "--state"),
+        keep_best=request.keep_best,
+        per_sweep=request.per_sweep,
+        run_ids=tuple(request.run_ids),
+        dry_run=request.dry_run,
+    )
+
+
+def prune_result(reply: pb.PruneRunsResponse, dry_run: bool) -> PruneResult:
+    return PruneResult(
+        runs=[PrunedRun(run_record(pruned.info), pruned.bytes) for pruned in reply.runs],
+        bytes=reply.bytes,
+        dry_run=dry_run,
+        kept=list(reply.kept),
+        skipped=list(reply.skipped),
     )
 
 

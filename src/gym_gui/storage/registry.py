@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 import sqlite3
 import threading
@@ -11,9 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gym_gui.core.errors import DiskFull, RunNotFound, StorageError, SweepNotFound
+from gym_gui.core.errors import ConfigError, DiskFull, RunNotFound, StorageError, SweepNotFound
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.records import RunRecord, StateTransition, SweepRecord
+from gym_gui.core.run_query import RunPage, RunQuery
 from gym_gui.core.states import RunState, SweepState, check_transition
 from gym_gui.storage.database import (
     BUSY_TIMEOUT_MS,
@@ -204,6 +206,33 @@ class RunRegistry:
         where = "" if include_archived else "WHERE archived = 0"
         rows = self._read(f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY created_at, run_id")
         return [run_record(row) for row in rows]
+
+    def page(self, query: RunQuery) -> RunPage:
+        """The runs ``query`` asks for, one page, and how many match it on every page.
+
+        The filters, the order and the page are SQLite's (indexed on the creation order): a page
+        reads its own rows, however many runs the registry holds.
+
+        Raises:
+            ConfigError: ``query.after`` is not a cursor a page gave.
+        """
+        where, params = _filters(query)
+        total = self._read(f"SELECT COUNT(*) FROM runs {_where(where)}", params)[0][0]
+        column = _SORT_COLUMNS[query.sort]
+        order = "DESC" if query.descending else "ASC"
+        if query.after:
+            where = [*where, f"({column}, run_id) {'<' if query.descending else '>'} (?, ?)"]
+            params = [*params, *_cursor(query.after)]
+        sql = f"SELECT {RUN_COLUMNS} FROM runs {_where(where)} ORDER BY {column} {order}, run_id {order}"
+        if query.limit:
+            # One row past the page says whether another page follows.
+            sql += f" LIMIT {query.limit + 1}"
+        records = [run_record(row) for row in self._read(sql, params)]
+        if not query.limit or len(records) <= query.limit:
+            return RunPage(records, total)
+        records = records[: query.limit]
+        last = records[-1]
+        return RunPage(records, total, json.dumps([_SORT_KEYS[query.sort](last), last.run_id]))
 
     def transition(
         self,
@@ -459,3 +488,59 @@ class RunRegistry:
         if conn is not None:
             self._local.conn = None
             conn.close()
+
+
+# What each order of a listing sorts on (RUN_SORTS), as a column and as a record's value.
+_SORT_COLUMNS = {
+    "created": "created_at",
+    "worker": "worker",
+    "env": "env_id",
+    "state": "state",
+    "sweep": "sweep_id",
+    "run": "run_id",
+}
+_SORT_KEYS: dict[str, Callable[[RunRecord], object]] = {
+    "created": lambda run: run.created_at,
+    "worker": lambda run: run.worker,
+    "env": lambda run: run.env_id,
+    "state": lambda run: run.state.value,
+    "sweep": lambda run: run.sweep_id,
+    "run": lambda run: run.run_id,
+}
+
+
+def _filters(query: RunQuery) -> tuple[builtins.list[str], builtins.list[object]]:
+    """The conditions (joined by AND) and their parameters of ``query``'s filters."""
+    where: builtins.list[str] = []
+    params: builtins.list[object] = []
+    if not query.include_archived:
+        where.append("archived = 0")
+    if query.states:
+        where.append(f"state IN ({', '.join('?' * len(query.states))})")
+        params.extend(state.value for state in query.states)
+    for column, value in (("worker", query.worker), ("env_id", query.env_id), ("sweep_id", query.sweep_id)):
+        if value:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if query.text:
+        # LIKE ignores ASCII case; the text's own % and _ are matched as themselves.
+        pattern = "%" + query.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        columns = ("run_id", "worker", "env_id", "sweep_id", "reason")
+        where.append("(" + " OR ".join(f"{column} LIKE ? ESCAPE '\\'" for column in columns) + ")")
+        params.extend([pattern] * len(columns))
+    return where, params
+
+
+def _where(conditions: builtins.list[str]) -> str:
+    return f"WHERE {' AND '.join(conditions)}" if conditions else ""
+
+
+def _cursor(after: str) -> tuple[object, str]:
+    """The sort value and run id of the last run of the page before, from its ``next``."""
+    try:
+        key, run_id = json.loads(after)
+    except (ValueError, TypeError):
+        raise ConfigError(f"after: {after!r} is not the cursor of a page (a page's `next`)") from None
+    if not isinstance(key, str | int | float) or not isinstance(run_id, str):
+        raise ConfigError(f"after: {after!r} is not the cursor of a page (a page's `next`)")
+    return key, run_id

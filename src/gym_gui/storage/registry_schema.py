@@ -59,6 +59,12 @@ MIGRATIONS: list[Migration] = [
         "ALTER TABLE runs ADD COLUMN trial INTEGER",
         "CREATE INDEX runs_sweep ON runs (sweep_id, trial)",
     ),
+    # A page of a listing reads only its own rows: newest or oldest first, with or without the
+    # archived runs (RunRegistry.page).
+    sql_migration(
+        "CREATE INDEX runs_created ON runs (created_at, run_id)",
+        "CREATE INDEX runs_listing ON runs (archived, created_at, run_id)",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -28,6 +28,10 @@ from gym_gui.ui.background import Background
 
 log = logging.getLogger(__name__)
 
+# The newest runs the window starts with (its watch's snapshot, the runs table's first page); older
+# ones come a page at a time as the table is scrolled: a home of 10,000 runs opens as one of 100.
+RUNS_PAGE = 100
+
 
 class TelemetrySubscription(QObject):
     """One run's live telemetry as Qt signals, delivered on the GUI thread.
@@ -155,7 +159,7 @@ class DaemonLink(QObject):
 
         def watch() -> None:
             try:
-                for event in client.watch_runs(include_archived=True):
+                for event in client.watch_runs(include_archived=True, limit=RUNS_PAGE):
                     if self._closing or generation != self._watch_generation:
                         return
                     if isinstance(event, RunUpdated):

@@ -277,7 +277,12 @@ class MainWindow(QMainWindow):
         arena = QAction("Arena…", self)
         arena.setShortcut(QKeySequence("Ctrl+Shift+A"))
         arena.triggered.connect(self.show_arena)
-        for action in (start, sweep, cancel, human, arena):
+        prune = QAction("Prune runs…", self)
+        prune.setToolTip(
+            "Delete ended runs by age, state, or all but each sweep's best (the runs table's Prune…)"
+        )
+        prune.triggered.connect(lambda: self.runs.prune())
+        for action in (start, sweep, cancel, human, arena, prune):
             run_menu.addAction(action)
         view_menu = self.menuBar().addMenu("&View")
         for index in range(9):
@@ -367,9 +372,12 @@ class MainWindow(QMainWindow):
 
     def replay_episode(self, run_id: str, episode: int) -> None:
         """Open ``run_id``'s Replay tab at ``episode`` (a dataset's episode, in the run it came from)."""
-        if self.runs.info(run_id) is None:
-            self.statusBar().showMessage(f"run {run_id} is not in the runs table (deleted?)", 10_000)
-            return
+        self.runs.fetch(run_id, lambda _run_id: self._replay_episode(run_id, episode), self._no_run)
+
+    def _no_run(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10_000)
+
+    def _replay_episode(self, run_id: str, episode: int) -> None:
         self.runs.select(run_id)
         self.select_run(run_id)
         for tab in self.run_view.tab_list():
@@ -529,10 +537,11 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ studies
 
     def show_run_in_table(self, run_id: str) -> None:
-        """Select ``run_id`` in the runs table (its tabs follow), or say it is not there."""
-        if self.runs.info(run_id) is None:
-            self.statusBar().showMessage(f"run {run_id} is not in the runs table (deleted?)", 10_000)
-            return
+        """Select ``run_id`` in the runs table (its tabs follow; a run older than the pages listed is
+        fetched first), or say the daemon has none."""
+        self.runs.fetch(run_id, self._show_run_in_table, self._no_run)
+
+    def _show_run_in_table(self, run_id: str) -> None:
         self.runs.select(run_id)
 
     def train_with(self, follow: FollowUp) -> None:

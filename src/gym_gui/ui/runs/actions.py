@@ -1,5 +1,5 @@
 """The runs table's actions: its button bar and context menu, and what each does to the selected runs
-(cancel, pause, resume, checkpoint, re-run, archive, delete, open folder, export)."""
+(cancel, pause, resume, checkpoint, re-run, archive, delete, open folder, export), and Prune…."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from gym_gui.ui.background import Background
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.run_controls import DESCRIPTIONS, RERUN_DESCRIPTION, refusal, rerun_refusal, send_control
 from gym_gui.ui.runs.model import RunsModel
+from gym_gui.ui.runs.prune_dialog import PruneDialog
 from gym_gui.workers import secrets_from_environment
 
 
@@ -88,6 +89,11 @@ class RunActions(QWidget):
         self.delete_button = _button("Delete…")
         self.open_button = _button("Open folder")
         self.export_button = _button("Export…")
+        # Not a row action: deletes ended runs by rules (`gym-gui prune`), whatever is selected.
+        self.prune_button = _button("Prune…")
+        self.prune_button.setObjectName("runsPrune")
+        self.prune_button.setToolTip("Delete ended runs by age, state, or all but each sweep's best")
+        self.prune_dialog: PruneDialog | None = None
         self.message_label = QLabel()
         self.message_label.setObjectName("runsMessage")
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -110,6 +116,8 @@ class RunActions(QWidget):
         self.button_bar.setObjectName("runsButtons")
         for button in self.action_buttons:
             self.button_bar.addWidget(button)
+        self.button_bar.addSeparator()
+        self.button_bar.addWidget(self.prune_button)
         self.message_label.setMinimumWidth(1)
 
         self.cancel_button.clicked.connect(lambda: self.cancel())
@@ -121,6 +129,7 @@ class RunActions(QWidget):
         self.delete_button.clicked.connect(lambda: self.delete())
         self.open_button.clicked.connect(lambda: self.open_folder())
         self.export_button.clicked.connect(lambda: self.export_dialog())
+        self.prune_button.clicked.connect(lambda: self.prune())
 
     # -------------------------------------------------------- what the table provides
 
@@ -328,6 +337,15 @@ class RunActions(QWidget):
         for run_id in targets:
             self.link.call(_bind(DaemonClient.delete, run_id), _bind(self._deleted, run_id), self._error)
         return True
+
+    def prune(self) -> PruneDialog:
+        """The Prune… dialog (one, kept with its rules for the table's life); the runs it deletes
+        leave the table as the daemon says so."""
+        if self.prune_dialog is None:
+            self.prune_dialog = PruneDialog(self.link, self)
+        self.prune_dialog.show()
+        self.prune_dialog.raise_()
+        return self.prune_dialog
 
     def _deleted(self, _result: object, run_id: str) -> None:
         self._run_removed(run_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,17 @@ class RunsModel(QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[RunRow] = []
         self._index: dict[str, int] = {}
+        # Older runs than those held: what the view asks for when scrolled to its end (Qt's
+        # canFetchMore/fetchMore, through the proxy); the table sets both.
+        self.more = False
+        self.fetch_more: Callable[[], None] | None = None
+
+    def canFetchMore(self, parent: QModelIndex | QPersistentModelIndex) -> bool:
+        return not parent.isValid() and self.more and self.fetch_more is not None
+
+    def fetchMore(self, parent: QModelIndex | QPersistentModelIndex) -> None:
+        if self.canFetchMore(parent) and self.fetch_more is not None:
+            self.fetch_more()
 
     # -------------------------------------------------------- Qt model
 

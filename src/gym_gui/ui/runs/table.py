@@ -1,5 +1,5 @@
-"""The runs table: every run of the home in a sortable view (state badges, progress, SPS, interventions),
-kept current from the daemon, with the row actions of :class:`RunActions` above it."""
+"""The runs table: the home's runs in a sortable view (state badges, progress, SPS, interventions), newest
+first a page at a time, kept current from the daemon, with the row actions of :class:`RunActions` above it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QHeaderView,
+    QLabel,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -22,11 +23,12 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunDetail, RunRecord
+from gym_gui.core.run_query import RunPage, RunQuery
 from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
-from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.daemon_link import RUNS_PAGE, DaemonLink
 from gym_gui.ui.runs.actions import RunActions
 from gym_gui.ui.runs.cells import RunCellDelegate
 from gym_gui.ui.runs.model import (
@@ -91,7 +93,10 @@ _Figures = tuple[RunDetail, tuple[int, float] | None, tuple[bool, float | None]]
 
 
 class RunsTable(RunActions):
-    """Every run of the home, current through the link's WatchRuns stream.
+    """The home's runs, newest first, current through the link's WatchRuns stream.
+
+    The newest :data:`RUNS_PAGE` are listed first; older pages are listed when the view is scrolled
+    to its end (``count_label`` says how many of the home's runs are held meanwhile).
 
     Progress (episodes or steps against the budget) and SPS are fetched with GetRun for active runs
     once a second; an ended run is fetched once more for its final figures. SPS is steps per
@@ -116,6 +121,13 @@ class RunsTable(RunActions):
         self._in_flight: set[str] = set()
         self._warning = ""
         self._comparisons: dict[str, str] = {}  # run id → its config's comparison id, from GetRun
+        # The runs are listed a page at a time, newest first: the cursor of the next older page ("" once
+        # every run is held), the home's count of runs, and when the newest page was last asked for.
+        self._next = ""
+        self.total = 0
+        self._asked_at = float("inf")
+        self._fetching_more = False
+        self.model.fetch_more = self._fetch_more
 
         self.view = QTableView()
         self.view.setObjectName("runsTable")
@@ -137,9 +149,14 @@ class RunsTable(RunActions):
         # Short, as the buttons are: every one of them fits beside a form at the default 1400 px.
         self.show_archived_check = QCheckBox("Archived")
         self.show_archived_check.setToolTip("Show archived runs too")
+        self.count_label = QLabel()
+        self.count_label.setObjectName("runsCount")
+        self.count_label.setToolTip("Older runs are listed as the table is scrolled to its end")
+        self.count_label.hide()
         buttons = QHBoxLayout()
         buttons.addWidget(self.button_bar)
         buttons.addWidget(self.message_label, 1)
+        buttons.addWidget(self.count_label)
         buttons.addWidget(self.show_archived_check)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -170,30 +187,93 @@ class RunsTable(RunActions):
             self.refresh()
 
     def refresh(self) -> None:
-        """Re-list every run from the daemon (adds what is missing, drops what was deleted meanwhile)."""
+        """Re-list the newest page of runs from the daemon (adds what is missing, drops what was deleted
+        meanwhile among the runs the page spans); older pages come as the view is scrolled."""
         asked_at = time.time()
+        self._asked_at = asked_at
+        newest = RunQuery(include_archived=True, descending=True, limit=RUNS_PAGE)
 
-        def listed(runs: list[RunRecord]) -> None:
-            present = {run.run_id for run in runs}
-            for run in runs:
+        def listed(page: RunPage) -> None:
+            present = {run.run_id for run in page.runs}
+            for run in page.runs:
                 self._run_updated(run)
+            # The page spans the runs created from its oldest one on (all of them when it is the last).
+            oldest = page.runs[-1].created_at if page.next and page.runs else float("-inf")
             for run_id in self.model.run_ids():
                 info = self.model.info(run_id)
                 # A run created after the listing was asked for may legitimately be missing from it.
-                if run_id not in present and info is not None and info.created_at < asked_at:
+                if run_id not in present and info is not None and oldest <= info.created_at < asked_at:
                     self._run_removed(run_id)
+            # Pages older than this one already listed (a reconnect's refresh): their cursor stands.
+            held_older = any(
+                info is not None and info.created_at < oldest
+                for info in map(self.model.info, self.model.run_ids())
+            )
+            self._paged(page, keep_cursor=held_older)
 
-        self.link.call(lambda client: client.list_runs(include_archived=True), listed, self._error)
+        self.link.call(lambda client: client.list_page(newest), listed, self._error)
+
+    def fetch(self, run_id: str, then: Callable[[str], None], missing: Callable[[str], None]) -> None:
+        """``then(run_id)`` once the table holds the run: at once when it does, else after asking the
+        daemon for it (a run older than the pages listed so far); ``missing(message)`` when it has none."""
+        if self.model.row(run_id) is not None:
+            then(run_id)
+            return
+
+        def found(detail: RunDetail) -> None:
+            self._run_updated(detail.record)
+            then(run_id)
+
+        self.link.call(lambda client: client.get_run(run_id), found, missing)
+
+    def _fetch_more(self) -> None:
+        """The page of runs older than those listed (the view was scrolled to its end)."""
+        after = self._next
+        if not after or self._fetching_more:
+            return
+        self._fetching_more = True
+        older = RunQuery(include_archived=True, descending=True, limit=RUNS_PAGE, after=after)
+
+        def listed(page: RunPage) -> None:
+            self._fetching_more = False
+            for run in page.runs:
+                self._run_updated(run)
+            self._paged(page)
+
+        def failed(message: str) -> None:
+            self._fetching_more = False
+            self._error(message)
+
+        self.link.call(lambda client: client.list_page(older), listed, failed)
+
+    def _paged(self, page: RunPage, keep_cursor: bool = False) -> None:
+        if not keep_cursor:
+            self._next = page.next
+        self.total = page.total
+        self.model.more = bool(self._next)
+        self._update_count()
+
+    def _update_count(self) -> None:
+        """How many of the home's runs the table holds, while it holds only some."""
+        held = self.model.rowCount()
+        self.count_label.setText(f"{held:,} of {max(self.total, held):,} runs" if self._next else "")
+        self.count_label.setVisible(bool(self._next))
 
     def _run_updated(self, info: RunRecord) -> None:
+        if self.model.row(info.run_id) is None and info.created_at >= self._asked_at:
+            self.total += 1  # a run the daemon's count did not know yet
         self.model.upsert(info)
+        self._update_count()
         self._update_buttons()
         self._update_warning()
         self.run_updated.emit(info)
 
     def _run_removed(self, run_id: str) -> None:
         self._comparisons.pop(run_id, None)
+        if self.model.row(run_id) is not None:
+            self.total = max(0, self.total - 1)
         self.model.remove(run_id)
+        self._update_count()
         self._update_buttons()
         self._update_warning()
         self.run_removed.emit(run_id)
