@@ -34,11 +34,13 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+from tests.loopback import LoopbackServer
 
 USERNAME = "gg-user"
 
@@ -90,7 +92,7 @@ class HubRepo:
         return self.commits[-1].oid if self.commits else "0" * 40
 
 
-class FakeHub:
+class FakeHub(LoopbackServer):
     """The Hub's server side for one test: ``with FakeHub(token) as hub: ...`` serves on ``hub.url``."""
 
     def __init__(self, token: str, fail: dict[str, int] | None = None) -> None:
@@ -102,23 +104,7 @@ class FakeHub:
         self.unknown: list[str] = []  # "METHOD path" this server does not serve
         self.tokens_seen: set[str] = set()  # the bearer tokens requests carried
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-hub", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeHub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(10)
+        super().__init__(_handler(self), "fake-hub")
 
     def repo(self, repo_id: str, repo_type: str = "model") -> HubRepo | None:
         with self._lock:

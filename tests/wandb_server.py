@@ -23,9 +23,11 @@ import gzip
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.loopback import LoopbackServer
 
 ENTITY = "gg-team"
 USERNAME = "gg-user"
@@ -42,7 +44,7 @@ class StreamedRun:
     exitcode: int | None = None
 
 
-class FakeWandb:
+class FakeWandb(LoopbackServer):
     """W&B's server side for one test: ``with FakeWandb(key) as server: ...`` serves on ``server.url``."""
 
     def __init__(self, api_key: str, fail: dict[str, int] | None = None) -> None:
@@ -56,23 +58,7 @@ class FakeWandb:
         self.uploads: dict[str, bytes] = {}  # "<entity>/<project>/<run>/<file>" -> content
         self.telemetry_posts = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-wandb", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeWandb:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(10)
+        super().__init__(_handler(self), "fake-wandb")
 
     def stream(self, project: str, run: str, entity: str = ENTITY) -> StreamedRun:
         with self._lock:

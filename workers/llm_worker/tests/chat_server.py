@@ -16,8 +16,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback import LoopbackServer
 
 MODEL = "test-model"
 _MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
@@ -47,7 +49,7 @@ class Received:
     at: float
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
     """Serves ``GET /v1/models`` (``models``) and ``POST /v1/chat/completions`` (answered by ``script``,
     after ``latency`` seconds) on 127.0.0.1; a context manager."""
 
@@ -114,21 +116,11 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (a timeout test)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="chat-server", daemon=True)
+        super().__init__(Handler, "chat-server")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> ChatServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{super().url}/v1"
 
     def completions(self) -> list[Received]:
         with self._lock:
