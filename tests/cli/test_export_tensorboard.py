@@ -11,6 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.states import RunState
+from gym_gui.daemon.ending import TENSORBOARD_EVENT
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.event_files import EPISODE_LENGTH, EPISODE_RETURN
 from gym_gui.storage.home import Home
@@ -157,3 +158,28 @@ def test_a_run_that_stored_no_episode_is_one_line_and_writes_nothing(runs: Runs)
     )
     assert _snapshot(files) == before and not files.exported_event_files.exists()
     assert sorted(p.name for p in files.path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_train_tensorboard_writes_the_event_files_when_the_run_ends(runs: Runs) -> None:
+    before = set(runs.home.runs_dir.iterdir())
+    done = gym_gui(
+        "train", "--worker", "random", "--env", "CartPole-v1", "--episodes", "6", "--tensorboard",
+        home=runs.home.root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (path,) = set(runs.home.runs_dir.iterdir()) - before
+    files = RunDir(path)
+    assert files.read_config().tracking.tensorboard_export  # the run's config says so
+    returns, lengths = _expected_episodes(files)
+    assert len(returns) == 6
+    scalars = _scalars(files)
+    assert _points(scalars[EPISODE_RETURN]) == _points(returns)
+    assert _points(scalars[EPISODE_LENGTH]) == _points(lengths)
+    reader = TelemetryReader(files.telemetry_path)
+    try:
+        said = [event.message for event in reader.events() if event.kind == TENSORBOARD_EVENT]
+    finally:
+        reader.close()
+    assert said == [
+        f"TensorBoard event files of 6 episodes and 12 metric points written into {files.exported_event_files}"
+    ]
