@@ -3,8 +3,6 @@ from a bundle that has TensorBoard, gym_gui's own environment having none."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,15 +17,7 @@ from gym_gui.ui import local_web
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.presenters import tabs_for_run
 from gym_gui.ui.tabs.tensorboard import TensorBoardTab
-from tests.support import random_config
-
-
-def _tensorboard_runs(url: str) -> list[str]:
-    try:
-        with urllib.request.urlopen(url + "data/runs", timeout=5) as response:
-            return list(json.loads(response.read()))
-    except OSError:
-        return []
+from tests.support import random_config, tensorboard_runs
 
 
 def _exported_random_run(client: DaemonClient) -> RunRecord:
@@ -67,7 +57,7 @@ def test_a_random_runs_exported_event_files_open_in_its_tensorboard_tab(
     url = tab.url
     assert url is not None
     # TensorBoard lists the exported directory under the run's id.
-    qtbot.waitUntil(lambda: run.run_id in _tensorboard_runs(url), timeout=30_000)
+    qtbot.waitUntil(lambda: run.run_id in tensorboard_runs(url), timeout=30_000)
     process = tab.process
     assert process is not None
     tab.detach()
