@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -300,6 +301,15 @@ def gym_gui(
         input=input,
         cwd=cwd,
     )
+
+
+def tensorboard_runs(url: str) -> list[str]:
+    """The runs the TensorBoard at ``url`` lists ([] while it does not answer)."""
+    try:
+        with urllib.request.urlopen(url + "data/runs", timeout=5) as response:
+            return list(json.loads(response.read()))
+    except OSError:
+        return []
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str, code: int = 1) -> None:

@@ -31,6 +31,8 @@ NEVER_FOR_A_LISTING = (
     # Only `publish`, `import-model hf://…` and `dataset push` speak to the Hugging Face Hub.
     "huggingface_hub",
     "gym_gui.hub",
+    # Only `export-tensorboard` writes event files.
+    "tensorboardX",
 )
 # What only a command that calls the daemon needs.
 WIRE = ("grpc", "google.protobuf", "gym_gui_sdk.trainer_pb2")

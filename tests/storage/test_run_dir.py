@@ -310,6 +310,15 @@ def test_tensorboard_logdir_follows_the_manifest(run: RunDir) -> None:
     assert run.tensorboard_logdir() == run.path / "runs"  # never outside the run
 
 
+def test_tensorboard_logdir_is_the_exported_event_files_when_the_manifest_names_none(run: RunDir) -> None:
+    assert run.exported_event_files == run.path / "tensorboard"
+    (run.exported_event_files / RUN_ID).mkdir(parents=True)
+    assert run.tensorboard_logdir() == run.exported_event_files  # listed under the run id
+    writer = run.create_manifest(RunEnvironment())
+    writer.add_artifact("tensorboard", "runs/CartPole-v1__ppo__1__17", 0, {})
+    assert run.tensorboard_logdir() == run.path / "runs"  # the worker's own event files first
+
+
 def test_artifact_paths_stay_inside_the_run(run: RunDir) -> None:
     assert run.artifact_path("videos/x/a.mp4") == run.path / "videos" / "x" / "a.mp4"
     for outside in ("", "../x.mp4", "videos/../../x", "/etc/passwd"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from gym_gui.ui.tabs.tensorboard import TensorBoardTab
 from gym_gui.ui.tabs.wandb import WandbTab
 from gym_gui.workers import worker_catalog
 from tests.fixtures import SHARED_BUNDLES
-from tests.support import module_daemon, run_record, wait_until_stable
+from tests.support import module_daemon, run_record, tensorboard_runs, wait_until_stable
 
 # The CleanRL kind's episodic returns, as the window finds them (its spec's return metric).
 RETURNS = worker_catalog().return_metric("cleanrl")
@@ -311,14 +310,6 @@ def test_charts_decimate_a_million_points_and_smooth_like_tensorboard(qtbot: QtB
 # ---------------------------------------------------------------- TensorBoard
 
 
-def _tensorboard_runs(url: str) -> list[str]:
-    try:
-        with urllib.request.urlopen(url + "data/runs", timeout=5) as response:
-            return list(json.loads(response.read()))
-    except OSError:
-        return []
-
-
 @pytest.mark.parametrize("embedded", [True, False], ids=["embedded", "root-with-sandbox"])
 def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
     qtbot: QtBot,
@@ -345,7 +336,7 @@ def test_tensorboard_tab_serves_the_run_and_stops_on_detach(
     url = tab.url
     assert url is not None and url.startswith("http://127.0.0.1:")
     event_dir = json.loads((home.run_dir(run.run_id) / "manifest.json").read_text())["tensorboard_dir"]
-    qtbot.waitUntil(lambda: Path(event_dir).name in _tensorboard_runs(url), timeout=30_000)
+    qtbot.waitUntil(lambda: Path(event_dir).name in tensorboard_runs(url), timeout=30_000)
     if embedded:
         view = tab.web_view
         assert isinstance(view, QWebEngineView) and not tab.open_button.isVisible()

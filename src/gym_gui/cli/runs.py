@@ -70,6 +70,14 @@ def train(
         bool | None, typer.Option("--gpu/--no-gpu", help="Use a GPU when one is available.")
     ] = None,
     gpu_mandatory: Annotated[bool | None, typer.Option(help="Fail before launch without a GPU.")] = None,
+    tensorboard: Annotated[
+        bool | None,
+        typer.Option(
+            "--tensorboard",
+            help="When the run ends, write its episodes and metrics as TensorBoard event files in its "
+            "tensorboard/ (any kind; what `gym-gui export-tensorboard` writes).",
+        ),
+    ] = None,
     wandb: Annotated[str | None, typer.Option(help="W&B tracking: disabled, offline or online.")] = None,
     wandb_project: Annotated[str | None, typer.Option(help="W&B project.")] = None,
     wandb_entity: Annotated[str | None, typer.Option(help="W&B entity.")] = None,
@@ -127,6 +135,7 @@ def train(
             "params.config_path": str(config_path.expanduser().resolve()) if config_path else None,
             "resources.gpu": gpu,
             "resources.gpu_mandatory": gpu_mandatory,
+            "tracking.tensorboard_export": tensorboard,
             "tracking.wandb_mode": wandb,
             "tracking.wandb_project": wandb_project,
             "tracking.wandb_entity": wandb_entity,

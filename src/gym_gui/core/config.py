@@ -209,6 +209,12 @@ class Tracking(_Strict):
         description="The W&B server to log to, for a self-hosted one (what WANDB_BASE_URL takes, "
         "e.g. http://wandb.lab:8080); default: W&B's cloud.",
     )
+    # Not ``tensorboard``: that name is retired (RETIRED), and configs stored before carry it.
+    tensorboard_export: bool = Field(
+        default=False,
+        description="When the run ends, write its stored episodes and metrics as TensorBoard event files "
+        "in its tensorboard/ directory (what `gym-gui export-tensorboard` writes), for any kind.",
+    )
 
     @field_validator("wandb_base_url")
     @classmethod

@@ -17,10 +17,13 @@ from gym_gui.core.states import RunState
 from gym_gui.core.workers import Launch
 from gym_gui.daemon.executors import signal_group, tail
 from gym_gui.daemon.live import Command, LiveRun, LiveRuns, Phase, SupervisorSettings
+from gym_gui.storage.event_files import write_event_files
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 
 log = logging.getLogger(__name__)
+# The kind of the event a run exporting its TensorBoard event files at its end gets.
+TENSORBOARD_EVENT = "tensorboard"
 
 # How long a stream may go on draining into storage after its worker process is gone.
 STREAM_DRAIN_SECONDS = 10.0
@@ -203,6 +206,8 @@ class Ending:
                     state, reason = RunState.FAILED, f"storage failed: {writer.error}"
             if run.config.rerun_of is not None and not run.config.dry_run:
                 self._compare_returns(run, run.config.rerun_of)
+            if run.config.tracking.tensorboard_export and not run.config.dry_run:
+                self._export_event_files(run)
             run.end = (state, reason)
         self.record_end(run)
 
@@ -230,6 +235,23 @@ class Ending:
             level = "INFO" if comparison.identical else "WARNING"
             message = f"re-run of {original}: {comparison.text()}"
             self.runs.event(run, level, message, kind=RERUN_EVENT, data=data)
+        if run.writer is not None:
+            with contextlib.suppress(StorageError):
+                run.writer.flush(timeout=60)
+
+    def _export_event_files(self, run: LiveRun) -> None:
+        """Write the run's episodes and metrics as TensorBoard event files (``tracking.tensorboard_export``),
+        once its telemetry is flushed, and say what was written, or why not, as an event of the run."""
+        try:
+            written = write_event_files(RunDir(run.run_dir))
+        except GymGuiError as exc:
+            self.runs.event(run, "WARNING", f"no TensorBoard event files: {exc}", kind=TENSORBOARD_EVENT)
+        else:
+            message = (
+                f"TensorBoard event files of {written.episodes} episodes and {written.metric_points} "
+                f"metric points written into {written.directory}"
+            )
+            self.runs.event(run, "INFO", message, kind=TENSORBOARD_EVENT)
         if run.writer is not None:
             with contextlib.suppress(StorageError):
                 run.writer.flush(timeout=60)

@@ -39,6 +39,9 @@ _TENSORBOARD_LOG = "tensorboard.log"
 # Named by the CleanRL scripts and by W&B, not by gym_gui: TensorBoard event files appear under
 # runs/ before the manifest records their directory, and W&B keeps its local runs in wandb/.
 _EVENT_FILES = "runs"
+# The event files gym_gui writes itself from a run's stored episodes and metrics (`gym-gui
+# export-tensorboard`): one directory per run, replaced whole by each export.
+_EXPORTED_EVENT_FILES = "tensorboard"
 _WANDB = "wandb"
 _WANDB_STATE = "state"
 # Files never archived: SQLite's side files (their content is in the backup copy) and half-written temporaries.
@@ -319,6 +322,13 @@ class RunDir:
         """The output of the TensorBoard server the app starts for this run."""
         return self.logs_dir / _TENSORBOARD_LOG
 
+    @property
+    def exported_event_files(self) -> Path:
+        """Where gym_gui writes the run's episodes and metrics as TensorBoard event files
+        (:mod:`gym_gui.storage.event_files`), in a subdirectory named after the run so that
+        TensorBoard lists it under the run id."""
+        return self._path / _EXPORTED_EVENT_FILES
+
     def has_telemetry(self) -> bool:
         """Whether the telemetry database exists (it may still be uninitialised for a moment)."""
         return self.telemetry_path.is_file()
@@ -471,8 +481,9 @@ class RunDir:
         CleanRL writes its event files into ``runs/<its run name>/`` and the manifest records that
         directory. TensorBoard is pointed at its parent, so the run is listed under its CleanRL name
         rather than ".", and a worker that writes several event directories shows all of them.
-        Before the manifest names one (or when it cannot be read), ``runs/`` is where the files
-        will appear (TensorBoard reloads).
+        When the manifest names none (or cannot be read), the event files gym_gui exported from the
+        run's telemetry (:attr:`exported_event_files`) when there are some, else ``runs/``, where a
+        worker's files will appear (TensorBoard reloads).
         """
         try:
             recorded = self.read_manifest().tensorboard_dir
@@ -481,7 +492,8 @@ class RunDir:
             recorded = None
         directory = self.artifact_path(recorded) if recorded else None
         if directory is None:
-            return self._path / _EVENT_FILES
+            exported = self.exported_event_files
+            return exported if exported.is_dir() else self._path / _EVENT_FILES
         return directory.parent if directory.parent != self._path else directory
 
     def wandb_runs(self) -> list[Path]:

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QWidget
 from gym_gui.core.errors import GymGuiError
 from gym_gui.core.records import RunRecord
 from gym_gui.core.workers import Capabilities, Lane
+from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.forms.kinds import form_for
 from gym_gui.ui.tabs.base import RunTab
@@ -93,13 +94,19 @@ def presenter_for(kind: str) -> WorkerPresenter:
 
 def tabs_for_run(run: RunRecord, link: DaemonLink) -> list[RunTab]:
     """The tabs of ``run``; a run whose worker plugin is no longer installed still opens, with its
-    lane's tabs, so what it stored stays readable. A sweep's trial run (its manifest names a study)
+    lane's tabs, so what it stored stays readable. A run whose episodes and metrics were exported as
+    event files gets the TensorBoard tab, whatever its kind. A sweep's trial run (its manifest names a study)
     gets the Optuna tab after the metrics instruments, whatever its kind."""
     try:
         tabs = presenter_for(run.worker).tabs(run, link)
     except GymGuiError:
         lane = Lane(run.lane) if run.lane else Lane.TELEMETRY
         tabs = build_tabs(LANE_TABS[lane], lane, link)
+    if RunDir(run.run_dir).exported_event_files.is_dir() and not any(
+        isinstance(tab, TensorBoardTab) for tab in tabs
+    ):
+        # Its episodes and metrics were exported as event files (`gym-gui export-tensorboard`).
+        tabs.append(TensorBoardTab(link))
     if trial_manifest(run) is not None:
         instruments = [i for i, tab in enumerate(tabs) if tab.title in ("Charts", "TensorBoard", "W&B")]
         tabs.insert(instruments[-1] + 1 if instruments else len(tabs), OptunaTab(link))

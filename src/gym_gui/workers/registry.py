@@ -27,6 +27,8 @@ from gym_gui.workers.bundles import BundleSpec, BundleStatus
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "gym_gui.workers"
+# The module a bundle that serves TensorBoard checks it can import.
+TENSORBOARD = "tensorboard"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,20 @@ class WorkerCatalog:
         run in gym_gui's own environment. Tools a run's files need (TensorBoard, wandb) come from it."""
         bundle = self.plugin(kind).bundle
         return None if bundle is None else self.bundle_directory(bundles_dir).status(bundle.name)
+
+    def tensorboard_bundle(self, kind: str, bundles_dir: Path) -> BundleStatus | None:
+        """The bundle whose TensorBoard serves the event files of a run of ``kind``: its own when it
+        holds TensorBoard (its ``check_imports`` name it), else the first installed bundle that does
+        (gym_gui's own environment has none: a random, human or operator run's exported event files
+        are served by another kind's bundle), else the first one that would, not installed (its
+        status says how to install it); None when no installed kind's bundle holds TensorBoard."""
+        holding = sorted(name for name, spec in self.bundles().items() if TENSORBOARD in spec.check_imports)
+        own = self.plugin(kind).bundle
+        if own is not None and own.name in holding:
+            holding = [own.name]
+        directory = self.bundle_directory(bundles_dir)
+        statuses = [directory.status(name) for name in holding]
+        return next((status for status in statuses if status.installed), statuses[0] if statuses else None)
 
     def roster(self) -> list[RosterEntry]:
         """Every kind in roster order, then the broken plugins."""

@@ -44,8 +44,9 @@ def tensorboard_server(python: Path, logdir: Path, log_path: Path) -> LocalServe
 class TensorBoardTab(RunTab):
     """TensorBoard for the selected run.
 
-    Nothing starts until the tab is first shown for a run: then the cleanrl bundle's interpreter
-    runs ``tensorboard.main`` on a free loopback port, the tab waits (off the GUI thread) until
+    Nothing starts until the tab is first shown for a run: then the interpreter of a bundle with
+    TensorBoard (the run's own, else another kind's: ``WorkerCatalog.tensorboard_bundle``) runs
+    ``tensorboard.main`` on a free loopback port, the tab waits (off the GUI thread) until
     it answers, and embeds it (QWebEngineView) or offers it in the browser. The server stops on
     detach and when the application quits (``LocalWebPage``).
     """
@@ -124,11 +125,13 @@ class TensorBoardTab(RunTab):
         worker = run.worker
 
         def launch() -> LocalServer:
-            # gym_gui's own environment has no TensorBoard: it runs from the run's worker bundle.
-            status = worker_catalog().bundle_status(worker, bundles)
+            # gym_gui's own environment has no TensorBoard: it runs from the run's worker bundle, or
+            # another kind's for a kind whose bundle has none (exported event files of a random run).
+            status = worker_catalog().tensorboard_bundle(worker, bundles)
             if status is None:
                 raise TensorBoardError(
-                    f"worker {worker!r} runs in gym_gui's own environment, which has no TensorBoard."
+                    f"worker {worker!r} runs in gym_gui's own environment, which has no TensorBoard, "
+                    "and no installed worker kind's bundle has one."
                 )
             if not status.installed:
                 raise TensorBoardError(

@@ -52,7 +52,18 @@ BUNDLE = BundleSpec(
     name="d3rlpy",
     requirements="workers/d3rlpy_worker/requirements.txt",
     local_packages=("sdk", "workers/d3rlpy_worker"),
-    check_imports=("d3rlpy", "torch", "gymnasium", "minari", "h5py", "tensorboardX", "gym_gui_sdk", PACKAGE),
+    # tensorboard: the TensorBoard tab serves the event files of the runs of this kind with it.
+    check_imports=(
+        "d3rlpy",
+        "torch",
+        "gymnasium",
+        "minari",
+        "h5py",
+        "tensorboardX",
+        "tensorboard",
+        "gym_gui_sdk",
+        PACKAGE,
+    ),
     # The requirements file pins torch==X; the install chooses its build: CPU unless asked for CUDA.
     torch_build=True,
 )
