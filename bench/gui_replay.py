@@ -188,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0]])
     with tempfile.TemporaryDirectory(prefix="gym-gui-bench-replay-") as tmp:
         root = Path(tmp)
-        reference = measure(root, REFERENCE_STEPS, args.frame_every, args.moves)
+        # As many moves as the small run has pictures, so that (as in the large run) each move draws one.
+        reference = measure(
+            root, REFERENCE_STEPS, args.frame_every, min(args.moves, REFERENCE_STEPS // args.frame_every)
+        )
         large = measure(root, args.steps, args.frame_every, args.moves)
     del app
     ref99, large99 = float(np.percentile(reference, 99)), float(np.percentile(large, 99))
