@@ -11,10 +11,13 @@ and max are the event loop's stall, i.e. how long the GUI could not react to any
    attached (what the worker and the daemon alone cost this machine's GUI loop), then attached:
    after the first frame is drawn, ``--seconds`` of frames drawn by the tab's EnvView and of the
    timer's lateness. CartPole-v1 sends PNG frames at ``render_fps`` 60 (pixels); FrozenLake-v1 on
-   its 8x8 map sends a grid description with every step.
+   its 8x8 map sends a grid description with every step; LunarLander-v3 (Box2D, pixels) is the
+   fast env: its ``metadata["render_fps"]`` is 50 (no installed env declares 60 on its class: ALE's
+   says 30, MuJoCo v5's is set per instance).
 
-The goal (issue 4): >= 30 frames/s drawn and a p99 stall <= 50 ms under load. The last line gives
-the figures against it. Usage::
+The tab draws at most at the env's own rate (at most 60/s, ``LiveTab.draw_fps``); each line gives
+frames drawn ÷ that rate. The goal (issue 31): >= 0.95 of the fast env's rate drawn and a p99 stall
+<= 16 ms under its full-speed stream. The last line gives the figures against it. Usage::
 
     .venv/bin/python bench/gui_live.py [--seconds 20]
 """
@@ -45,12 +48,14 @@ from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.live import LiveTab
 
 TICK_MS = 10
-GOAL_FPS = 30.0
-GOAL_P99_MS = 50.0
-# The runs: (label, env id, env kwargs); every run is the random worker at render_fps 60.
+GOAL_SHARE = 0.95  # of the env's own rate
+GOAL_P99_MS = 16.0
+# The runs: (label, env id, env kwargs); every run is the random worker at render_fps 60. The last is
+# the fast env the goal is about.
 LOADS: tuple[tuple[str, str, dict[str, object]], ...] = (
-    ("CartPole-v1 (pixels, 60 fps)", "CartPole-v1", {}),
-    ("FrozenLake-v1 8x8 (grid)", "FrozenLake-v1", {"map_name": "8x8"}),
+    ("CartPole-v1 (pixels, 50 fps)", "CartPole-v1", {}),
+    ("FrozenLake-v1 8x8 (grid, 4 fps)", "FrozenLake-v1", {"map_name": "8x8"}),
+    ("LunarLander-v3 (pixels, 50 fps)", "LunarLander-v3", {}),
 )
 
 
@@ -100,14 +105,20 @@ class Figures:
     max_ms: float
     gui_cpu: float  # CPU seconds of the GUI thread per second
     process_cpu: float  # CPU seconds of the whole GUI process (with its gRPC threads) per second
+    rate: float  # the most frames a second the tab draws: the env's own rate
 
     @property
     def fps(self) -> float:
         return self.frames / self.seconds
 
+    @property
+    def share(self) -> float:
+        return self.fps / self.rate
+
     def line(self) -> str:
         return (
-            f"{self.label}: {self.fps:.1f} frames/s drawn ({self.offered / self.seconds:.1f}/s offered to the "
+            f"{self.label}: {self.fps:.1f} frames/s drawn = {self.share:.3f} of {self.rate:g}/s "
+            f"({self.offered / self.seconds:.1f}/s offered to the "
             f"view), stall p50 {self.p50_ms:.1f} ms p99 {self.p99_ms:.1f} ms max {self.max_ms:.1f} ms; "
             f"{self.steps / self.seconds:,.0f} steps/s and {self.batches / self.seconds:.1f} batches/s taken, "
             f"{self.episodes / self.seconds:,.0f} episodes/s, starved {self.starved}×; CPU: GUI thread "
@@ -155,6 +166,7 @@ def measure(tab: LiveTab, probe: StallProbe, label: str, seconds: float) -> Figu
         max_ms=float(late.max()),
         gui_cpu=gui_cpu,
         process_cpu=process_cpu,
+        rate=tab.draw_fps,
     )
 
 
@@ -241,16 +253,18 @@ def main(argv: list[str] | None = None) -> int:
         release(client, root, args.keep)
         del app
 
-    met = all(f.fps >= GOAL_FPS and f.p99_ms <= GOAL_P99_MS for f in loads)
-    # Frames are capped at GOAL_FPS, so the goal is the cap itself: the ratio says how close to it.
+    # Frames are capped at the env's rate, so the goal is the rate itself: the ratio says how close to it.
     parts = "; ".join(
-        f"{f.label.split(' ')[0]} {f.fps:.2f} frames/s = {f.fps / GOAL_FPS:.3f} of the cap, "
+        f"{f.label.split(' ')[0]} {f.fps:.2f} frames/s = {f.share:.3f} of its {f.rate:g}/s, "
         f"stall p99 {f.p99_ms:.1f} ms (max {f.max_ms:.1f} ms; not attached p99 {r.p99_ms:.1f} ms)"
         for f, r in zip(loads, references, strict=True)
     )
+    fast = loads[-1]
+    met = fast.share >= GOAL_SHARE and fast.p99_ms <= GOAL_P99_MS
     print(
         f"under load: {parts}; idle stall p99 {idle.p99_ms:.1f} ms (max {idle.max_ms:.1f} ms) — "
-        f"goal >= {GOAL_FPS:.0f} frames/s and p99 <= {GOAL_P99_MS:.0f} ms: {'met' if met else 'NOT met'}"
+        f"{fast.label.split(' ')[0]}: {fast.share:.3f} of its {fast.rate:g}/s, stall p99 {fast.p99_ms:.1f} ms; "
+        f"goal >= {GOAL_SHARE} and p99 <= {GOAL_P99_MS:.0f} ms: {'met' if met else 'NOT met'}"
     )
     return 0
 

@@ -141,13 +141,11 @@ def run_record(run_id: str, state: RunState, **fields: Any) -> RunRecord:
 ACTED = {"o": "operator", "h": "human", "-": ""}
 
 
-def publish_acted_run(client: DaemonClient, *episodes: str) -> RunRecord:
-    """A run published by a hand-built session (of the human kind), one episode per string and a step
-    per letter of :data:`ACTED`: ``o`` the operator acted, ``h`` a person did (overriding the
-    operator's proposed action ``0``), ``-`` the step does not say. Returns its record once COMPLETED."""
-    config = parse_run_config(
-        {"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": len(episodes)}}
-    )
+def publish_acted_run(client: DaemonClient, *episodes: str, env_id: str = "FrozenLake-v1") -> RunRecord:
+    """A run of ``env_id`` published by a hand-built session (of the human kind), one episode per string
+    and a step per letter of :data:`ACTED`: ``o`` the operator acted, ``h`` a person did (overriding
+    the operator's proposed action ``0``), ``-`` the step does not say. Returns its record once COMPLETED."""
+    config = parse_run_config({"worker": "human", "env_id": env_id, "budget": {"episodes": len(episodes)}})
     record, token = client.submit(config)
     session = WorkerSession(client.info.address, record.run_id, token)
     session.start()

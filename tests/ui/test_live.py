@@ -1,7 +1,8 @@
-"""The Live tab against a real daemon: table, grid frames, return chart, the ~30 frames/s throttle, STARVED, banner."""
+"""The Live tab against a real daemon: table, grid frames, return chart, the env's own frame rate, STARVED, banner."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ from gym_gui.core.config import parse_run_config
 from gym_gui.core.records import RunRecord, StepBatch, StepRow
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.ui.daemon_link import DaemonLink
-from gym_gui.ui.tabs.frame_pacer import MAX_PLAYBACK_DELAY, FramePacer
+from gym_gui.ui.tabs.frame_pacer import FRAME_SPACING_SHARE, MAX_PLAYBACK_DELAY, FramePacer
 from gym_gui.ui.tabs.live import LiveTab
 from gym_gui.ui.tabs.live_steps import StepTableModel
 
@@ -168,6 +169,42 @@ def test_frame_pacer_plays_a_batch_at_the_pace_of_its_steps() -> None:
     # Batches without payloads queue nothing.
     assert pacer.add(StepBatch([(0, 0, 0.0, False, False, "0", "0", "{}", None, 1.0)]), 2.0, 70.0) == 0
     assert pacer.next_due() is None
+
+
+def test_the_view_draws_at_the_env_s_own_rate(qtbot: QtBot, client: DaemonClient, tab: LiveTab) -> None:
+    # Runs of the human kind: the daemon launches nothing, and the tab reads the rate from the env id.
+    lander, _ = client.submit(
+        parse_run_config({"worker": "human", "env_id": "LunarLander-v3", "budget": {"episodes": 1}})
+    )
+    lake, _ = client.submit(
+        parse_run_config({"worker": "human", "env_id": "FrozenLake-v1", "budget": {"episodes": 1}})
+    )
+    try:
+        tab.attach(lander)
+        # LunarLander declares metadata["render_fps"] 50: the view draws up to 50 a second, and the
+        # pacer keeps payloads a little closer than a draw apart.
+        assert tab.draw_fps == tab.env_view.max_fps == 50.0
+        assert tab._pacer.spacing == pytest.approx(FRAME_SPACING_SHARE / 50.0)
+        tab.attach(lake)
+        assert tab.draw_fps == 4.0  # toy text: 4 a second
+        assert tab._pacer.spacing == pytest.approx(FRAME_SPACING_SHARE / 4.0)
+        tab.detach()
+        tab.attach(dataclasses.replace(lake, env_id=""))
+        assert tab.draw_fps == 30.0  # no env to ask: the default
+    finally:
+        for run in (lander, lake):
+            client.cancel(run.run_id)
+
+
+def test_frame_pacer_keeps_payloads_closer_for_a_faster_view() -> None:
+    # The same 30 steps 10 ms apart: at 60 draws a second a payload every 20 ms is kept (at 30, every 30 ms).
+    batch = StepBatch(
+        [(0, i, 0.0, False, False, "0", "0", "{}", b"{%d}" % i, 1000.0 + i * 0.01) for i in range(30)]
+    )
+    assert FramePacer(fps=30.0).add(batch, 1000.3, 50.0) == 11
+    pacer = FramePacer()
+    pacer.set_fps(60.0)
+    assert pacer.add(batch, 1000.3, 50.0) == 16
 
 
 def test_a_finished_run_shows_its_stored_returns(qtbot: QtBot, client: DaemonClient, tab: LiveTab) -> None:

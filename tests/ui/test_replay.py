@@ -1,5 +1,5 @@
-"""Replay tab against real stored runs: a human FrozenLake episode step by step, a 200k-step episode, and
-the timeline coloured by who acted."""
+"""Replay tab against real stored runs: a human FrozenLake episode step by step, a 200k-step episode,
+the timeline coloured by who acted, and playback at the env's own rate."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink
 from gym_gui.ui.tabs.actor_strip import ACTOR_COLOURS
 from gym_gui.ui.tabs.replay import ReplayTab
-from gym_gui.ui.tabs.replay_model import WINDOW
+from gym_gui.ui.tabs.replay_model import MAX_TICK_HZ, WINDOW
 from tests.support import publish_acted_run
 from tests.ui.test_human_play import play_frozenlake_episode, wait_for_state
 
@@ -200,3 +200,28 @@ def test_the_timeline_colours_each_step_by_who_acted(
     assert tab.details.actor_label.text() == "" and not tab.details.form.isRowVisible(tab.details.actor_label)
     tab.select_episode(0)
     assert strip.isVisible()
+
+
+def test_playback_draws_at_the_env_s_own_rate(qtbot: QtBot, link: DaemonLink, client: DaemonClient) -> None:
+    lander = publish_acted_run(client, "o" * 40, env_id="LunarLander-v3")
+    lake = publish_acted_run(client, "o" * 40)
+    tab = make_tab(qtbot, link, lander)
+    qtbot.waitUntil(lambda: tab.episode_combo.count() == 1, timeout=10_000)
+    tab.select_episode(0)
+    # The view draws every picture playback gives it, up to 60 a second; playback gives them at the
+    # env's metadata["render_fps"] × speed: LunarLander's 50 at 1× is a tick every 20 ms.
+    assert tab.env_view.max_fps == MAX_TICK_HZ == 60.0
+    tab.play()
+    assert tab.model.fps == 50.0 and tab.model.tick_ms() == 20
+    tab.set_speed(8.0)  # 400 steps a second: a tick at the view's 60 a second, several steps each
+    assert tab.model.tick_ms() == int(1000 / 60)
+    tab.pause()
+    tab.set_speed(1.0)
+
+    tab.attach(lake)
+    qtbot.waitUntil(lambda: tab.episode_combo.count() == 1, timeout=10_000)
+    tab.select_episode(0)
+    tab.play()
+    assert tab.model.fps == 4.0 and tab.model.tick_ms() == 250  # toy text: 4 a second
+    tab.pause()
+    tab.detach()

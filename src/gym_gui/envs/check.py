@@ -29,6 +29,8 @@ _BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWOR
 
 # Steps per second of real-time play and 1× replay for an env that declares no render_fps.
 DEFAULT_RENDER_FPS = 30.0
+# Pictures a second a view draws, or a play clock steps, at most: a screen's refresh, whatever the env's rate.
+MAX_DRAW_FPS = 60.0
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,12 @@ def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> g
 
 
 @functools.cache
+def draw_rate(fps: float) -> float:
+    """Pictures a second to draw (or steps to play) an env of ``fps`` frames a second at: its own rate,
+    at most :data:`MAX_DRAW_FPS`; :data:`DEFAULT_RENDER_FPS` when ``fps`` is not positive (not known)."""
+    return min(fps, MAX_DRAW_FPS) if fps > 0 else DEFAULT_RENDER_FPS
+
+
 def render_fps(env_id: str) -> float:
     """The env's own frame rate, ``metadata["render_fps"]`` (4 for toy text, 50 for CartPole), read from
     its registered class without making it; :data:`DEFAULT_RENDER_FPS` when it declares none or cannot

@@ -12,6 +12,8 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from gym_gui.envs.check import DEFAULT_RENDER_FPS, draw_rate, render_fps
+
 log = logging.getLogger(__name__)
 
 BACKGROUND = QColor("#1e1f22")
@@ -69,6 +71,12 @@ _ARROWS: tuple[tuple[tuple[float, float], ...], ...] = (
 )
 
 
+def env_draw_rate(env_id: str) -> float:
+    """:func:`draw_rate` of ``env_id``'s ``metadata["render_fps"]`` (read from its registered class,
+    without making it); :data:`DEFAULT_RENDER_FPS` for no env or one that declares none."""
+    return draw_rate(render_fps(env_id)) if env_id else DEFAULT_RENDER_FPS
+
+
 def _color(index_char: str) -> QColor:
     index = ord(index_char) - 48
     return MINIGRID_COLORS[index] if 0 <= index < len(MINIGRID_COLORS) else MINIGRID_WALL
@@ -79,8 +87,9 @@ class EnvView(QWidget):
 
     ``show_grid``, ``show_frame``, ``show_payload`` and ``clear`` only record the latest picture;
     a single-shot timer applies it at most ``max_fps`` times a second (latest picture wins), so a
-    stream of thousands of steps per second costs at most ~30 draws. Payloads are decoded only
-    when their turn to be drawn comes, so coalesced PNG frames are never decoded.
+    stream of thousands of steps per second costs at most that many draws: the env's own rate where
+    its owner knows it (:meth:`set_max_fps`, at most 60), else 30. Payloads are decoded only when
+    their turn to be drawn comes, so coalesced PNG frames are never decoded.
 
     ``frames_drawn`` counts the pictures actually painted (a bench reads it); ``grid``,
     ``frame`` and ``message`` hold the picture last applied; ``applied`` is emitted each time one is.
@@ -88,15 +97,16 @@ class EnvView(QWidget):
 
     applied = Signal()
 
-    def __init__(self, parent: QWidget | None = None, *, max_fps: float = 30.0) -> None:
+    def __init__(self, parent: QWidget | None = None, *, max_fps: float = DEFAULT_RENDER_FPS) -> None:
         super().__init__(parent)
         self.frames_drawn = 0
+        self.max_fps = draw_rate(max_fps)
         self.grid: dict[str, Any] | None = None
         self.frame: np.ndarray | None = None
         self.message = ""
         self._image: QImage | None = None
         self._pending: tuple[str, Any] | None = None
-        self._interval = 1.0 / max_fps
+        self._interval = 1.0 / self.max_fps
         self._last_apply = -1e9
         self._fresh = False
         self._static_key: tuple[Any, ...] = ()
@@ -110,6 +120,12 @@ class EnvView(QWidget):
         self.setMinimumSize(160, 120)
         # Every pixel is painted each time: Qt need not clear the widget first.
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+
+    def set_max_fps(self, fps: float) -> None:
+        """Draw at most ``fps`` pictures a second (an env's ``render_fps``), at most
+        :data:`MAX_DRAW_FPS`; :data:`DEFAULT_RENDER_FPS` when ``fps`` is not positive (not known)."""
+        self.max_fps = draw_rate(fps)
+        self._interval = 1.0 / self.max_fps
 
     # ------------------------------------------------------------ input (any rate)
 

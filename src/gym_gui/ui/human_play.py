@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.envs import EnvEntry, KeyBinding
 from gym_gui.envs.catalog import env_entry
-from gym_gui.envs.check import DEFAULT_RENDER_FPS
+from gym_gui.envs.check import DEFAULT_RENDER_FPS, MAX_DRAW_FPS
 from gym_gui.play.operators import Operators
 from gym_gui.play.seat import Control, Outcome, Seat
 from gym_gui.protocol.client import DaemonClient
@@ -162,7 +162,9 @@ class HumanPlayWidget(QWidget):
         who.addWidget(self.control_label, 1)
         who.addWidget(self.interventions_label)
 
-        self.env_view = EnvView(self)
+        # The play clock paces the steps (the env's rate, at most 60 a second) and keys step turn-based
+        # envs: the view draws each step's picture, up to a screen's rate.
+        self.env_view = EnvView(self, max_fps=MAX_DRAW_FPS)
         self.env_view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.status_line = QLabel()
         self.status_line.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from gym_gui.core.envs import Action, EnvEntry, KeyBinding
+from gym_gui.envs.check import MAX_DRAW_FPS, draw_rate
 from gym_gui.play.operators import HUMAN, OperatorListing
 from gym_gui.play.seat import Control
 
@@ -21,15 +22,15 @@ from gym_gui.play.seat import Control
 # says so); T for "take over".
 TAKEOVER_KEY = "T"
 # The most steps a second the view plays, whatever the env's own rate.
-MAX_RATE = 60.0
+MAX_RATE = MAX_DRAW_FPS
 
 # The switch, in its order.
 CONTROL_TITLES = {Control.HUMAN: "Human", Control.HYBRID: "Hybrid", Control.AGENT: "Agent"}
 
 
 def play_rate(env_fps: float) -> float:
-    """Steps a second at the env's own rate, capped at :data:`MAX_RATE`."""
-    return min(env_fps, MAX_RATE)
+    """Steps a second at the env's own rate, capped at :data:`MAX_RATE` (the rate its view draws at)."""
+    return draw_rate(env_fps)
 
 
 def chord_action(entry: EnvEntry, held: list[str]) -> Action | None:

@@ -11,7 +11,7 @@ from PySide6.QtGui import QHideEvent
 from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gym_gui.core.records import RunRecord
-from gym_gui.envs.check import DEFAULT_RENDER_FPS
+from gym_gui.envs.check import DEFAULT_RENDER_FPS, MAX_DRAW_FPS
 from gym_gui.ui.background import Background
 from gym_gui.ui.combos import fit_to_layout
 from gym_gui.ui.env_view import EnvView
@@ -35,7 +35,7 @@ class RunPane(QFrame):
         self.title = QLabel(run.run_id)
         self.title.setStyleSheet("font-weight: bold;")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.env_view = EnvView(self)
+        self.env_view = EnvView(self, max_fps=MAX_DRAW_FPS)  # playback's clock paces the pictures
         self.status = QLabel("reading…")
         self.actor = QLabel()
         self.actor.setToolTip("Who acted at this step (the colours of the strips under the slider)")

@@ -8,10 +8,11 @@ from collections import deque
 
 from gym_gui.core.records import StepBatch
 from gym_gui.core.records import StepRow as StreamRow  # a step as the stream carries it
+from gym_gui.envs.check import DEFAULT_RENDER_FPS
 
-# Payloads are kept no closer than this in stream time: a little finer than the EnvView's ~30
-# frames/s, so each of its draws finds a fresh picture.
-FRAME_SPACING = 1 / 40
+# Payloads are kept no closer than this share of a draw's interval in stream time: a little finer than
+# the EnvView's rate (1/40 s at 30 frames/s), so each of its draws finds a fresh picture.
+FRAME_SPACING_SHARE = 0.75
 # The most the picture may trail the stream to play smoothly (a batch waits up to the run's
 # batch_seconds, 0.2 s by default, before it is sent).
 MAX_PLAYBACK_DELAY = 0.5
@@ -26,20 +27,26 @@ class FramePacer:
 
     Steps travel in batches, a few to tens a second, each holding the payloads of many steps.
     Drawing only the newest payload of each batch would move the picture in jumps at the batch
-    rate. Instead the pacer keeps payloads at least ``FRAME_SPACING`` apart in the steps' own
+    rate. Instead the pacer keeps payloads at least ``spacing`` apart in the steps' own
     wall time (always including each batch's newest) and releases each one ``delay`` after its
     step happened, ``delay`` being how late the oldest kept payload of recent batches arrived,
     at most ``MAX_PLAYBACK_DELAY``. The worker's clock is only compared with arrival times, so a
-    skewed or remote clock costs at most that bound.
+    skewed or remote clock costs at most that bound. ``spacing`` follows the rate the view draws at,
+    ``fps`` (:meth:`set_fps`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fps: float = DEFAULT_RENDER_FPS) -> None:
+        self.spacing = FRAME_SPACING_SHARE / fps
         self._frames: deque[tuple[float, StreamRow]] = deque()  # (due on the monotonic clock, its step)
         self._lags: deque[float] = deque(maxlen=DELAY_WINDOW)
         self.delay = 0.0
 
     def __len__(self) -> int:
         return len(self._frames)
+
+    def set_fps(self, fps: float) -> None:
+        """Keep payloads for a view drawing ``fps`` pictures a second (from the next batch on)."""
+        self.spacing = FRAME_SPACING_SHARE / fps
 
     def add(self, batch: StepBatch, arrived_wall: float, arrived_mono: float) -> int:
         """Queue the payloads of ``batch``, which arrived at those times; returns how many were kept."""
@@ -51,7 +58,7 @@ class FramePacer:
             if not payload:
                 continue
             newest = (wall_time, row)
-            if wall_time - last >= FRAME_SPACING:
+            if wall_time - last >= self.spacing:
                 picked.append(newest)
                 last = wall_time
         if newest is None:

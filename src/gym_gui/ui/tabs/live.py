@@ -19,7 +19,7 @@ from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.storage.telemetry import TelemetryReader
 from gym_gui.ui.daemon_link import DaemonLink, TelemetrySubscription
-from gym_gui.ui.env_view import EnvView
+from gym_gui.ui.env_view import EnvView, env_draw_rate
 from gym_gui.ui.panes.views import AgentPanes
 from gym_gui.ui.run_controls import RunControlBar
 from gym_gui.ui.tabs.base import RunTab
@@ -44,13 +44,17 @@ class LiveTab(RunTab):
 
     Step batches arrive through a :class:`TelemetrySubscription` with a small credit window.
     Each burst of batches is *taken* in one go — its rows queued for the table, its render
-    payloads queued in a :class:`FramePacer` that hands them to the :class:`EnvView` (which draws
-    at most ~30 frames/s) at the pace the steps happened — and only then is one credit per batch
+    payloads queued in a :class:`FramePacer` that hands them to the :class:`EnvView` at the pace
+    the steps happened — and only then is one credit per batch
     granted back, so the daemon never sends more than the view has taken and coalesces the rest
     (STARVED, shown as a badge until RESUMED). Episode events feed the return chart. The chart
     and the table (rows inserted in bulk, the oldest dropped beyond its capacity) are redrawn at
     ~10 Hz by a timer, never per event or batch. The :class:`AgentPanes` show the step whose
     picture the EnvView draws, and read the run's storage for their value map at the redraw.
+
+    The view draws at most at the env's own rate, its ``metadata["render_fps"]`` read from the
+    run's env id when the run is attached (:func:`env_draw_rate`: at most 60, 30 when unknown);
+    the pacer keeps payloads a little closer than that apart.
 
     With a banner (:meth:`set_banner`, for analytics-lane runs) the tab subscribes to nothing: it
     shows the banner and the run's state.
@@ -176,8 +180,13 @@ class LiveTab(RunTab):
 
     @property
     def frames_drawn(self) -> int:
-        """Frames the EnvView has drawn (it draws at most ~30 a second)."""
+        """Frames the EnvView has drawn (it draws at most :attr:`draw_fps` a second)."""
         return int(self.env_view.frames_drawn)
+
+    @property
+    def draw_fps(self) -> float:
+        """Pictures a second the view draws at most: the attached run's env's own rate (at most 60)."""
+        return self.env_view.max_fps
 
     @property
     def starved(self) -> bool:
@@ -217,6 +226,9 @@ class LiveTab(RunTab):
         self._show_state(run.state, run.reason)
         if self._banner:
             return
+        fps = env_draw_rate(run.env_id)
+        self.env_view.set_max_fps(fps)
+        self._pacer.set_fps(fps)
         subscription = self.link.subscribe(run.run_id, credits=self.credits)
         if subscription is None:
             self.status.setText(f"{run.run_id}: not connected to the daemon")

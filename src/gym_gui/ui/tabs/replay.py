@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from gym_gui.core.errors import StorageError
 from gym_gui.core.records import RunRecord, StepRecord
-from gym_gui.envs.check import DEFAULT_RENDER_FPS, render_fps
+from gym_gui.envs.check import DEFAULT_RENDER_FPS, MAX_DRAW_FPS, render_fps
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.artifacts import RunArtifacts, read_artifacts
 from gym_gui.ui.background import Background
@@ -78,7 +78,9 @@ class ReplayTab(RunTab):
         self.episode_combo.picked.connect(self.select_episode)
         self.notice = QLabel()
 
-        self.env_view = EnvView(self)
+        # Playback's clock paces the pictures (the env's rate × speed, at most 60 ticks a second): the
+        # view draws each one it is given, as a dragged slider's, up to a screen's rate.
+        self.env_view = EnvView(self, max_fps=MAX_DRAW_FPS)
         self.details = StepDetails()
         self.step_fields = self.details.step_fields
 

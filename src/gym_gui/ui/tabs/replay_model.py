@@ -10,11 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gym_gui.core.records import StepRecord
+from gym_gui.envs.check import MAX_DRAW_FPS
 
 # Steps held in memory around the shown one; a seek outside them reads one new window (a primary-key range).
 WINDOW = 256
-# At most this many clock ticks a second: faster replays advance several steps per tick.
-MAX_TICK_HZ = 30.0
+# At most this many clock ticks a second (the most a view draws): faster replays advance several steps per tick.
+MAX_TICK_HZ = MAX_DRAW_FPS
 
 # ``(episode, start, stop)`` → the stored steps in [start, stop), or None when storage could not say.
 ReadSteps = Callable[[int, int, int], list[StepRecord] | None]
