@@ -18,7 +18,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-runs-table bench-operator bench-cli bench-bridge bench-charts screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-runs-table bench-operator bench-cli bench-bridge bench-charts bench-replay screenshots proto clean
 
 run: install bundles envs
 	scripts/run-cockpit.sh
@@ -140,6 +140,9 @@ bench-bridge: install bundles
 
 bench-charts: install bundles
 	$(BIN)/python bench/charts_read.py
+
+bench-replay: install
+	$(BIN)/python bench/gui_replay.py
 
 # Renders the main views in a real window under Xvfb into docs/screenshots/ (the README shows them);
 # SCENES="bdi llm" renders only those (scripts/screenshots.py names them).
