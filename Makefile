@@ -18,7 +18,7 @@ KINDS := $(sort $(patsubst %/pyproject.toml,%,$(wildcard workers/*/pyproject.tom
 LOCAL := sdk $(KINDS) .
 PROJECTS := $(addsuffix /pyproject.toml,$(LOCAL))
 
-.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-runs-table bench-operator bench-cli bench-bridge bench-charts bench-replay screenshots proto clean
+.PHONY: run demo test install lock bundles envs sysdeps lint typecheck imports pytest bench bench-ingest bench-cleanrl bench-bdi bench-gui bench-hybrid bench-llm bench-sweep bench-arena bench-offline bench-envs bench-scale bench-runs-table bench-operator bench-cli bench-cold-start bench-bridge bench-charts bench-replay screenshots proto clean
 
 run: install bundles envs
 	scripts/run-cockpit.sh
@@ -134,6 +134,10 @@ bench-operator: install bundles
 # `gym-gui runs` against an idle daemon and one taking submissions, as ratios to the daemon's own answer.
 bench-cli: install
 	$(BIN)/python bench/cli_latency.py
+
+# `gym-gui` from process start to its window shown and to connected to its daemon, vs a bare PySide6 window.
+bench-cold-start: install
+	$(BIN)/python bench/cold_start.py
 
 bench-bridge: install bundles
 	$(BIN)/python bench/bridge_latency.py

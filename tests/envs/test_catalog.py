@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -22,6 +23,7 @@ from gym_gui.envs.catalog import (
     env_family,
     family_installed,
     family_of,
+    import_failure,
 )
 from gym_gui.envs.check import check_env, check_env_kwargs, env_status, make_env
 
@@ -219,6 +221,27 @@ def test_app_families_are_installed_and_optional_ones_are_reported_by_import() -
         assert family_installed(family), family
 
 
+def test_installed_families_are_found_without_importing_them() -> None:
+    """The picker asks every family whether it is installed: its modules are looked up, not imported
+    (NetHack, Meta-World and DeepMind Control take seconds), and a module blocked from importing is
+    not found."""
+    heavy = ("nle", "minihack", "metaworld", "dm_control", "shimmy", "ale_py")
+    code = (
+        "import sys, json, importlib.util; sys.modules['nle'] = None\n"
+        "from gym_gui.envs.catalog import env_families, env_family, family_installed\n"
+        "installed = {name: family_installed(name) for name in env_families()}\n"
+        "found = {name: all(importlib.util.find_spec(m) for m in env_family(name).modules)"
+        " for name in ('metaworld', 'dm_control')}\n"
+        f"print(json.dumps([installed, found, [m for m in {heavy!r} if sys.modules.get(m)]]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    installed, found, imported = json.loads(done.stdout)
+    assert imported == []
+    assert installed["minihack"] is False
+    assert all(installed[name] for name in APP_FAMILIES)
+    assert installed["metaworld"] == found["metaworld"] and installed["dm_control"] == found["dm_control"]
+
+
 @pytest.mark.parametrize("entry", APP_ENTRIES, ids=_ids(APP_ENTRIES))
 def test_installed_catalog_ids_make_reset_and_step(entry: EnvEntry) -> None:
     status = check_env(entry.env_id)
@@ -288,7 +311,8 @@ def test_key_names_are_unique_per_env() -> None:
 @pytest.mark.parametrize("entry", OPTIONAL_ENTRIES, ids=_ids(OPTIONAL_ENTRIES))
 def test_optional_family_ids_need_their_family(entry: EnvEntry) -> None:
     hint = env_family(entry.family).install_hint
-    if family_installed(entry.family) and (entry.env_id in gymnasium.registry or entry.agents):
+    # Whether its module imports (what registers its ids), not only whether it is found.
+    if not import_failure(entry.family) and (entry.env_id in gymnasium.registry or entry.agents):
         assert check_env(entry.env_id).installed
         return
     status = env_status(entry.env_id)

@@ -150,8 +150,11 @@ class EnvFamily:
     Attributes:
         name: what ``gym-gui envs --family`` and ``gym-gui envs install`` take (``atari``).
         title: the name shown to users (``Atari (ALE)``).
-        import_module: the module whose import proves the family installed (and, for families that
+        import_module: the module whose import proves the family usable (and, for families that
             register their ids on import, such as MiniGrid and ALE, registers them).
+        modules: the top-level modules its packages install, found without being imported to tell
+            whether it is installed (``("nle", "minihack")``); empty: ``import_module``'s top-level
+            package, unless that is gym_gui's own (then the import is what tells).
         entries: its catalog entries, in picker order.
         discover: more entries, read from the installed family itself (ALE's full game list); called
             only once ``import_module`` imports.
@@ -177,6 +180,7 @@ class EnvFamily:
     name: str
     title: str
     import_module: str
+    modules: tuple[str, ...] = ()
     entries: tuple[EnvEntry, ...] = ()
     discover: Callable[[], Iterable[EnvEntry]] | None = None
     prefixes: tuple[str, ...] = ()

@@ -84,7 +84,7 @@ def games() -> tuple[Game, ...]:
 
     Read from gymnasium's registry, which importing ale_py fills: no env is made, no ROM loaded.
     """
-    if not catalog.family_installed(NAME):
+    if catalog.import_failure(NAME):  # the registry holds its ids once it imported
         return ()
     found = []
     for env_id, spec in gymnasium.registry.items():

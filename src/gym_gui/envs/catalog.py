@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import sys
 from collections.abc import Iterable
@@ -114,7 +115,7 @@ install log and lock."""
 # stamp it was found at. An import that worked stays known; a failure is tried again once a family
 # has been installed since (by this process or another: a daemon learns of the window's install).
 _imports: dict[str, tuple[str, int]] = {}
-_found: dict[str, dict[str, EnvEntry]] = {}
+_found_entries: dict[str, dict[str, EnvEntry]] = {}
 
 
 def records_dir() -> Path:
@@ -162,19 +163,44 @@ def forget_installed() -> None:
 
 
 def family_installed(name: str) -> bool:
-    """True when the module that provides family ``name`` imports in this interpreter."""
-    return not import_failure(name)
+    """True when family ``name`` is installed in this interpreter: its module imported, or, before
+    anything imported it, each of its top-level modules (:attr:`EnvFamily.modules`) is found without
+    being imported (``importlib.util.find_spec``: a module blocked with ``sys.modules[name] = None``
+    is not found).
+
+    Importing NetHack, Meta-World and DeepMind Control to ask takes seconds, and the picker asks for
+    every family when the window opens; a family whose modules are there but fail to import says why
+    when it is used (:func:`import_failure`, which the env check calls).
+    """
+    known = _imports.get(name)
+    if known is not None and (not known[0] or known[1] == _install_stamp()):
+        return not known[0]
+    family = env_family(name)
+    modules = family.modules or (family.import_module.partition(".")[0],)
+    if modules == (__name__.partition(".")[0],):  # gym_gui's own module: only its import tells
+        return not import_failure(name)
+    return all(_found(module) for module in modules)
+
+
+def _found(module: str) -> bool:
+    """True when top-level ``module`` can be imported here, as far as finding it tells."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken finder; a module in sys.modules without a spec
+        return module in sys.modules and sys.modules[module] is not None
 
 
 def _discovered(name: str) -> dict[str, EnvEntry]:
-    """The entries family ``name`` discovers, read once it is installed."""
-    if name not in _found:
+    """The entries family ``name`` discovers, read once it imports."""
+    if name not in _found_entries:
         family = env_family(name)
-        if family.discover is None or not family_installed(name):
+        if family.discover is None or import_failure(name):
             return {}
         listed = {entry.env_id for entry in family.entries}
-        _found[name] = {entry.env_id: entry for entry in family.discover() if entry.env_id not in listed}
-    return _found[name]
+        _found_entries[name] = {
+            entry.env_id: entry for entry in family.discover() if entry.env_id not in listed
+        }
+    return _found_entries[name]
 
 
 def family_entries(name: str) -> list[EnvEntry]:

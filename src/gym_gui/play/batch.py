@@ -21,7 +21,6 @@ import numpy as np
 from gym_gui_sdk import encoding, render
 from gym_gui_sdk.operator import FRAME, GRID, Operator, OperatorError, SpaceSpec, Turn
 from gym_gui_sdk.worker import Phase, WorkerSession
-from scipy import stats
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import ConfigError
@@ -85,6 +84,10 @@ class OperatorResult:
         n = len(self.episodes)
         if n < 2:
             return 0.0 if n else math.nan
+        # Imported here: scipy.stats takes longer to import than the window takes to open, which
+        # imports this module (the Arena) but asks for an interval only once a batch has played.
+        from scipy import stats
+
         sem = float(self.returns.std(ddof=1)) / math.sqrt(n)
         return float(stats.t.ppf(0.975, n - 1)) * sem
 

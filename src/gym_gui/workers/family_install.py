@@ -59,7 +59,7 @@ def install_family(name: str, bundles: BundleDirectory, progress: Progress | Non
     done: list[str] = []
     if not family.packages:
         done.append(f"{family.title} comes with gym_gui: nothing to install in gym_gui's environment")
-    elif catalog.family_installed(name):
+    elif not catalog.import_failure(name):  # its module imports: nothing to mend
         done.append(f"{family.title} is installed in gym_gui's environment")
     else:
         say(APP, 1, "installing", f"installing {', '.join(family.packages)} into gym_gui's environment")
@@ -91,7 +91,7 @@ def _pip_install(name: str, packages: tuple[str, ...], options: tuple[str, ...])
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"{name}.log"
     with install_lock(folder / f"{name}.lock", lambda: None):
-        if catalog.family_installed(name):  # another process installed it while this one waited
+        if not catalog.import_failure(name):  # another process installed it while this one waited
             return []
         before = _distributions()
         command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *options, *packages]

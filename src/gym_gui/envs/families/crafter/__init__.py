@@ -37,6 +37,7 @@ FAMILY = EnvFamily(
     name=NAME,
     title="Crafter",
     import_module=f"{__name__}.env",  # registers the ids with gymnasium; imports crafter
+    modules=("crafter",),
     entries=tuple(
         # As crafter's GUI plays: real time at the env's 5 steps a second, noop while no key is held.
         env_entry_of(env_id, NAME, title, RenderKind.PIXELS, realtime=True, keys=KEYS, idle_action=NOOP)

@@ -171,6 +171,7 @@ FAMILY = EnvFamily(
     name=NAME,
     title="DeepMind Control",
     import_module="shimmy",  # registers the dm_control/ ids on import
+    modules=("shimmy", "dm_control"),
     entries=tuple(
         env_entry_of(task_id(task), NAME, _title(task), RenderKind.PIXELS, realtime=True) for task in TASKS
     ),

@@ -120,6 +120,7 @@ FAMILY = EnvFamily(
     name=NAME,
     title="Meta-World",
     import_module="gym_gui.envs.families.metaworld.tasks",  # registers gym_gui/MetaWorld-<task>
+    modules=("metaworld",),
     entries=tuple(
         env_entry_of(task_id(task), NAME, _title(task), RenderKind.PIXELS, realtime=True) for task in TASKS
     ),

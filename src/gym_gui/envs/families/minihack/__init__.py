@@ -98,6 +98,7 @@ FAMILY = EnvFamily(
     name=NAME,
     title="MiniHack + NetHack (NLE)",
     import_module="gym_gui.envs.families.minihack.tiles",  # registers gym_gui/<id> (and NLE's ids)
+    modules=("nle", "minihack"),
     entries=tuple(_entry(env_id) for env_id in ACTIONS),
     prefixes=("gym_gui/MiniHack-", "gym_gui/NetHack", "MiniHack-", "NetHack"),
     entry_points=("minihack", "nle", "gym_gui.envs.families.minihack"),

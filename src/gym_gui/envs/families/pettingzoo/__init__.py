@@ -15,6 +15,7 @@ FAMILY = EnvFamily(
     name=NAME,
     title="PettingZoo",
     import_module=f"{__name__}.envs",  # makes the ids; imports pettingzoo
+    modules=("pettingzoo", "chess", "rlcard", "pymunk"),
     entries=(
         # Turn-based (AEC) games: not realtime, one seat at a time.
         env_entry_of(
