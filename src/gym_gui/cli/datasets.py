@@ -275,9 +275,10 @@ def dataset_push(
 
     validate_dataset_id(name)
     require_token("dataset push")
-    url = push_dataset(store(), name, repo, private)
+    pushed = push_dataset(store(), name, repo, private)
     console.print(
-        f"dataset [bold]{escape(name)}[/] pushed to {escape(repo)} — {escape(url)}", highlight=False
+        f"dataset [bold]{escape(name)}[/] pushed to {escape(repo)} — {escape(pushed.commit_url)}",
+        highlight=False,
     )
 
 

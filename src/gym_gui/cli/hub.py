@@ -8,11 +8,8 @@ import typer
 from rich.markup import escape
 
 from gym_gui.cli.app import app, connect, console
-from gym_gui.cli.follow import follow, print_end
-from gym_gui.core.errors import ConfigError
+from gym_gui.cli.follow import print_end
 from gym_gui.core.ids import validate_run_id
-from gym_gui.core.states import RunState
-from gym_gui.storage.run_dir import RunDir
 
 
 @app.command()
@@ -37,32 +34,17 @@ def publish(
     run_id = validate_run_id(run)
     repo_id = hub.check_repo_id(repo)
     hub.require_token("publish")
+    stages: list[int] = []
+
+    def say(progress: hub.PublishProgress) -> None:
+        # A line per stage (the window's dialog shows the same stages as its progress bar).
+        if progress.stage > 0 and progress.stage not in stages:
+            stages.append(progress.stage)
+            console.print(escape(progress.text), highlight=False, soft_wrap=True)
+
     with connect() as client:
-        detail = client.get_run(run_id)
-        if detail.record.state is not RunState.COMPLETED:
-            raise ConfigError(
-                f"run {run_id} is {detail.record.state.value}: only a completed run's model is published"
-            )
-        files = RunDir(detail.record.run_dir)
-        config = files.read_config()
-        model = hub.final_model(files, run_id)
-        evaluation_config = client.evaluation_config(run_id, episodes, render_fps=0)
-        record, _ = client.submit(evaluation_config)
-        console.print(f"evaluating {run_id} over {episodes} episodes: run [bold]{record.run_id}[/]")
-        final = follow(client, record.run_id, evaluation_config)
-    print_end(final)
-    if final.state is not RunState.COMPLETED:
-        raise ConfigError(f"not published: the evaluation run {final.run_id} ended {final.state.value}")
-    evaluation_files = RunDir(final.run_dir)
-    evaluation = hub.read_evaluation(evaluation_files)
-    contents, replay = hub.publication(repo_id, files, config, model, evaluation, evaluation_files)
-    if hub.REPLAY not in contents:
-        console.print(f"no replay in the card: {escape(replay)}", highlight=False, soft_wrap=True)
-    message = f"gym_gui: {config.algorithm or config.worker} on {config.env_id} (run {run_id})"
-    url = hub.commit(repo_id, contents, private, message)
-    console.print(
-        f"published {run_id} to {repo_id}: {len(contents)} files, mean return {evaluation.text()} "
-        f"over {len(evaluation.returns)} episodes — {escape(url)}",
-        highlight=False,
-        soft_wrap=True,
-    )
+        published = hub.publish_run(client, run_id, repo_id, private=private, episodes=episodes, progress=say)
+    print_end(published.evaluation_run)
+    if not published.has_replay:
+        console.print(f"no replay in the card: {escape(published.replay)}", highlight=False, soft_wrap=True)
+    console.print(escape(published.text()), highlight=False, soft_wrap=True)

@@ -6,6 +6,7 @@ uses, so `minari download hf://ORG/NAMESPACE/NAME-vN` fetches it: one dataset re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from huggingface_hub import HfApi, hf_hub_download
@@ -13,22 +14,42 @@ from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
 from gym_gui.core.errors import ConfigError
 from gym_gui.datasets import DatasetStore
-from gym_gui.hub.publish import HubError, check_repo_id, commit, first_line
+from gym_gui.hub.publish import (
+    DATASET_STAGES,
+    Commit,
+    HubError,
+    PublishProgress,
+    check_repo_id,
+    commit,
+    first_line,
+    require_token,
+)
 
 # Minari's own name for it (minari.storage.remotes.huggingface).
 NAMESPACE_METADATA = "namespace_metadata.json"
 
 
-def push_dataset(store: DatasetStore, name: str, repo_id: str, private: bool) -> str:
+def push_dataset(
+    store: DatasetStore,
+    name: str,
+    repo_id: str,
+    private: bool,
+    progress: Callable[[PublishProgress], None] | None = None,
+) -> Commit:
     """Upload dataset ``name`` to the dataset repository ``repo_id`` (ORG/NAMESPACE, NAMESPACE being the
-    dataset's) in one commit, adding it to the namespace's list; returns the commit's URL.
+    dataset's) in one commit, adding it to the namespace's list; returns where it went. ``progress`` is
+    told each of :data:`DATASET_STAGES` as it starts.
 
     Raises:
-        ConfigError: the dataset is missing, changed since it was recorded, has no namespace, or
-            --repo names another namespace.
+        ConfigError: no token, the dataset is missing, changed since it was recorded, has no
+            namespace, or --repo names another namespace.
         HubError: the Hub refused or could not be reached; nothing was published.
     """
+    say = progress or (lambda _progress: None)
+    stages = len(DATASET_STAGES)
+    say(PublishProgress(0, f"checking {name} against its recorded digests", stages=stages))
     check_repo_id(repo_id)
+    require_token("dataset push")
     namespace, slash, rest = name.partition("/")
     if not slash:
         raise ConfigError(
@@ -54,6 +75,7 @@ def push_dataset(store: DatasetStore, name: str, repo_id: str, private: bool) ->
     metadata["datasets"] = sorted({*(listed if isinstance(listed, list) else []), name})
     contents[NAMESPACE_METADATA] = json.dumps(metadata, indent=2).encode()
     message = f"gym_gui: dataset {name} ({card.episodes} episodes, {card.steps} steps)"
+    say(PublishProgress(1, f"uploading {len(contents)} files to {repo_id}", stages=stages))
     return commit(repo_id, contents, private, message, repo_type="dataset")
 
 

@@ -8,7 +8,8 @@ import io
 import json
 import os
 import shlex
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -21,9 +22,12 @@ from huggingface_hub.utils import validate_repo_id
 
 from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, GymGuiError, StorageError, UnknownEnv
+from gym_gui.core.records import RunRecord
+from gym_gui.core.states import RunState
 from gym_gui.datasets import same_as_stored
 from gym_gui.envs.catalog import env_environment
 from gym_gui.envs.check import make_env, render_fps
+from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.run_dir import Manifest, RunDir, SavedModel, saved_model_refusal
 from gym_gui.storage.telemetry import TelemetryReader
 
@@ -39,6 +43,12 @@ EVENT_FILES = "tensorboard"
 # A replay longer than this many frames keeps its first ones: a model card shows a preview, and a
 # GIF of thousands of frames is megabytes the reader never watches.
 MAX_REPLAY_FRAMES = 500
+# The stages a publish goes through, in order (PublishProgress.stage indexes them): the window's
+# progress bar and the command line's lines both follow them.
+STAGES = ("checking", "evaluating", "writing the card", "uploading")
+DATASET_STAGES = ("checking", "uploading")  # a dataset's push: its recorded digests, then the commit
+# How often the evaluation's progress is read while it plays (the CLI's own bar reads as often).
+POLL_SECONDS = 0.25
 
 
 class HubError(GymGuiError):
@@ -343,11 +353,19 @@ def _model_bytes(files: RunDir, model: SavedModel) -> bytes:
     return path.read_bytes()
 
 
+@dataclass(frozen=True)
+class Commit:
+    """Where a publish went: the commit's page and the repository's."""
+
+    commit_url: str
+    repo_url: str
+
+
 def commit(
     repo_id: str, contents: Mapping[str, bytes], private: bool, message: str, repo_type: str = "model"
-) -> str:
+) -> Commit:
     """Upload ``contents`` to repository ``repo_id`` (a model's, or a dataset's) as one commit (creating
-    the repository when there is none: ``private`` then says its visibility); returns the commit's URL.
+    the repository when there is none: ``private`` then says its visibility); returns its URLs.
 
     The Hub applies a commit whole or not at all. A repository this call created is deleted again
     when the commit fails, so a failed publish leaves nothing behind.
@@ -373,10 +391,116 @@ def commit(
                     "could not be deleted"
                 ) from None
         raise HubError(f"not published to {repo_id}: {first_line(exc)}; nothing was uploaded") from None
-    return str(info.commit_url)
+    return Commit(str(info.commit_url), str(info.repo_url))
 
 
 def first_line(exc: BaseException) -> str:
     """An error's first line (the Hub client's errors run to several)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class PublishProgress:
+    """Where a publish is: its stage (an index of :data:`STAGES`, of :data:`DATASET_STAGES` for a
+    dataset: ``stages`` says how many), a line saying what it does, and, within the stage, how much of
+    how much is done (``total`` 0: not counted)."""
+
+    stage: int
+    text: str
+    done: int = 0
+    total: int = 0
+    evaluation_run: str = ""  # the evaluation run, once it has started
+    stages: int = len(STAGES)
+
+    @property
+    def fraction(self) -> float:
+        """The share of the whole publish done, from 0 to 1."""
+        within = min(self.done / self.total, 1.0) if self.total else 0.0
+        return (self.stage + within) / self.stages
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a publish did: where, in how many files, the evaluation it played, the replay's note."""
+
+    run_id: str
+    repo_id: str
+    url: str
+    files: int
+    repo_url: str
+    evaluation: Evaluation
+    evaluation_run: RunRecord
+    replay: str  # what became of the replay (why there is none, when REPLAY is not among the files)
+    has_replay: bool
+
+    def text(self) -> str:
+        return (
+            f"published {self.run_id} to {self.repo_id}: {self.files} files, mean return "
+            f"{self.evaluation.text()} over {len(self.evaluation.returns)} episodes — {self.url}"
+        )
+
+
+def publish_run(
+    client: DaemonClient,
+    run_id: str,
+    repo_id: str,
+    *,
+    private: bool = False,
+    episodes: int = 10,
+    progress: Callable[[PublishProgress], None] | None = None,
+) -> Published:
+    """Publish completed run ``run_id``'s model to ``repo_id``: evaluate it now over ``episodes``
+    (an evaluation run the daemon stores), then upload its model, card, curves and replay in one
+    commit. ``progress`` is told each stage as it starts and the evaluation's episodes as they end
+    (on the calling thread).
+
+    Raises:
+        ConfigError: bad --repo, no token, the run is not completed or has no model, or its
+            evaluation did not complete; nothing was uploaded.
+        HubError: the Hub refused or could not be reached; nothing was published.
+    """
+    say = progress or (lambda _progress: None)
+    say(PublishProgress(0, f"checking {run_id} and the token"))
+    check_repo_id(repo_id)
+    require_token("publish")
+    detail = client.get_run(run_id)
+    if detail.record.state is not RunState.COMPLETED:
+        raise ConfigError(
+            f"run {run_id} is {detail.record.state.value}: only a completed run's model is published"
+        )
+    files = RunDir(detail.record.run_dir)
+    config = files.read_config()
+    model = final_model(files, run_id)
+    evaluation_config = client.evaluation_config(run_id, episodes, render_fps=0)
+    record, _ = client.submit(evaluation_config)
+    evaluating = f"evaluating {run_id} over {episodes} episodes: run {record.run_id}"
+    say(PublishProgress(1, evaluating, 0, episodes, record.run_id))
+    while True:
+        played = client.get_run(record.run_id)
+        say(PublishProgress(1, evaluating, played.progress.episodes, episodes, record.run_id))
+        if played.record.state.terminal:
+            break
+        time.sleep(POLL_SECONDS)
+    final = played.record
+    if final.state is not RunState.COMPLETED:
+        why = f": {final.reason}" if final.reason else ""
+        raise ConfigError(f"not published: the evaluation run {final.run_id} ended {final.state.value}{why}")
+    say(PublishProgress(2, f"writing the card and the replay of {final.run_id}", evaluation_run=final.run_id))
+    evaluation_files = RunDir(final.run_dir)
+    evaluation = read_evaluation(evaluation_files)
+    contents, replay = publication(repo_id, files, config, model, evaluation, evaluation_files)
+    say(PublishProgress(3, f"uploading {len(contents)} files to {repo_id}", evaluation_run=final.run_id))
+    message = f"gym_gui: {config.algorithm or config.worker} on {config.env_id} (run {run_id})"
+    info = commit(repo_id, contents, private, message)
+    return Published(
+        run_id=run_id,
+        repo_id=repo_id,
+        url=info.commit_url,
+        repo_url=info.repo_url,
+        files=len(contents),
+        evaluation=evaluation,
+        evaluation_run=final,
+        replay=replay,
+        has_replay=REPLAY in contents,
+    )

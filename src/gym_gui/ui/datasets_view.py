@@ -1,4 +1,5 @@
-"""The Datasets browser: the home's offline datasets, one's card and return histogram, its episodes to replay."""
+"""The Datasets browser: the home's offline datasets, one's card and return histogram, its episodes to
+replay, Publish… to the Hugging Face Hub."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from gym_gui.datasets import DatasetCard, DatasetStore, episode_returns
 from gym_gui.storage.home import Home
 from gym_gui.storage.space import format_bytes
 from gym_gui.ui.background import Background
+from gym_gui.ui.publish_dialog import PublishDialog, publish_dataset_dialog
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,13 @@ class DatasetBrowser(QWidget):
         self.table.currentItemChanged.connect(self._selected)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)
+        self.publish_button = QPushButton("Publish…")
+        self.publish_button.setObjectName("datasetPublish")
+        self.publish_button.setEnabled(False)
+        self.publish_button.setToolTip("Select a dataset to publish it to the Hugging Face Hub")
+        self.publish_button.clicked.connect(lambda: self.publish_selected())
+        # The Publish… dialog last opened (None before the first).
+        self.publish_window: PublishDialog | None = None
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.card = QLabel("Select a dataset.")
@@ -94,6 +103,7 @@ class DatasetBrowser(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.message, 1)
         top.addWidget(self.refresh_button)
+        top.addWidget(self.publish_button)
         lower = QWidget()
         lower_layout = QVBoxLayout(lower)
         lower_layout.setContentsMargins(0, 0, 0, 0)
@@ -189,6 +199,10 @@ class DatasetBrowser(QWidget):
     def _show_detail(self, detail: DatasetDetail) -> None:
         self.detail = detail
         card, returns = detail.card, detail.returns
+        self.publish_button.setEnabled(True)
+        self.publish_button.setToolTip(
+            f"Publish {card.name} to the Hugging Face Hub in the layout Minari's own remote reads"
+        )
         lines = [
             f"<b>{card.name}</b> — {card.env_id or 'no environment'}",
             f"{card.episodes} episodes, {card.steps} steps, {format_bytes(card.size_bytes)}",
@@ -227,6 +241,18 @@ class DatasetBrowser(QWidget):
             x=edges[:-1] + width / 2, height=counts, width=width * 0.9, brush="#4c72b0"
         )
         self.histogram.addItem(self.bars)
+
+    # ------------------------------------------------------------ publish
+
+    def publish_selected(self) -> PublishDialog | None:
+        """Open Publish… for the dataset shown (None when none is)."""
+        if self.detail is None:
+            return None
+        dialog = publish_dataset_dialog(self.store, self.detail.card.name, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.publish_window = dialog
+        dialog.open()
+        return dialog
 
     # ------------------------------------------------------------ replay
 

@@ -1,5 +1,5 @@
 """The runs table's actions: its button bar and context menu, and what each does to the selected runs
-(cancel, pause, resume, checkpoint, re-run, archive, delete, open folder, export), and Prune…."""
+(cancel, pause, resume, checkpoint, re-run, archive, delete, open folder, export, publish), and Prune…."""
 
 from __future__ import annotations
 
@@ -15,11 +15,14 @@ from gym_gui.core.config import RunConfig
 from gym_gui.core.controls import Control
 from gym_gui.core.records import RunRecord
 from gym_gui.core.rerun import PackageChange
+from gym_gui.core.states import RunState
 from gym_gui.protocol.client import DaemonClient
 from gym_gui.storage.home import Home
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.ui.background import Background
+from gym_gui.ui.capabilities import capabilities_of
 from gym_gui.ui.daemon_link import DaemonLink
+from gym_gui.ui.publish_dialog import PublishDialog, publish_run_dialog
 from gym_gui.ui.run_controls import DESCRIPTIONS, RERUN_DESCRIPTION, refusal, rerun_refusal, send_control
 from gym_gui.ui.runs.model import RunsModel
 from gym_gui.ui.runs.prune_dialog import PruneDialog
@@ -34,6 +37,22 @@ def _bind(fn: Callable[..., Any], *args: Any) -> Callable[[Any], Any]:
         return fn(first, *args)
 
     return call
+
+
+PUBLISH_DESCRIPTION = (
+    "Publish the run's model to the Hugging Face Hub: evaluated now, with its card, curves and a replay"
+)
+
+
+def publish_refusal(run: RunRecord) -> str:
+    """Why ``run``'s model cannot be published (empty when it can): as ``gym-gui publish``, a completed
+    run whose kind evaluates models and which saved one (an evaluation saves none). Reads the run's
+    manifest."""
+    if run.state is not RunState.COMPLETED:
+        return f"{run.run_id} is {run.state.value}: only a completed run's model is published"
+    if not capabilities_of(run.worker).evaluation or not run.run_dir:
+        return f"{run.worker} runs have no model to publish"
+    return "" if RunDir(run.run_dir).saved_models() else f"{run.run_id} saved no model to publish"
 
 
 def _button(text: str) -> QToolButton:
@@ -94,6 +113,8 @@ class RunActions(QWidget):
         self.prune_button.setObjectName("runsPrune")
         self.prune_button.setToolTip("Delete ended runs by age, state, or all but each sweep's best")
         self.prune_dialog: PruneDialog | None = None
+        # The Publish… dialog last opened (None before the first).
+        self.publish_window: PublishDialog | None = None
         self.message_label = QLabel()
         self.message_label.setObjectName("runsMessage")
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -187,8 +208,14 @@ class RunActions(QWidget):
         selected = self.selected_run_ids()
         comparison = self.comparison_of(selected[0]) if len(selected) == 1 else ""
         together = len(selected) in self.together_counts
-        if comparison or together:
-            menu.addSeparator()
+        menu.addSeparator()
+        # Publish… is the menu's only (the button bar keeps to what fits beside the run's form).
+        info = self.model.info(selected[0]) if len(selected) == 1 else None
+        why = publish_refusal(info) if info is not None else "select one run to publish its model"
+        action = menu.addAction("Publish…")
+        action.setEnabled(not why)
+        action.setToolTip(why or PUBLISH_DESCRIPTION)
+        action.triggered.connect(lambda: self.publish())
         if comparison:
             action = menu.addAction("Open its comparison")
             action.setToolTip(
@@ -385,6 +412,23 @@ class RunActions(QWidget):
         self._files.run(
             lambda: files.export(target, home=home), done, lambda m: self._error(f"export failed: {m}")
         )
+
+    def publish(self, run_id: str | None = None) -> PublishDialog | None:
+        """Open Publish… for the run (default: the current one): its model to the Hugging Face Hub."""
+        run_id = run_id or self.current_run_id()
+        info = self.model.info(run_id) if run_id else None
+        if info is None:
+            return None
+        why = publish_refusal(info)
+        if why:
+            self._error(why)
+            return None
+        dialog = publish_run_dialog(self.link, info.run_id, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.published.connect(lambda url: self._note(f"published {info.run_id} to {url}"))
+        self.publish_window = dialog
+        dialog.open()
+        return dialog
 
     def closeEvent(self, event: Any) -> None:
         self._files.shutdown()
