@@ -82,6 +82,13 @@ class LLMLauncher(ModuleLauncher):
     @staticmethod
     def _env_text(env_id: str, env_kwargs: Mapping[str, Any], frames: bool = False) -> prompts.EnvText:
         """What the prompts say of ``env_id``; with ``frames``, refusing an env that renders no RGB frame."""
+        board = prompts.board_env_text(env_id)
+        if board is not None:  # a seat of a board game: gym_gui sends each turn's board as text
+            if frames:
+                raise ConfigError(
+                    f"field 'params.observation_input': a seat of {env_id} reads the board as text"
+                )
+            return board
         try:
             env = make_env(env_id, **env_kwargs)
         except TypeError as exc:  # a keyword the environment does not take
