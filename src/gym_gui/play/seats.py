@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from gym_gui_sdk import encoding
-from gym_gui_sdk.operator import TEXT, Operator, OperatorError, SpaceSpec, Turn
+from gym_gui_sdk.operator import ANY_SPACE, TEXT, Operator, OperatorError, SpaceSpec, Turn
 from gym_gui_sdk.worker import Phase, WorkerSession
 from scipy import stats
 
@@ -54,12 +54,17 @@ def parse_seats(texts: Sequence[str]) -> dict[str, str]:
     return seats
 
 
-def seat_spaces(env_id: str) -> dict[str, tuple[SpaceSpec, SpaceSpec]]:
-    """Each agent's observation and action spaces in ``env_id`` (made here, blocking)."""
+def seat_spaces(env_id: str) -> dict[str, tuple[SpaceSpec, SpaceSpec, str]]:
+    """Each agent's observation and action spaces in ``env_id`` (made here, blocking), and the
+    observation space's own spelling."""
     env = make_multi_agent_env(env_id)
     try:
         return {
-            agent: (SpaceSpec.of(env.observation_space(agent)), SpaceSpec.of(env.action_space(agent)))
+            agent: (
+                SpaceSpec.of(env.observation_space(agent)),
+                SpaceSpec.of(env.action_space(agent)),
+                str(env.observation_space(agent)),
+            )
             for agent in env.possible_agents
         }
     finally:
@@ -99,11 +104,24 @@ def check_seating(
     for agent in agents:
         if seats[agent] == HUMAN:
             raise ConfigError(f"seat {agent}: the arena plays headless; a person takes a seat in the window")
+        observation, action, spelled = spaces[agent]
         try:
-            chosen[agent] = choose(seats[agent], env_id, spaces[agent])
+            choice = choose(seats[agent], env_id, (observation, action))
         except ConfigError as exc:
             raise ConfigError(f"seat {agent}: {exc}") from None
+        # A Classic seat observes a board with its action mask (a Dict, "any space" to a card): only
+        # an operator that takes any observation can read it.
+        if observation == ANY_SPACE and choice.card.observation != ANY_SPACE:
+            raise ConfigError(
+                f"seat {agent}: operator {seats[agent]}: {choice.card.title} expects "
+                f"{choice.card.observation} observations; {env_id}'s seat observes {_short(spelled)}"
+            )
+        chosen[agent] = choice
     return chosen
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def swapped(seating: dict[str, str]) -> list[dict[str, str]]:
