@@ -327,10 +327,10 @@ class SeatedGames:
             observation, reward, terminated, truncated, _ = env.last()
             returns[agent] += float(reward)
             if agent in pending:
-                action_text, note = pending.pop(agent)
+                action_text, info_text = pending.pop(agent)
                 session.step(
                     episode, step, float(reward), bool(terminated), bool(truncated),
-                    action_text, observation, note, b"", actor=OPERATOR_ACTED, agent=agent,
+                    action_text, observation, info_text, b"", actor=OPERATOR_ACTED, agent=agent,
                 )  # fmt: skip
                 step += 1
                 taken = last[agent][0]
