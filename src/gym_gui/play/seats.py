@@ -21,7 +21,7 @@ from gym_gui_sdk.worker import Phase, WorkerSession
 from scipy import stats
 
 from gym_gui.core.config import parse_run_config
-from gym_gui.core.errors import ConfigError
+from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.envs.catalog import env_entry
 from gym_gui.envs.check import make_multi_agent_env
 from gym_gui.envs.families.pettingzoo.text import board_text
@@ -107,7 +107,7 @@ def check_seating(
         observation, action, spelled = spaces[agent]
         try:
             choice = choose(seats[agent], env_id, (observation, action))
-        except ConfigError as exc:
+        except GymGuiError as exc:  # its configuration's env made here (UnknownEnv), or ConfigError
             raise ConfigError(f"seat {agent}: {exc}") from None
         # A Classic seat observes a board with its action mask (a Dict, "any space" to a card): only
         # an operator that takes any observation can read it.
