@@ -105,3 +105,24 @@ def test_a_bad_seating_is_refused_in_one_line_before_anything_is_stored(
 def test_a_single_agent_env_has_no_seats(home: Path) -> None:
     result = gym_gui("arena", "--env", "CartPole-v1", "--seat", "player_0=random", home=home)
     assert_one_line_error(result, "CartPole-v1 has one agent")
+
+
+def test_a_language_model_seat_of_a_game_without_a_text_rendering_is_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "chess.json"
+    params = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    config.write_text(
+        json.dumps({"worker": "llm", "env_id": "chess_v6", "budget": {"episodes": 1}, "params": params})
+    )
+    result = gym_gui(
+        "arena",
+        "--env",
+        "chess_v6",
+        "--seat",
+        "player_0=random",
+        "--seat",
+        f"player_1=llm:{config}",
+        home=home,
+    )
+    assert_one_line_error(result, "seat player_1", "tictactoe_v3, connect_four_v3; chess_v6 has none")
