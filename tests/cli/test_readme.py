@@ -89,6 +89,10 @@ SCRIPT = [
         says="mean return ± 95 % CI",
     ),
     Step(
+        "gym-gui arena --env connect_four_v3 --seat player_0=random --seat player_1=random --episodes 20 --seed 0 --swap",
+        says="win rate (95 % CI)",
+    ),
+    Step(
         "gym-gui compare RUN RUN --metric charts/episodic_return --plot returns.png",
         run="ppo warm",
         says="plot written to returns.png",

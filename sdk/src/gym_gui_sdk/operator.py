@@ -55,11 +55,13 @@ from gym_gui_sdk import encoding
 # What a request or reply may weigh (a 4-frame stack of Atari frames as JSON fits many times over).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # The inputs an operator may ask for besides the observation: the grid description of a grid game
-# (gym_gui_sdk.render.grid_description) and the rendered frame as PNG.
+# (gym_gui_sdk.render.grid_description), the rendered frame as PNG, and a board game's text for a
+# language model (the board from the seat's side and its legal moves; gym_gui's env family draws it).
 OBSERVATION = "observation"
 GRID = "grid"
 FRAME = "frame"
-INPUTS = (OBSERVATION, GRID, FRAME)
+TEXT = "text"
+INPUTS = (OBSERVATION, GRID, FRAME, TEXT)
 # Spaces an operator may declare; ANY fits every environment (a person, the random baseline).
 ANY = "any"
 SPACE_KINDS = ("Discrete", "Box", "MultiDiscrete", "MultiBinary", ANY)
@@ -261,6 +263,7 @@ class Turn:
     frame: bytes | None = None
     taken: Any = None
     reward: float | None = None
+    text: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"slot": self.slot, "observation": encoding.to_jsonable(self.observation)}
@@ -268,6 +271,8 @@ class Turn:
             data["grid"] = self.grid
         if self.frame is not None:
             data["frame"] = base64.b64encode(self.frame).decode("ascii")
+        if self.text is not None:
+            data["text"] = self.text
         if self.taken is not None:
             data["taken"] = encoding.to_jsonable(self.taken)
             data["reward"] = self.reward
@@ -283,6 +288,7 @@ class Turn:
             frame=base64.b64decode(frame) if isinstance(frame, str) else None,
             taken=data.get("taken"),
             reward=data.get("reward"),
+            text=data.get("text") if isinstance(data.get("text"), str) else None,
         )
 
 

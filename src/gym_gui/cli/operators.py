@@ -20,10 +20,12 @@ from gym_gui.play.batch import (
     EpisodeResult,
     EvaluationBatch,
     OperatorResult,
+    new_comparison_id,
     summary_cells,
 )
 from gym_gui.play.operators import Operators
 from gym_gui.play.seat import Seeds
+from gym_gui.play.seats import SeatedGames, SeatingResult, check_seating, parse_seats, swapped
 from gym_gui.workers import worker_catalog
 
 
@@ -74,14 +76,24 @@ def operators(
 
 @app.command()
 def arena(
+    env: Annotated[str, typer.Option(help="The environment every operator plays, e.g. FrozenLake-v1.")],
     operator_names: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
-            metavar="OPERATOR...",
+            metavar="[OPERATOR...]",
             help="Operators to compare: RUN, RUN:CHECKPOINT, random or llm:CONFIG.json (`gym-gui operators` lists them).",
         ),
-    ],
-    env: Annotated[str, typer.Option(help="The environment every operator plays, e.g. FrozenLake-v1.")],
+    ] = None,
+    seat: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="AGENT=OPERATOR",
+            help="A multi-agent env's seat and its operator, once per agent, e.g. player_0=random.",
+        ),
+    ] = None,
+    swap: Annotated[
+        bool, typer.Option(help="With --seat: also play every rotation of the operators round the seats.")
+    ] = False,
     episodes: Annotated[int, typer.Option(min=1, max=1_000_000, help="Episodes per operator.")] = 100,
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="The first episode's seed.")] = 0,
     seeds: Annotated[
@@ -101,6 +113,19 @@ def arena(
     validate_env_id(env)
     if json_file is not None and not json_file.parent.is_dir():
         raise ConfigError(f"--json {json_file}: the directory {json_file.parent} does not exist")
+    if seat:
+        if operator_names:
+            raise ConfigError(
+                f"arena: name operators or --seat AGENT=OPERATOR, not both ({operator_names[0]})"
+            )
+        _seated(env, parse_seats(seat), swap, episodes, seed, json_file)
+        return
+    if swap:
+        raise ConfigError("--swap: it plays seats from both sides; give them with --seat AGENT=OPERATOR")
+    if not operator_names:
+        raise ConfigError(
+            "arena: name the operators to compare, or a multi-agent env's --seat AGENT=OPERATOR"
+        )
     home = open_home()
     with connect() as client:
         catalog = Operators(home, worker_catalog(), client.list_runs)
@@ -153,4 +178,77 @@ def _table(results: list[OperatorResult], env: str, episodes: int, seed: int, se
     for result in results:
         row = [escape(result.name), *summary_cells(result)]
         table.add_row(*row, *([str(result.fallbacks)] if fallbacks else []))
+    return table
+
+
+def _seated(
+    env: str, seats: dict[str, str], swap: bool, episodes: int, seed: int, json_file: Path | None
+) -> None:
+    """The arena of a multi-agent env: every seating (one, or each rotation with ``--swap``) checked
+    before any is played, then each played as a run of its own, grouped by one comparison id."""
+    seatings = swapped(seats) if swap else [seats]
+    comparison = new_comparison_id("arena")
+    home = open_home()
+    with connect() as client:
+        catalog = Operators(home, worker_catalog(), client.list_runs)
+        checked = [check_seating(env, seating, catalog.choose) for seating in seatings]
+        results = []
+        for seating in checked:
+            label = " vs ".join(f"{agent}={choice.ref.text}" for agent, choice in seating.items())
+
+            def progress(episode: int, label: str = label) -> None:
+                done = episode + 1
+                if done % max(1, episodes // 10) == 0 or done == episodes:
+                    err_console.print(f"{escape(label)}: {done}/{episodes} games", highlight=False)
+
+            games = SeatedGames(
+                client, env, seating, episodes, seed, comparison=comparison, on_episode=progress
+            )
+            results.append(games.run())
+    if json_file is not None:
+        report = {
+            "env_id": env,
+            "episodes": episodes,
+            "seed": seed,
+            "comparison": comparison,
+            "seatings": [result.to_json() for result in results],
+        }
+        json_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(_seats_table(results, env, episodes, seed))
+    for result in results:
+        if result.run_id:
+            names = " vs ".join(s.name for s in result.seats)
+            console.print(f"{names}: run {result.run_id}", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"comparison {comparison}", highlight=False, markup=False, soft_wrap=True)
+    failed = [result for result in results if result.error]
+    for result in failed:
+        err_console.print(f"error: {escape(result.error)}", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _seats_table(results: list[SeatingResult], env: str, episodes: int, seed: int) -> Table:
+    table = Table(
+        "seat",
+        Column("operator", overflow="fold"),
+        *(Column(title, justify="right") for title in ("wins", "draws", "losses", "win rate (95 % CI)")),
+        Column("mean return ± 95 % CI", justify="right"),
+        Column("illegal", justify="right"),
+        title=f"{env}: {episodes} games a seating from seed {seed}",
+    )
+    for number, result in enumerate(results):
+        for seat in result.seats:
+            low, high = seat.win_ci95()
+            played = bool(seat.games)
+            table.add_row(
+                escape(seat.agent),
+                escape(seat.name),
+                str(seat.wins),
+                str(seat.draws),
+                str(seat.losses),
+                f"{seat.wins / seat.games:.1%} ({low:.1%}–{high:.1%})" if played else "-",
+                f"{seat.mean_return:.3g} ± {seat.ci95:.3g}" if played else "-",
+                str(seat.illegal),
+                end_section=number < len(results) - 1 and seat is result.seats[-1],
+            )
     return table

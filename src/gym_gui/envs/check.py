@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
-from gym_gui_sdk import MULTI_AGENT_CREATOR
+from gym_gui_sdk import MULTI_AGENT_CREATOR, MULTI_AGENT_MAKER
 
 from gym_gui.core.envs import EnvEntry
 from gym_gui.core.errors import ConfigError, UnknownEnv
@@ -197,6 +197,20 @@ def make_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> g
             error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
             cause = f"{str(said[-1].message).strip()} ({error})" if said else error
             raise UnknownEnv(f"environment {env_id!r} cannot be made: {cause}") from exc
+
+
+def make_multi_agent_env(env_id: str, *, render_mode: str | None = None, **kwargs: Any) -> Any:
+    """Check ``env_id`` is a multi-agent env and make it with its family's module (a PettingZoo
+    AECEnv for a turn-based game, a ParallelEnv for a parallel one).
+
+    Raises:
+        UnknownEnv: as :func:`check_env`, or ``env_id`` has one agent (:func:`make_env` makes it).
+    """
+    status = check_env(env_id)
+    if status.entry is None or not status.entry.agents or status.family is None:
+        raise UnknownEnv(f"environment {env_id!r} has one agent: it has no seats")
+    module = importlib.import_module(env_family(status.family).import_module)
+    return getattr(module, MULTI_AGENT_MAKER)(env_id, render_mode=render_mode, **kwargs)
 
 
 @functools.cache

@@ -81,15 +81,7 @@ class OperatorResult:
     @property
     def ci95(self) -> float:
         """The half width of the mean return's 95 % confidence interval (Student's t); 0 for one episode."""
-        n = len(self.episodes)
-        if n < 2:
-            return 0.0 if n else math.nan
-        # Imported here: scipy.stats takes longer to import than the window takes to open, which
-        # imports this module (the Arena) but asks for an interval only once a batch has played.
-        from scipy import stats
-
-        sem = float(self.returns.std(ddof=1)) / math.sqrt(n)
-        return float(stats.t.ppf(0.975, n - 1)) * sem
+        return mean_ci95(self.returns)
 
     @property
     def success_rate(self) -> float | None:
@@ -117,6 +109,19 @@ class OperatorResult:
             "fallbacks": self.fallbacks,
             "episodes": [e.to_json() for e in self.episodes],
         }
+
+
+def mean_ci95(values: np.ndarray) -> float:
+    """The half width of the mean's 95 % confidence interval (Student's t); 0 for one value, NaN for none."""
+    n = len(values)
+    if n < 2:
+        return 0.0 if n else math.nan
+    # Imported here: scipy.stats takes longer to import than the window takes to open, which
+    # imports this module (the Arena) but asks for an interval only once a batch has played.
+    from scipy import stats
+
+    sem = float(np.std(values, ddof=1)) / math.sqrt(n)
+    return float(stats.t.ppf(0.975, n - 1)) * sem
 
 
 def _finite(value: float) -> float | None:

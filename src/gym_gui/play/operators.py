@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from gym_gui_sdk import THREAD_ENV
 from gym_gui_sdk.json_object import json_object
 from gym_gui_sdk.operator import (
@@ -119,13 +120,20 @@ class RandomOperator:
         self._slots[slot] = space
 
     def act(self, turns: Sequence[Turn]) -> list[Decision]:
-        return [Decision(self._slots[turn.slot].sample()) for turn in turns]
+        return [Decision(_sample(self._slots[turn.slot], turn.observation)) for turn in turns]
 
     def end(self, slot: int) -> None:
         self._slots.pop(slot, None)
 
     def close(self) -> None:
         self._slots.clear()
+
+
+def _sample(space: Any, observation: Any) -> Any:
+    """A random action, among the legal ones where the observation carries an action mask (a seat of
+    a PettingZoo Classic game)."""
+    mask = observation.get("action_mask") if isinstance(observation, dict) else None
+    return space.sample() if mask is None else space.sample(mask=np.asarray(mask, dtype=np.int8))
 
 
 HUMAN_CARD = OperatorCard(name="you", kind=HUMAN, deterministic=False)
@@ -225,16 +233,21 @@ class Operators:
             entries.append(OperatorListing(ref, card, problem or ""))
         return entries
 
-    def choose(self, text: str, env_id: str) -> OperatorChoice:
+    def choose(
+        self, text: str, env_id: str, spaces: tuple[SpaceSpec, SpaceSpec] | None = None
+    ) -> OperatorChoice:
         """The operator ``text`` names, checked to be able to act on ``env_id`` (blocking).
 
         Raises:
             ConfigError: no such operator, its model is gone or changed since it was saved, its kind
                 cannot act, or it cannot act on ``env_id`` (saying what it expects and what the env gives).
             UnknownEnv: ``env_id`` cannot be made here.
+
+        ``spaces``: the observation and action spaces it acts on when they are not the env's own (a
+        seat's of a multi-agent env).
         """
         ref = parse_operator(text)
-        obs, act = env_spaces(env_id)
+        obs, act = spaces or env_spaces(env_id)
         if ref.builtin:
             card = RandomOperator(None).card if ref.builtin == RANDOM else HUMAN_CARD
             return OperatorChoice(ref, card)

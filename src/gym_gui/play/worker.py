@@ -24,7 +24,8 @@ OPERATOR = WorkerPlugin(
         kind="operator",
         display_name="Operator",
         lane=Lane.TELEMETRY,
-        capabilities=Capabilities(),
+        # An arena seats an operator in each agent's seat of a multi-agent env (play/seats.py).
+        capabilities=Capabilities(multi_agent=True),
         launch=Launch.CLIENT,
         rank=1,
         description=(

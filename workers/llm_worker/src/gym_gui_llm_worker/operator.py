@@ -87,12 +87,14 @@ class LLMOperator:
                 f"{self._card.name} is configured for {text.env_id} ({text.game}); "
                 f"this environment's grid is {turn.grid.get('game')!r}"
             )
-        try:
-            seen = prompts.observation_text(text, turn.observation, turn.grid)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise OperatorError(
-                f"{self._card.name} cannot read the observation {turn.observation!r} of {text.env_id}: {exc}"
-            ) from None
+        if text.family == "board":
+            if turn.text is None:
+                raise OperatorError(
+                    f"{self._card.name} plays {text.env_id} from its board's text; the turn has none"
+                )
+            seen = turn.text
+        else:
+            seen = self._seen(turn)
         conversation = slot.conversation
         if conversation is None:
             conversation = slot.conversation = Conversation(self.asker, seen, slot.rng)
@@ -111,6 +113,16 @@ class LLMOperator:
         if call is not None and call.fallback_reason:
             note["fallback"] = call.fallback_reason
         return Decision(action, note)
+
+    def _seen(self, turn: Turn) -> str:
+        text = self.asker.text
+        try:
+            seen = prompts.observation_text(text, turn.observation, turn.grid)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorError(
+                f"{self._card.name} cannot read the observation {turn.observation!r} of {text.env_id}: {exc}"
+            ) from None
+        return seen
 
     def end(self, slot: int) -> None:
         self._slots.pop(slot, None)
@@ -140,15 +152,20 @@ def make_operator(arguments: argparse.Namespace) -> LLMOperator:
     try:
         config = json.loads(arguments.config)
         params = llm_params.parse(config.get("params") or {})
-        env = make_env(str(config["env_id"]), dict(config.get("env_kwargs") or {}))
+        board = prompts.board_env_text(str(config["env_id"]))
+        env = None if board else make_env(str(config["env_id"]), dict(config.get("env_kwargs") or {}))
     except (AttributeError, KeyError, TypeError, ValueError, gym.error.Error) as exc:
         raise OperatorRefused(f"not an LLM configuration: {type(exc).__name__}: {exc}") from None
-    try:
-        text = prompts.env_text(env, str(config["env_id"]))
-    except ValueError as exc:
-        raise OperatorRefused(str(exc)) from None
-    finally:
-        env.close()
+    if board is not None:
+        text = board
+    else:
+        assert env is not None
+        try:
+            text = prompts.env_text(env, str(config["env_id"]))
+        except ValueError as exc:
+            raise OperatorRefused(str(exc)) from None
+        finally:
+            env.close()
     cache = [arguments.cache] if arguments.cache else []
     log = ResponseLog(write_to=cache, read_from=cache, remember=bool(cache))
     endpoint = ChatEndpoint(params, os.environ.get(llm_params.API_KEY_ENV))

@@ -18,6 +18,7 @@ from gym_gui.core.config import RunConfig
 from gym_gui.core.errors import ConfigError, GymGuiError
 from gym_gui.core.ids import validate_run_id
 from gym_gui.core.workers import Capabilities, Lane, WorkerSpec
+from gym_gui.envs.catalog import env_entry
 from gym_gui.envs.check import make_env
 from gym_gui.storage.run_dir import RunDir
 from gym_gui.workers import (
@@ -82,6 +83,19 @@ class LLMLauncher(ModuleLauncher):
     @staticmethod
     def _env_text(env_id: str, env_kwargs: Mapping[str, Any], frames: bool = False) -> prompts.EnvText:
         """What the prompts say of ``env_id``; with ``frames``, refusing an env that renders no RGB frame."""
+        board = prompts.board_env_text(env_id)
+        if board is not None:  # a seat of a board game: gym_gui sends each turn's board as text
+            if frames:
+                raise ConfigError(
+                    f"field 'params.observation_input': a seat of {env_id} reads the board as text"
+                )
+            return board
+        entry = env_entry(env_id)
+        if entry is not None and entry.agents:
+            raise ConfigError(
+                f"field 'env_id': a language model holds a seat of a board game from the board's text, "
+                f"which gym_gui draws for {', '.join(prompts.BOARD_GAMES)}; {env_id} has none"
+            )
         try:
             env = make_env(env_id, **env_kwargs)
         except TypeError as exc:  # a keyword the environment does not take

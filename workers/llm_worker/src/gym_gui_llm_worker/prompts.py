@@ -4,7 +4,8 @@ Templates are files next to this module (``prompts/<family>.txt``), Python ``str
 with ``$env_id``, ``$rules``, ``$legend``, ``$actions``, ``$plan_length`` and ``$reply_format``. The
 families: ``toy_text`` (FrozenLake, CliffWalking, Taxi, Blackjack), ``minigrid``, ``babyai`` (MiniGrid's
 BabyAI levels: the same grid, and the language their missions are written in) and ``vector`` (any
-other environment with discrete actions: numeric observations with their names).
+other environment with discrete actions: numeric observations with their names) and ``board`` (a seat of
+a turn-based board game of gym_gui's PettingZoo family, whose text gym_gui draws and sends each turn).
 
 A run's system prompt is the same for every call, so the mission, drawn again at every reset, is
 not in it: each message starts with the episode's mission (``Mission: …``).
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 from gym_gui_sdk import render
 
-FAMILIES = ("toy_text", "minigrid", "babyai", "vector")
+FAMILIES = ("toy_text", "minigrid", "babyai", "vector", "board")
 PLACEHOLDERS = ("env_id", "rules", "legend", "actions", "plan_length", "reply_format")
 
 # Action names by the env's spec name (``env.spec.name``); others are "action N".
@@ -87,6 +88,19 @@ _DOOR_STATES = ("open", "closed", "locked")
 _ARROWS = ">v<^"
 
 
+# Seats of turn-based board games (gym_gui's PettingZoo family): each turn's board and legal moves come
+# as text with the turn (gym_gui draws them), so the env is not made here; its moves, by env id.
+BOARD_GAMES: dict[str, tuple[str, ...]] = {
+    "tictactoe_v3": tuple(f"mark cell {n}" for n in range(9)),
+    "connect_four_v3": tuple(f"drop a piece in column {n}" for n in range(7)),
+}
+_BOARD_RULES = (
+    "Two players take turns. Each message shows the board from your side (your pieces X, your "
+    "opponent's O) and your legal moves; win the game. A move that is not legal is replaced by a "
+    "random legal one."
+)
+
+
 @dataclass(frozen=True)
 class EnvText:
     """What the prompts say about one environment: its family, game, rules, legend and actions."""
@@ -106,6 +120,15 @@ class EnvText:
 
     def actions_text(self) -> str:
         return "\n".join(f"{number}: {name}" for number, name in enumerate(self.action_names))
+
+
+def board_env_text(env_id: str) -> EnvText | None:
+    """What the prompts say about a seat of the board game ``env_id``; None when it is none of
+    :data:`BOARD_GAMES`."""
+    moves = BOARD_GAMES.get(env_id)
+    if moves is None:
+        return None
+    return EnvText(env_id, "board", None, moves, _BOARD_RULES, "X your pieces, O your opponent's")
 
 
 def env_text(env: Any, env_id: str) -> EnvText:
