@@ -18,7 +18,6 @@ import numpy as np
 from gym_gui_sdk import encoding
 from gym_gui_sdk.operator import ANY_SPACE, TEXT, Operator, OperatorError, SpaceSpec, Turn
 from gym_gui_sdk.worker import Phase, WorkerSession
-from scipy import stats
 
 from gym_gui.core.config import parse_run_config
 from gym_gui.core.errors import ConfigError, GymGuiError
@@ -172,6 +171,8 @@ class SeatResult:
         """The win rate's 95 % confidence interval (Wilson's)."""
         if not self.games:
             return math.nan, math.nan
+        from scipy import stats  # as mean_ci95: only once games were played
+
         interval = stats.binomtest(self.wins, self.games).proportion_ci(0.95, method="wilson")
         return float(interval.low), float(interval.high)
 
