@@ -9,7 +9,14 @@ import pytest
 from gym_gui_sdk.render import PIXELS, render_kind_of
 
 from gym_gui.core.errors import ConfigError
-from gym_gui.envs.catalog import env_doc, env_entry, family_entries, family_installed, family_of
+from gym_gui.envs.catalog import (
+    env_doc,
+    env_entry,
+    family_entries,
+    family_installed,
+    family_of,
+    import_failure,
+)
 from gym_gui.envs.check import check_env_kwargs, make_env
 from gym_gui.envs.families.metaworld import TASKS, task_id
 
@@ -23,6 +30,7 @@ def test_every_meta_world_task_is_an_entry_with_its_doc() -> None:
 
     assert list(TASKS) == list(metaworld.ALL_V3_ENVIRONMENTS)
     assert [entry.env_id for entry in ENTRIES] == [f"gym_gui/MetaWorld-{task}" for task in TASKS]
+    assert not import_failure("metaworld")  # the family's module registers its ids when imported
     for entry in ENTRIES:
         assert entry.env_id in gymnasium.registry
         assert not entry.human_playable and entry.render_kind.value == PIXELS

@@ -84,7 +84,7 @@ def test_a_kind_that_plays_one_agent_is_refused_a_multi_agent_env_before_anythin
     config = parse_run_config({"worker": "human", "env_id": "tictactoe_v3", "budget": {"episodes": 1}})
     with pytest.raises(
         ConfigError,
-        match=r"^field 'env_id': tictactoe_v3 has 2 agents, and Human-Only plays one; a kind that seats every agent: Random Baseline",
+        match=r"^field 'env_id': tictactoe_v3 has 2 agents, and Human-Only plays one; a kind that seats every agent: Operator, Random Baseline",
     ):
         client.submit(config)
     assert client.list_runs(include_archived=True) == before

@@ -11,7 +11,7 @@ import pytest
 from gym_gui_sdk import encoding, render
 
 from gym_gui.core.envs import EnvEntry, RenderKind
-from gym_gui.envs.catalog import env_entry, env_family, family_entries, family_installed
+from gym_gui.envs.catalog import env_entry, env_family, family_entries, family_installed, import_failure
 from gym_gui.envs.check import check_env, make_env
 from gym_gui.envs.families.vizdoom import NOOP, SCENARIOS
 
@@ -35,6 +35,7 @@ def test_the_family_installs_vizdoom_exactly_and_lists_its_scenarios() -> None:
     assert family.packages == ("vizdoom==1.3.2",) and family.unavailable == ""
     assert family.install_hint == "install it with `gym-gui envs install vizdoom`"
     assert family_installed("vizdoom") and family.import_module == "vizdoom.gymnasium_wrapper"
+    assert not import_failure("vizdoom")  # its module registers the scenarios' ids when imported
     assert _ids(ENTRIES) == [env_id for env_id, _title, _buttons in SCENARIOS]
     for entry in ENTRIES:
         assert gymnasium.spec(entry.env_id).entry_point.startswith("vizdoom.")  # type: ignore[union-attr]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal, Slot
 
 from gym_gui.core.errors import GymGuiError
 
@@ -22,17 +22,36 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class _Gate:
-    """An on/off switch under a lock; a plain Python object, so Qt can call ``close`` while
-    destroying the QObjects around it (a slot on a QObject being destroyed cannot be found)."""
+class _Dispatcher(QObject):
+    """Carries every Background's results to the GUI thread: one per application, living as long as
+    it does, so a pool thread never emits on an object Qt may be destroying."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.open = True
+    done = Signal(object, object, object)  # background, callback, value
 
-    def close(self, *_: Any) -> None:
-        with self.lock:
-            self.open = False
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self.done.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+
+    @Slot(object, object, object)
+    def _deliver(self, background: Background, callback: Callable[[Any], None], value: Any) -> None:
+        # On the GUI thread, where widgets are deleted too: a background deleted with its owner
+        # since the result was posted drops it, instead of calling into a dead widget.
+        if shiboken6.isValid(background):
+            background.deliver(callback, value)
+
+
+_dispatcher: _Dispatcher | None = None
+
+
+def _the_dispatcher() -> _Dispatcher:
+    """The application's dispatcher, made on the GUI thread by the first Background."""
+    global _dispatcher
+    if _dispatcher is None or not shiboken6.isValid(_dispatcher):
+        app = QCoreApplication.instance()
+        if app is None:
+            raise RuntimeError("a Background needs a QApplication")
+        _dispatcher = _Dispatcher(app)
+    return _dispatcher
 
 
 class Background(QObject):
@@ -45,22 +64,18 @@ class Background(QObject):
     go through here so the GUI thread never waits on them.
     """
 
-    _done = Signal(object, object)  # callback, value
-
     def __init__(self, owner: QObject | None = None, workers: int = 4, name: str = "background") -> None:
         super().__init__(owner)
         self._name = name
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-        # Queued even when emitted on the GUI thread: ``Future.add_done_callback`` calls back at once,
-        # on the caller's thread, for work already done, and a direct call would then re-enter the
-        # caller (the seat's calls saw their own step finish inside the call that started it).
-        self._done.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
-        # A pool thread must not emit while this object is being destroyed (that crashes in Qt, not
-        # in Python): the owner's ``destroyed`` comes before its children are deleted, and closes
-        # the gate under the lock every emit holds.
-        self._gate = _Gate()
-        if owner is not None:
-            owner.destroyed.connect(self._gate.close)
+        # Results travel through the application's dispatcher, queued even from the GUI thread:
+        # ``Future.add_done_callback`` calls back at once, on the caller's thread, for work already
+        # done, and a direct call would then re-enter the caller (the seat's calls saw their own
+        # step finish inside the call that started it). No signal of this object is emitted from a
+        # pool thread, and nothing is connected to the owner's ``destroyed``: both crashed PySide
+        # (a pool thread emitting while Qt destroyed the object; a later ``connect`` after many
+        # owners had gone with their ``destroyed`` connected to a plain Python callable).
+        self._dispatcher = _the_dispatcher()
 
     def run(
         self,
@@ -95,19 +110,13 @@ class Background(QObject):
         """Call ``callback(value)`` on the GUI thread (from any thread)."""
         if callback is None:
             return
-        with self._gate.lock:
-            if not self._gate.open:
-                return
-            try:
-                self._done.emit(callback, value)
-            except RuntimeError:  # the owner was deleted meanwhile
-                return
+        self._dispatcher.done.emit(self, callback, value)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    @Slot(object, object)
-    def _deliver(self, callback: Callable[[Any], None], value: Any) -> None:
+    def deliver(self, callback: Callable[[Any], None], value: Any) -> None:
+        """Call ``callback(value)``: the dispatcher's hand-over, on the GUI thread."""
         try:
             callback(value)
         except Exception:  # a view's bug must not take the window down
